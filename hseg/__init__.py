@@ -1,0 +1,39 @@
+"""hseg: hierarchical segmentation chunking for RAG (Nguyen et al. 2025).
+
+Sentences → segments (a segmenter) → clusters of adjacent related segments (maximal cliques of a
+relatedness graph) → multi-vector retrieval of clusters on Chroma.
+
+Example:
+    >>> from hseg import HierarchicalChunker  # doctest: +SKIP
+    >>> chunking = HierarchicalChunker(target_tokens=512).chunk(text, doc_id="a")  # doctest: +SKIP
+    >>> for c in chunking.clusters:  # doctest: +SKIP
+    ...     print(c.start, c.end, c.token_count, len(c.segments))
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from hseg.chunks import Chunking, Cluster, Segment
+from hseg.spans import Span
+
+try:
+    __version__ = version("hseg")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = ["HierarchicalChunker", "Chunking", "Cluster", "Segment", "Span", "split_sentences", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # the chunker pulls in numpy-heavy modules; keep `import hseg` light for the CLI's --help
+    if name == "HierarchicalChunker":
+        from hseg.chunker import HierarchicalChunker
+
+        return HierarchicalChunker
+    if name == "split_sentences":
+        from hseg.sentences import split_sentences
+
+        return split_sentences
+    raise AttributeError(f"module 'hseg' has no attribute {name!r}")

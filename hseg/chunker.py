@@ -1,0 +1,294 @@
+"""``HierarchicalChunker``: text → sentences → segments → clusters, the one entry point.
+
+Pipeline per document (the encoder runs once over all sentences of a batch of documents):
+
+1. :func:`hseg.sentences.split_sentences`, with units capped so none exceeds the encoder's
+   maximum sequence length nor ``max_segment_tokens``;
+2. sentence embeddings (cached by text, so repeated sentences are encoded once);
+3. segment ends from the segmenter, then :func:`hseg.segmenters.enforce_length_limits`;
+4. segment vectors: the normalised mean of their sentence vectors (``segment_vector="mean"``,
+   no second encoder pass) or an encoding of the segment text (``"encode"``);
+5. :func:`hseg.clustering.cluster_segments` with an explicit ``k``, or :func:`hseg.clustering.search_k`
+   for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
+
+Segments and clusters tile the document exactly: whitespace between two units belongs to the
+earlier one, leading whitespace to the first. Their ``text`` is always ``source[start:end]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hseg.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
+from hseg.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
+from hseg.encoders import CachingEncoder, Encoder, as_encoder
+from hseg.segmenters import Segmenter, adjacent_similarity, enforce_length_limits, get_segmenter
+from hseg.sentences import split_sentences
+from hseg.spans import Span
+from hseg.tokens import TokenCounter, as_token_counter, count_many
+
+__all__ = ["HierarchicalChunker"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TARGET_TOKENS = 512
+
+
+class HierarchicalChunker:
+    """Hierarchical segmentation chunker (Nguyen et al. 2025).
+
+    Args:
+        encoder: model name, ``SentenceTransformer``, LangChain ``Embeddings``, LlamaIndex
+            ``BaseEmbedding`` or an :class:`hseg.encoders.Encoder`. Default: all-MiniLM-L6-v2, offline.
+        segmenter: segmenter name (``"texttiling"``, ``"bilstm"``) or instance; ``None`` = the default.
+        k: clustering threshold τ = μ + k·σ. Mutually exclusive with ``target_tokens``.
+        target_tokens: mean cluster size to aim for (k is searched per document); default 512 when
+            ``k`` is not given.
+        max_cluster_tokens: hard cap on a cluster; default twice the target (1024 with explicit k).
+        min_segment_tokens, max_segment_tokens: segment length limits applied after the segmenter.
+        tokenizer: what sizes are measured in: a tiktoken encoding name (default ``cl100k_base``,
+            offline) or any ``str -> int`` callable.
+        segment_vector: ``"mean"`` of sentence vectors or ``"encode"`` the segment text.
+        clique_method: ``"edges"`` (fast, default) or ``"cliques"`` (literal networkx enumeration).
+        cache: keep an in-memory text → vector cache across calls.
+        show_progress: tqdm bars over documents and encoding batches.
+        device, batch_size: passed to the default sentence-transformers encoder.
+
+    Example:
+        >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
+        >>> result = chunker.chunk(open("report.md").read(), doc_id="report")  # doctest: +SKIP
+        >>> [(c.start, c.end, c.token_count) for c in result.clusters][:2]  # doctest: +SKIP
+        [(0, 1210, 251), (1210, 2410, 262)]
+    """
+
+    def __init__(
+        self,
+        *,
+        encoder: Any = None,
+        segmenter: str | Segmenter | None = None,
+        k: float | None = None,
+        target_tokens: int | None = None,
+        max_cluster_tokens: int | None = None,
+        min_segment_tokens: int = 48,
+        max_segment_tokens: int = 192,
+        tokenizer: str | TokenCounter | None = None,
+        segment_vector: str = "mean",
+        clique_method: str = "edges",
+        cache: bool = True,
+        show_progress: bool = False,
+        device: str | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        if k is not None and target_tokens is not None:
+            raise ValueError(f"give k or target_tokens, not both (k={k!r}, target_tokens={target_tokens!r})")
+        if k is not None and not np.isfinite(k):
+            raise ValueError(f"k must be a finite number, got {k!r}")
+        if target_tokens is None and k is None:
+            target_tokens = DEFAULT_TARGET_TOKENS
+        if target_tokens is not None and target_tokens <= 0:
+            raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
+        if max_segment_tokens <= 0:
+            raise ValueError(f"max_segment_tokens must be > 0, got {max_segment_tokens!r}")
+        if not 0 <= min_segment_tokens <= max_segment_tokens:
+            raise ValueError(f"min_segment_tokens must be in [0, max_segment_tokens], got {min_segment_tokens!r}")
+        if max_cluster_tokens is None:
+            max_cluster_tokens = 2 * target_tokens if target_tokens is not None else 2 * DEFAULT_TARGET_TOKENS
+        if max_cluster_tokens < max_segment_tokens:
+            raise ValueError(
+                f"max_cluster_tokens must be >= max_segment_tokens ({max_segment_tokens}), got {max_cluster_tokens!r}"
+            )
+        if target_tokens is not None and target_tokens < min_segment_tokens:
+            raise ValueError(f"target_tokens must be >= min_segment_tokens ({min_segment_tokens}), got {target_tokens!r}")
+        if segment_vector not in ("mean", "encode"):
+            raise ValueError(f"segment_vector must be 'mean' or 'encode', got {segment_vector!r}")
+        if clique_method not in ("edges", "cliques"):
+            raise ValueError(f"clique_method must be 'edges' or 'cliques', got {clique_method!r}")
+        self.k = k
+        self.target_tokens = target_tokens
+        self.max_cluster_tokens = int(max_cluster_tokens)
+        self.min_segment_tokens = int(min_segment_tokens)
+        self.max_segment_tokens = int(max_segment_tokens)
+        self.segment_vector = segment_vector
+        self.clique_method = clique_method
+        self.show_progress = show_progress
+        base = as_encoder(encoder, device=device, batch_size=batch_size)
+        self.encoder: Encoder = CachingEncoder(base) if cache and not isinstance(base, CachingEncoder) else base
+        self.segmenter: Segmenter = get_segmenter(segmenter)
+        self.count_tokens: TokenCounter = as_token_counter(tokenizer)
+
+    # ------------------------------------------------------------------ public API
+    def chunk(self, text: str, doc_id: str | None = None) -> Chunking:
+        """Chunk one document. ``doc_id`` defaults to a hash of the text."""
+        return self.chunk_many([text], [doc_id] if doc_id is not None else None)[0]
+
+    def chunk_many(self, texts: Sequence[str], doc_ids: Sequence[str | None] | None = None) -> list[Chunking]:
+        """Chunk many documents, encoding their sentences in shared batches."""
+        texts = list(texts)
+        ids = self._doc_ids(texts, doc_ids)
+        sentences = [self._sentences(t) for t in texts]
+        flat = [s.of(t) for t, spans in zip(texts, sentences) for s in spans]
+        vectors = self._encode(flat)
+        out, offset = [], 0
+        for text, doc_id, spans in self._progress(list(zip(texts, ids, sentences)), "clustering"):
+            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)]))
+            offset += len(spans)
+        return out
+
+    # ------------------------------------------------------------------ steps
+    def _doc_ids(self, texts: list[str], doc_ids: Sequence[str | None] | None) -> list[str]:
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise ValueError(f"texts[{i}] must be str, got {type(t).__name__}")
+        if doc_ids is None:
+            doc_ids = [None] * len(texts)
+        if len(doc_ids) != len(texts):
+            raise ValueError(f"doc_ids has {len(doc_ids)} items for {len(texts)} texts")
+        ids = [d if d is not None else default_doc_id(t) for d, t in zip(doc_ids, texts)]
+        seen: dict[str, str] = {}
+        for d, t in zip(ids, texts):
+            if not isinstance(d, str) or not d:
+                raise ValueError(f"doc_ids: ids must be non-empty strings, got {d!r}")
+            if d in seen and seen[d] != t:
+                raise ValueError(f"doc_ids: duplicate id {d!r} for two different texts")
+            seen[d] = t
+        return ids
+
+    def _sentences(self, text: str) -> list[Span]:
+        enc_cap = getattr(self.encoder, "max_seq_length", None)
+        enc_count = getattr(self.encoder, "count_tokens", None)
+        spans = split_sentences(text, max_tokens=enc_cap, count_tokens=enc_count) if enc_cap and enc_count \
+            else split_sentences(text)
+        # a unit must also fit a segment (in reader tokens); re-split the rare one that does not
+        out: list[Span] = []
+        for span in spans:
+            piece = span.of(text)
+            if len(piece) > self.max_segment_tokens and self.count_tokens(piece) > self.max_segment_tokens:
+                sub = split_sentences(piece, max_tokens=self.max_segment_tokens, count_tokens=self.count_tokens)
+                out += [Span(span.start + s.start, span.start + s.end) for s in sub]
+            else:
+                out.append(span)
+        return out
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        batch = 4096
+        parts = [self.encoder.encode(texts[i : i + batch]) for i in self._progress(range(0, len(texts), batch), "encoding")]
+        return np.vstack(parts)
+
+    def _segment_ends(self, sentences: list[str], vectors: np.ndarray, tokens: list[int]) -> tuple[list[int], np.ndarray]:
+        ends = self.segmenter.boundaries(sentences, vectors)
+        gap_scores = getattr(self.segmenter, "gap_scores", None)
+        strength = gap_scores(sentences, vectors) if gap_scores else 1.0 - adjacent_similarity(vectors)
+        ends = enforce_length_limits(
+            ends, tokens, strength, min_tokens=self.min_segment_tokens, max_tokens=self.max_segment_tokens
+        )
+        return ends, np.asarray(strength, dtype=np.float32)
+
+    def _plan(self, vectors: np.ndarray, tokens: list[int]) -> ClusterPlan:
+        if self.k is not None:
+            return cluster_segments(
+                vectors, self.k, tokens=tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
+            )
+        return search_k(
+            vectors, tokens, self.target_tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
+        )
+
+    def _chunk_one(self, text: str, doc_id: str, spans: list[Span], sent_vectors: np.ndarray) -> Chunking:
+        if not spans:
+            if text:
+                warnings.warn(f"document {doc_id!r} is blank: no chunks", stacklevel=3)
+            return Chunking(doc_id, text, (), (), None, {"empty": True, "sentences": 0})
+        sentences = [s.of(text) for s in spans]
+        tokens = count_many(self.count_tokens, sentences)
+        ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
+        segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength)
+        seg_vectors = np.stack([s.embedding for s in segments])
+        plan = self._plan(seg_vectors, [s.token_count for s in segments])
+        clusters = self._clusters(text, doc_id, segments, plan)
+        info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom")}
+        return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info)
+
+    def _segments(
+        self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray
+    ) -> list[Segment]:
+        firsts = [0] + [e + 1 for e in ends[:-1]]
+        bounds = [0] + [spans[f].start for f in firsts[1:]] + [len(text)]
+        texts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        if self.segment_vector == "encode":
+            seg_vecs = self.encoder.encode([text[spans[f].start : spans[e].end] for f, e in zip(firsts, ends)])
+        else:
+            seg_vecs = np.stack([mean_vector(vectors[f : e + 1]) for f, e in zip(firsts, ends)])
+        token_counts = count_many(self.count_tokens, texts)
+        return [
+            Segment(
+                id=unit_id(doc_id, "segment", a, b),
+                doc_id=doc_id,
+                index=i,
+                start=a,
+                end=b,
+                text=t,
+                token_count=int(n),
+                sentence_start=f,
+                sentence_end=e + 1,
+                embedding=seg_vecs[i],
+                boundary_prob=float(strength[e]) if e < len(strength) else 1.0,
+            )
+            for i, (a, b, t, f, e, n) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts))
+        ]
+
+    def _clusters(self, text: str, doc_id: str, segments: list[Segment], plan: ClusterPlan) -> list[Cluster]:
+        ranges, flags = list(plan.ranges), list(plan.split_by_cap)
+        seg_tokens = np.array([s.token_count for s in segments])
+        vecs = np.stack([s.embedding for s in segments])
+        adjacent = adjacent_similarity(vecs)
+        # the plan used summed segment tokens; the exact count of a joined text can differ by a token or
+        # two at each seam, so re-check the cap on the real text and cut again where needed
+        for _ in range(len(segments)):
+            counts = self._cluster_tokens(text, segments, ranges)
+            over = [i for i, (r, c) in enumerate(zip(ranges, counts)) if c > self.max_cluster_tokens and len(r) > 1]
+            if not over:
+                break
+            for i in reversed(over):
+                budget = int(seg_tokens[ranges[i].start : ranges[i].stop].sum()) - 1
+                pieces, _ = split_over_cap([ranges[i]], seg_tokens, adjacent, budget)
+                ranges[i : i + 1] = pieces
+                flags[i : i + 1] = [True] * len(pieces)
+        counts = self._cluster_tokens(text, segments, ranges)
+        for r, c in zip(ranges, counts):
+            if c > self.max_cluster_tokens:
+                logger.warning("doc %s: a single segment of %d tokens exceeds max_cluster_tokens=%d", doc_id, c, self.max_cluster_tokens)
+        out = []
+        for i, (r, flag, n) in enumerate(zip(ranges, flags, counts)):
+            segs = tuple(segments[r.start : r.stop])
+            a, b = segs[0].start, segs[-1].end
+            out.append(
+                Cluster(
+                    id=unit_id(doc_id, "cluster", a, b),
+                    doc_id=doc_id,
+                    index=i,
+                    start=a,
+                    end=b,
+                    text=text[a:b],
+                    token_count=int(n),
+                    segments=segs,
+                    embedding=mean_vector(vecs[r.start : r.stop]),
+                    split_by_cap=flag,
+                )
+            )
+        return out
+
+    def _cluster_tokens(self, text: str, segments: list[Segment], ranges: list[range]) -> list[int]:
+        return count_many(self.count_tokens, [text[segments[r.start].start : segments[r.stop - 1].end] for r in ranges])
+
+    def _progress(self, items: Any, desc: str) -> Any:
+        if not self.show_progress:
+            return items
+        from tqdm.auto import tqdm
+
+        return tqdm(items, desc=desc, leave=False)

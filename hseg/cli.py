@@ -1,0 +1,61 @@
+"""The ``hseg`` command line.
+
+Subcommands live in small modules that each expose ``register(subparsers)``; this file only wires
+them together, so heavy imports (torch, chromadb) happen when a command runs, not at ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "build_parser"]
+
+#: modules that contribute subcommands, in the order ``hseg --help`` lists them
+COMMAND_MODULES = ("hseg.cli_chunk", "hseg.cli_segmenter")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (usage hint, then the message) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="hseg",
+        description="Hierarchical segmentation chunking for RAG: segments, clique clusters, multi-vector retrieval.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, FileNotFoundError, UnicodeDecodeError, IsADirectoryError, PermissionError) as exc:
+        print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""``hseg chunk``: print the segments and clusters of files (or stdin) with spans and token counts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hseg.chunks import Chunking
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "chunk",
+        help="segment and cluster text files, print spans and token counts",
+        description="Chunk each FILE ('-' reads stdin) and print its segments and clusters.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text or markdown files; '-' for stdin")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--target-tokens", type=int, default=None, help="mean cluster size to aim for (default 512)")
+    size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
+    p.add_argument("--max-cluster-tokens", type=int, default=None, help="hard cap per cluster (default 2x target)")
+    p.add_argument("--segmenter", default=None, help="segmenter name (default: the package default)")
+    p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def read_input(name: str) -> str:
+    """Read a UTF-8 file or stdin, with errors that name the file."""
+    if name == "-":
+        return sys.stdin.read()
+    path = Path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"{name}: no such file")
+    if path.is_dir():
+        raise IsADirectoryError(f"{name}: is a directory")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{name}: looks like a binary file (NUL bytes), expected UTF-8 text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}: not valid UTF-8 text (byte {exc.start})") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    texts = [(name, read_input(name)) for name in args.files]  # fail before loading the model
+    from hseg.chunker import HierarchicalChunker
+
+    chunker = HierarchicalChunker(
+        k=args.k,
+        target_tokens=args.target_tokens,
+        max_cluster_tokens=args.max_cluster_tokens,
+        segmenter=args.segmenter,
+        show_progress=not args.quiet,
+    )
+    results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
+    if args.format == "json":
+        json.dump([to_json(r) for r in results], sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        for r in results:
+            sys.stdout.write(to_markdown(r))
+    return 0
+
+
+def to_json(result: Chunking) -> dict[str, Any]:
+    return {
+        "doc_id": result.doc_id,
+        "k": result.k,
+        "segments": [
+            {"id": s.id, "index": s.index, "start": s.start, "end": s.end, "tokens": s.token_count, "text": s.text}
+            for s in result.segments
+        ],
+        "clusters": [
+            {"id": c.id, "index": c.index, "start": c.start, "end": c.end, "tokens": c.token_count,
+             "segments": [s.index for s in c.segments], "split_by_cap": c.split_by_cap}
+            for c in result.clusters
+        ],
+    }
+
+
+def _preview(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def to_markdown(result: Chunking) -> str:
+    sizes = [c.token_count for c in result.clusters]
+    mean = sum(sizes) / len(sizes) if sizes else 0
+    k = f"{result.k:.3f}" if result.k is not None else "-"
+    lines = [
+        f"## {result.doc_id}",
+        "",
+        f"{len(result.segments)} segments, {len(result.clusters)} clusters, mean cluster {mean:.0f} tokens, k = {k}",
+        "",
+        "| cluster | segment | start | end | tokens | text |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in result.clusters:
+        lines.append(f"| **{c.index}** | | {c.start} | {c.end} | **{c.token_count}** | |")
+        for s in c.segments:
+            lines.append(f"| | {s.index} | {s.start} | {s.end} | {s.token_count} | {_preview(s.text).replace('|', '/')} |")
+    return "\n".join(lines) + "\n\n"

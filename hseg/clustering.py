@@ -1,0 +1,290 @@
+"""Segment clustering, as in Nguyen et al. 2025 §3.2 (after Glavaš et al.'s GraphSeg).
+
+Segments of one document are the nodes of a relatedness graph with an edge between two segments
+whose cosine similarity exceeds ``τ = μ + k·σ`` (μ, σ: mean and standard deviation of the
+off-diagonal pairwise similarities). Then:
+
+1. *initial clusters*: adjacent segments that share a maximal clique are merged;
+2. *merge*: adjacent clusters are merged when a clique holds a segment of each;
+3. *final merge*: every single-segment cluster joins the neighbouring cluster whose (mean) vector
+   is more cosine-similar;
+4. the cluster vector is the L2-normalised mean of its segment vectors.
+
+Two vertices lie in a common maximal clique exactly when they share an edge (the edge is a clique,
+and every clique extends to a maximal one). So steps 1–2 need only edges: adjacent pairs for step 1
+and the blocks of similarities between neighbouring initial clusters for step 2. That is the
+default ``method="edges"``, O(n·d) for the statistics (μ and σ come from ``‖Σv‖²`` and
+``‖VᵀV‖_F²``, no n×n matrix) plus the neighbouring blocks. ``method="cliques"`` builds the whole
+graph and enumerates maximal cliques with networkx, literally as the paper says (exponential on
+dense graphs); a property test shows both give the same clusters.
+
+Merges are decided on the *initial* adjacent pairs, all at once. The paper's Table 1 shows cliques
+{1,2,6} {2,4,7} {3,4,5} {1,6,7}, initial clusters {1,2} {3,4,5} {6,7} and a final {1..5} {6,7};
+by its own rule the clique {2,4,7} also links {3,4,5} with {6,7}, so the rule as written gives one
+cluster {1..7}, and that is what this module returns (see ``tests/test_clustering.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "ClusterPlan",
+    "similarity_stats",
+    "merge_runs",
+    "clusters_from_adjacency",
+    "clusters_from_cliques",
+    "cluster_segments",
+    "search_k",
+    "mean_vector",
+]
+
+Ranges = list[range]
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Clusters of one document as ranges of segment indices, with the parameters that made them."""
+
+    ranges: tuple[range, ...]
+    k: float
+    tau: float
+    #: per cluster: True when it was cut by the token cap rather than by the graph rule
+    split_by_cap: tuple[bool, ...]
+
+
+def similarity_stats(vectors: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation of the off-diagonal cosine similarities of unit vectors.
+
+    Uses ``Σ_ij s_ij = ‖Σ_i v_i‖²`` and ``Σ_ij s_ij² = ‖VᵀV‖_F²``, O(n·d²) time and O(d²) memory.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    n = len(v)
+    if n < 2:
+        return 1.0, 0.0
+    diag = np.einsum("ij,ij->i", v, v)
+    total = float(np.sum(v.sum(axis=0) ** 2) - diag.sum())
+    gram = v.T @ v
+    total_sq = float(np.sum(gram * gram) - np.sum(diag**2))
+    pairs = n * (n - 1)
+    mean = total / pairs
+    var = max(total_sq / pairs - mean * mean, 0.0)
+    return mean, math.sqrt(var)
+
+
+def merge_runs(n: int, adjacent_edge: Sequence[bool], linked: Callable[[range, range], bool]) -> Ranges:
+    """Steps 1–2 of the rule, given the edges between neighbours and a test for any edge
+    between two ranges of segments."""
+    if n == 0:
+        return []
+    initial: Ranges = []
+    start = 0
+    for i in range(n - 1):
+        if not adjacent_edge[i]:
+            initial.append(range(start, i + 1))
+            start = i + 1
+    initial.append(range(start, n))
+    # decide every merge on the initial pairs first, then apply them together
+    joins = [linked(a, b) for a, b in zip(initial, initial[1:])]
+    merged: Ranges = [initial[0]]
+    for join, nxt in zip(joins, initial[1:]):
+        if join:
+            merged[-1] = range(merged[-1].start, nxt.stop)
+        else:
+            merged.append(nxt)
+    return merged
+
+
+def clusters_from_adjacency(adjacency: np.ndarray) -> Ranges:
+    """Steps 1–2 from a boolean adjacency matrix via edges (the clique-free path)."""
+    a = np.asarray(adjacency, dtype=bool)
+    n = len(a)
+    adjacent = [bool(a[i, i + 1]) for i in range(n - 1)]
+    return merge_runs(n, adjacent, lambda x, y: bool(a[x.start : x.stop, y.start : y.stop].any()))
+
+
+def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
+    """Steps 1–2 literally: enumerate maximal cliques with networkx and test clique membership."""
+    import networkx as nx
+
+    a = np.asarray(adjacency, dtype=bool)
+    n = len(a)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from((i, j) for i, j in zip(*np.nonzero(np.triu(a, 1))))
+    cliques = [frozenset(c) for c in nx.find_cliques(graph)]
+    member: list[list[int]] = [[] for _ in range(n)]
+    for idx, clique in enumerate(cliques):
+        for v in clique:
+            member[v].append(idx)
+
+    def share(x: range, y: range) -> bool:
+        left = {c for v in x for c in member[v]}
+        return any(c in left for v in y for c in member[v])
+
+    adjacent = [share(range(i, i + 1), range(i + 1, i + 2)) for i in range(n - 1)]
+    return merge_runs(n, adjacent, share)
+
+
+def mean_vector(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalised mean of unit vectors (the cluster vector)."""
+    m = np.asarray(vectors, dtype=np.float64).mean(axis=0)
+    norm = np.linalg.norm(m)
+    return (m / norm if norm > 0 else m).astype(np.float32)
+
+
+def absorb_singletons(ranges: Ranges, vectors: np.ndarray) -> Ranges:
+    """Step 3: each single-segment cluster joins the more cosine-similar neighbouring cluster.
+
+    Processed left to right on the current clusters, so a singleton next to a singleton forms a pair.
+    """
+    out = list(ranges)
+    i = 0
+    while i < len(out) and len(out) > 1:
+        if len(out[i]) != 1:
+            i += 1
+            continue
+        v = vectors[out[i].start]
+        left = float(mean_vector(vectors[out[i - 1].start : out[i - 1].stop]) @ v) if i > 0 else -np.inf
+        right = float(mean_vector(vectors[out[i + 1].start : out[i + 1].stop]) @ v) if i + 1 < len(out) else -np.inf
+        if left >= right:
+            out[i - 1] = range(out[i - 1].start, out[i].stop)
+            del out[i]
+        else:
+            out[i + 1] = range(out[i].start, out[i + 1].stop)
+            del out[i]
+    return out
+
+
+def _weakest_cut(piece: range, csum: np.ndarray, adjacent_sim: np.ndarray, cap: int) -> int:
+    """Index where ``piece`` is cut: the weakest adjacent similarity among cuts that leave at least
+    a quarter of the cap on both sides (a cut at the global weakest link tends to shave off a sliver
+    and leave a long remainder to cut again, which skews sizes far below the cap)."""
+    cuts = np.arange(piece.start + 1, piece.stop)
+    left = csum[cuts] - csum[piece.start]
+    right = csum[piece.stop] - csum[cuts]
+    ok = (left >= cap / 4) & (right >= cap / 4)
+    if not ok.any():
+        ok[:] = True
+    sims = adjacent_sim[cuts - 1]
+    return int(cuts[ok][np.argmin(sims[ok])])
+
+
+def split_over_cap(ranges: Ranges, tokens: np.ndarray, adjacent_sim: np.ndarray, cap: int | None) -> tuple[Ranges, list[bool]]:
+    """Cut every cluster above ``cap`` tokens at its weakest adjacent similarity, recursively
+    (among cuts that keep a quarter of the cap on both sides, when there are such cuts)."""
+    if cap is None:
+        return list(ranges), [False] * len(ranges)
+    csum = np.concatenate([[0], np.cumsum(tokens)])
+    out: Ranges = []
+    flags: list[bool] = []
+    for r in ranges:
+        stack, pieces = [r], []
+        while stack:
+            piece = stack.pop()
+            if len(piece) == 1 or csum[piece.stop] - csum[piece.start] <= cap:
+                pieces.append(piece)
+                continue
+            cut = _weakest_cut(piece, csum, adjacent_sim, cap)
+            stack += [range(cut, piece.stop), range(piece.start, cut)]
+        pieces.sort(key=lambda p: p.start)
+        out += pieces
+        flags += [len(pieces) > 1] * len(pieces)
+    return out, flags
+
+
+def cluster_segments(
+    vectors: np.ndarray,
+    k: float,
+    *,
+    tokens: Sequence[int] | None = None,
+    max_cluster_tokens: int | None = None,
+    method: str = "edges",
+) -> ClusterPlan:
+    """Cluster the segments of one document with threshold parameter ``k``.
+
+    Args:
+        vectors: ``(n, d)`` unit segment vectors, in document order.
+        k: τ = μ + k·σ; larger k, fewer edges, smaller clusters.
+        tokens: tokens per segment, needed for ``max_cluster_tokens``.
+        max_cluster_tokens: hard cap; a larger cluster is cut at its weakest adjacent similarity.
+        method: ``"edges"`` (default) or ``"cliques"`` (literal networkx path, same result).
+
+    Example:
+        >>> import numpy as np
+        >>> v = np.repeat(np.eye(2, dtype=np.float32), 3, axis=0)
+        >>> [list(r) for r in cluster_segments(v, 0.5).ranges]
+        [[0, 1, 2], [3, 4, 5]]
+    """
+    v = np.asarray(vectors, dtype=np.float32)
+    n = len(v)
+    if method not in ("edges", "cliques"):
+        raise ValueError(f"method must be 'edges' or 'cliques', got {method!r}")
+    if max_cluster_tokens is not None and tokens is None:
+        raise ValueError("tokens are required with max_cluster_tokens")
+    if n == 0:
+        return ClusterPlan((), k, float("nan"), ())
+    mean, std = similarity_stats(v)
+    tau = mean + k * std
+    adjacent_sim = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0, np.float32)
+    if method == "edges":
+        ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: bool((v[a.start : a.stop] @ v[b.start : b.stop].T).max() > tau))
+    else:
+        sims = v @ v.T
+        np.fill_diagonal(sims, -np.inf)
+        ranges = clusters_from_cliques(sims > tau)
+    ranges = absorb_singletons(ranges, v)
+    tok = np.asarray(tokens if tokens is not None else np.ones(n), dtype=np.int64)
+    ranges, flags = split_over_cap(ranges, tok, adjacent_sim, max_cluster_tokens)
+    return ClusterPlan(tuple(ranges), float(k), float(tau), tuple(flags))
+
+
+def search_k(
+    vectors: np.ndarray,
+    tokens: Sequence[int],
+    target_tokens: int,
+    *,
+    max_cluster_tokens: int | None = None,
+    k_range: tuple[float, float] = (-3.0, 6.0),
+    iterations: int = 24,
+    method: str = "edges",
+) -> ClusterPlan:
+    """Find the k whose clusters have a mean size closest to ``target_tokens``.
+
+    The mean cluster size falls as k rises (fewer edges, fewer merges), not strictly, so this
+    bisects and keeps the best plan seen. The paper's k table (1.2 ≈ 512 tokens, ...) does not
+    transfer across encoders and corpora, hence the search.
+    """
+    if target_tokens <= 0:
+        raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
+    total = int(np.sum(tokens))
+    lo, hi = k_range
+    best: ClusterPlan | None = None
+    best_err = math.inf
+
+    def consider(k: float) -> float:
+        nonlocal best, best_err
+        plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method)
+        mean_size = total / max(len(plan.ranges), 1)
+        err = abs(math.log(mean_size / target_tokens)) if mean_size > 0 else math.inf
+        if err < best_err:
+            best, best_err = plan, err
+        return mean_size
+
+    if consider(lo) <= target_tokens:  # even the loosest graph gives clusters no larger than the target
+        return best  # type: ignore[return-value]
+    if consider(hi) >= target_tokens:
+        return best  # type: ignore[return-value]
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        if consider(mid) > target_tokens:
+            lo = mid
+        else:
+            hi = mid
+        if best_err < 0.02:
+            break
+    return best  # type: ignore[return-value]

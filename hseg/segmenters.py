@@ -1,0 +1,248 @@
+"""Segmenters: which sentences end a segment.
+
+The interface is one method, ``boundaries(sentences, embeddings) -> list[int]``: the sorted indices
+of the sentences that *end* a segment (the last sentence, ``n - 1``, is always one). A segmenter may
+also offer ``gap_scores(sentences, embeddings) -> np.ndarray`` of shape ``(n - 1,)``: how strongly
+the gap after each sentence looks like a boundary (a probability for a trained model). The chunker
+uses those scores to cut over-long segments at their strongest gap and to merge short ones across
+their weakest, and the HTML viewer shows them.
+
+:class:`TextTilingSegmenter` is the unsupervised default: TextTiling (Hearst 1997) depth scores over
+cosine similarities of windowed sentence-embedding means.
+
+Segment *length limits* (in tokens) are not the segmenter's business: :func:`enforce_length_limits`
+applies them after any segmenter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Segmenter",
+    "TextTilingSegmenter",
+    "enforce_length_limits",
+    "adjacent_similarity",
+    "get_segmenter",
+    "SEGMENTERS",
+    "DEFAULT_SEGMENTER",
+]
+
+
+@runtime_checkable
+class Segmenter(Protocol):
+    """Predicts segment ends from sentences and their (L2-normalised) embeddings."""
+
+    name: str
+
+    def boundaries(self, sentences: Sequence[str], embeddings: np.ndarray) -> list[int]: ...
+
+
+def adjacent_similarity(embeddings: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each sentence to the next, shape ``(n - 1,)``."""
+    e = np.asarray(embeddings, dtype=np.float32)
+    if len(e) < 2:
+        return np.zeros(0, dtype=np.float32)
+    return np.einsum("ij,ij->i", e[:-1], e[1:])
+
+
+def window_similarity(embeddings: np.ndarray, window: int) -> np.ndarray:
+    """Cosine of the mean of the ``window`` sentences before each gap with the ``window`` after.
+
+    Windows are clipped at the document edges. Cumulative sums keep it O(n·d).
+    """
+    e = np.asarray(embeddings, dtype=np.float32)
+    n = len(e)
+    if n < 2:
+        return np.zeros(0, dtype=np.float32)
+    csum = np.vstack([np.zeros((1, e.shape[1]), dtype=np.float64), np.cumsum(e, axis=0, dtype=np.float64)])
+    gaps = np.arange(1, n)  # gap g sits between sentence g-1 and g
+    lo = np.maximum(gaps - window, 0)
+    hi = np.minimum(gaps + window, n)
+    left = csum[gaps] - csum[lo]
+    right = csum[hi] - csum[gaps]
+    num = np.einsum("ij,ij->i", left, right)
+    den = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
+    return (num / np.where(den == 0, 1.0, den)).astype(np.float32)
+
+
+def depth_scores(similarity: np.ndarray) -> np.ndarray:
+    """Hearst's depth: how far the similarity at a gap lies below the peaks reached climbing
+    uphill to its left and to its right."""
+    s = np.asarray(similarity, dtype=np.float64)
+    n = len(s)
+    left = s.copy()
+    for i in range(1, n):
+        if s[i - 1] > s[i]:
+            left[i] = left[i - 1]
+    right = s.copy()
+    for i in range(n - 2, -1, -1):
+        if s[i + 1] > s[i]:
+            right[i] = right[i + 1]
+    return (left - s) + (right - s)
+
+
+@dataclass
+class TextTilingSegmenter:
+    """Unsupervised segmenter: TextTiling depth scores over sentence-embedding windows.
+
+    A gap becomes a boundary when its depth score is a local maximum and exceeds
+    ``mean(depth) + threshold_std * std(depth)`` over the document (Hearst's relative cutoff,
+    so it adapts to how cohesive each document is), and when at least ``min_sentences`` sentences
+    separate it from the previous boundary.
+
+    Args:
+        window: sentences on each side of a gap whose mean embeddings are compared.
+        threshold_std: the cutoff in standard deviations of the depth scores.
+        min_sentences: the fewest sentences a segment may have.
+
+    Example:
+        >>> import numpy as np
+        >>> emb = np.repeat(np.eye(3, dtype=np.float32), 4, axis=0)  # three topics, 4 sentences each
+        >>> TextTilingSegmenter(window=2).boundaries(["s"] * 12, emb)
+        [3, 7, 11]
+    """
+
+    window: int = 3
+    threshold_std: float = 0.0
+    min_sentences: int = 2
+    name: str = "texttiling"
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1, got {self.window!r}")
+        if self.min_sentences < 1:
+            raise ValueError(f"min_sentences must be >= 1, got {self.min_sentences!r}")
+
+    def gap_scores(self, sentences: Sequence[str], embeddings: np.ndarray) -> np.ndarray:
+        """Depth score of each gap, scaled to [0, 1] by the document's largest depth."""
+        depth = depth_scores(window_similarity(embeddings, self.window))
+        top = depth.max() if len(depth) else 0.0
+        return (depth / top if top > 0 else depth).astype(np.float32)
+
+    def boundaries(self, sentences: Sequence[str], embeddings: np.ndarray) -> list[int]:
+        n = len(sentences)
+        if len(embeddings) != n:
+            raise ValueError(f"embeddings has {len(embeddings)} rows for {n} sentences")
+        if n == 0:
+            return []
+        depth = self.gap_scores(sentences, embeddings)
+        if len(depth) == 0:
+            return [n - 1]
+        cutoff = depth.mean() + self.threshold_std * depth.std()
+        padded = np.concatenate([[-np.inf], depth, [-np.inf]])
+        peaks = (depth >= padded[:-2]) & (depth > padded[2:]) & (depth > cutoff) & (depth > 0)
+        # strongest peaks first so the min_sentences spacing keeps the best of two close candidates
+        chosen: list[int] = []
+        for gap in sorted(np.flatnonzero(peaks), key=lambda g: -depth[g]):
+            if all(abs(gap - c) >= self.min_sentences for c in chosen) and gap + 1 >= self.min_sentences \
+                    and n - (gap + 1) >= self.min_sentences:
+                chosen.append(int(gap))
+        return sorted(chosen) + [n - 1]
+
+
+def enforce_length_limits(
+    ends: Sequence[int],
+    token_counts: Sequence[int],
+    gap_strength: np.ndarray,
+    *,
+    min_tokens: int,
+    max_tokens: int,
+) -> list[int]:
+    """Apply segment length limits, in tokens, to segmenter output.
+
+    A segment over ``max_tokens`` is cut at its strongest inner gap, recursively, until every
+    piece fits or is a single sentence. Then a segment under ``min_tokens`` merges with the
+    neighbour across its weaker boundary, preferring a merge that stays within ``max_tokens``.
+
+    Args:
+        ends: sorted segment end indices (last sentence of each segment).
+        token_counts: tokens per sentence.
+        gap_strength: ``(n - 1,)`` boundary strength of the gap after each sentence.
+    """
+    n = len(token_counts)
+    if n == 0:
+        return []
+    if min_tokens < 0 or max_tokens <= 0 or min_tokens > max_tokens:
+        raise ValueError(f"need 0 <= min_tokens <= max_tokens and max_tokens > 0, got {min_tokens}, {max_tokens}")
+    csum = np.concatenate([[0], np.cumsum(token_counts)])
+    strength = np.asarray(gap_strength, dtype=np.float64)
+
+    def size(a: int, b: int) -> int:  # sentences a..b inclusive
+        return int(csum[b + 1] - csum[a])
+
+    cut: list[int] = []
+    start = 0
+    for end in _normalised_ends(ends, n):
+        cut.extend(_split_long(start, end, size, strength, max_tokens))
+        start = end + 1
+    return _merge_short(cut, size, strength, min_tokens, max_tokens)
+
+
+def _normalised_ends(ends: Sequence[int], n: int) -> list[int]:
+    out = sorted({int(e) for e in ends if 0 <= int(e) < n - 1})
+    return out + [n - 1]
+
+
+def _split_long(a: int, b: int, size, strength: np.ndarray, max_tokens: int) -> list[int]:
+    stack, out = [(a, b)], []
+    while stack:
+        lo, hi = stack.pop()
+        if hi == lo or size(lo, hi) <= max_tokens:
+            out.append(hi)
+            continue
+        gap = lo + int(np.argmax(strength[lo:hi]))  # strongest gap among lo..hi-1
+        stack.append((gap + 1, hi))
+        stack.append((lo, gap))
+    return sorted(out)
+
+
+def _merge_short(ends: list[int], size, strength: np.ndarray, min_tokens: int, max_tokens: int) -> list[int]:
+    ends = list(ends)
+    changed = True
+    while changed and len(ends) > 1:
+        changed = False
+        i = 0
+        while i < len(ends) and len(ends) > 1:
+            start = ends[i - 1] + 1 if i else 0
+            if size(start, ends[i]) >= min_tokens:
+                i += 1
+                continue
+            options = []
+            if i > 0:  # merge with previous: drop boundary ends[i-1]
+                prev_start = ends[i - 2] + 1 if i > 1 else 0
+                options.append((size(prev_start, ends[i]) > max_tokens, strength[ends[i - 1]], i - 1))
+            if i < len(ends) - 1:  # merge with next: drop boundary ends[i]
+                options.append((size(start, ends[i + 1]) > max_tokens, strength[ends[i]], i))
+            over, _, drop = min(options)
+            if over:  # every merge would break the cap: leave the short segment alone
+                i += 1
+                continue
+            del ends[drop]
+            changed = True
+    return ends
+
+
+#: name -> zero-argument factory; heavier segmenters register lazily-importing factories here.
+SEGMENTERS = {"texttiling": TextTilingSegmenter}
+
+#: what ``HierarchicalChunker(segmenter=None)`` uses.
+DEFAULT_SEGMENTER = "texttiling"
+
+
+def get_segmenter(segmenter: str | Segmenter | None) -> Segmenter:
+    """Resolve a segmenter by name (``"texttiling"``, ...) or pass an instance through."""
+    if segmenter is None:
+        segmenter = DEFAULT_SEGMENTER
+    if isinstance(segmenter, str):
+        try:
+            return SEGMENTERS[segmenter]()
+        except KeyError:
+            raise ValueError(f"segmenter: unknown name {segmenter!r}; choose one of {sorted(SEGMENTERS)}") from None
+    if not hasattr(segmenter, "boundaries"):
+        raise ValueError(f"segmenter: {segmenter!r} has no boundaries() method")
+    return segmenter

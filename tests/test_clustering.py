@@ -1,0 +1,140 @@
+"""Clustering rule (§3.2): the edge path equals the literal clique path; the paper's worked example."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hseg.clustering import (
+    absorb_singletons,
+    cluster_segments,
+    clusters_from_adjacency,
+    clusters_from_cliques,
+    search_k,
+    similarity_stats,
+    split_over_cap,
+)
+
+
+def adjacency_from_cliques(n: int, cliques: list[set[int]]) -> np.ndarray:
+    a = np.zeros((n, n), dtype=bool)
+    for c in cliques:
+        for i in c:
+            for j in c:
+                if i != j:
+                    a[i, j] = True
+    return a
+
+
+def test_paper_table1_follows_the_rule_as_written():
+    # Table 1, segments 1..7 → indices 0..6. The paper prints {1..5}, {6,7}; its own rule links
+    # {3,4,5} and {6,7} through the clique {2,4,7}, so the rule gives a single cluster.
+    cliques = [{1, 2, 6}, {2, 4, 7}, {3, 4, 5}, {1, 6, 7}]
+    a = adjacency_from_cliques(7, [{i - 1 for i in c} for c in cliques])
+    expected = [list(range(7))]
+    assert [list(r) for r in clusters_from_cliques(a)] == expected
+    assert [list(r) for r in clusters_from_adjacency(a)] == expected
+
+
+def test_initial_clusters_without_cross_links_stay_apart():
+    # cliques {1,2}, {3,4,5}, {6,7} only: nothing links the initial clusters
+    a = adjacency_from_cliques(7, [{0, 1}, {2, 3, 4}, {5, 6}])
+    assert [list(r) for r in clusters_from_adjacency(a)] == [[0, 1], [2, 3, 4], [5, 6]]
+
+
+@st.composite
+def random_graphs(draw):
+    n = draw(st.integers(1, 14))
+    p = draw(st.floats(0.0, 1.0))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.random((n, n)) < p, 1)
+    return upper | upper.T
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_graphs())
+def test_edge_path_equals_clique_path_on_random_graphs(adjacency):
+    assert clusters_from_adjacency(adjacency) == clusters_from_cliques(adjacency)
+
+
+@st.composite
+def unit_vectors(draw):
+    n = draw(st.integers(1, 40))
+    d = draw(st.integers(2, 16))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    v = rng.normal(size=(n, d)).astype(np.float32)
+    # drift so neighbours are related, as in real documents
+    v = np.cumsum(v, axis=0) if draw(st.booleans()) else v
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v
+
+
+@settings(max_examples=150, deadline=None)
+@given(unit_vectors(), st.floats(-2.0, 3.0), st.integers(0, 2**16))
+def test_plans_are_contiguous_and_equal_across_methods(v, k, seed):
+    tokens = np.random.default_rng(seed).integers(10, 200, size=len(v))
+    cap = int(tokens.max()) + 150
+    a = cluster_segments(v, k, tokens=tokens, max_cluster_tokens=cap, method="edges")
+    b = cluster_segments(v, k, tokens=tokens, max_cluster_tokens=cap, method="cliques")
+    assert a.ranges == b.ranges
+    flat = [i for r in a.ranges for i in r]
+    assert flat == list(range(len(v)))  # ordered, contiguous, complete, non-overlapping
+    for r in a.ranges:
+        assert tokens[r.start : r.stop].sum() <= cap or len(r) == 1
+    if len(v) > 1 and cap >= tokens.sum():
+        assert all(len(r) > 1 for r in a.ranges)  # no singleton survives without the cap
+
+
+def test_similarity_stats_match_brute_force():
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(50, 8))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    s = v @ v.T
+    off = s[~np.eye(50, dtype=bool)]
+    mean, std = similarity_stats(v)
+    assert mean == pytest.approx(off.mean(), abs=1e-9)
+    assert std == pytest.approx(off.std(), abs=1e-9)
+
+
+def test_singleton_joins_more_similar_neighbour():
+    v = np.array([[1, 0], [1, 0], [0.6, 0.8], [0, 1], [0, 1]], dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    out = absorb_singletons([range(0, 2), range(2, 3), range(3, 5)], v)
+    assert out == [range(0, 2), range(2, 5)]
+
+
+def test_cap_cuts_at_weakest_similarity():
+    tokens = np.array([100, 100, 100, 100])
+    sims = np.array([0.9, 0.1, 0.8])
+    out, flags = split_over_cap([range(0, 4)], tokens, sims, 250)
+    assert out == [range(0, 2), range(2, 4)] and flags == [True, True]
+
+
+def test_larger_k_gives_no_larger_clusters_on_average():
+    rng = np.random.default_rng(3)
+    v = np.cumsum(rng.normal(size=(120, 16)), axis=0)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    counts = [len(cluster_segments(v, k).ranges) for k in (-1.0, 0.0, 1.0, 2.0)]
+    assert counts == sorted(counts)
+
+
+def test_search_k_lands_near_target():
+    rng = np.random.default_rng(4)
+    v = np.cumsum(rng.normal(size=(400, 32)), axis=0)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    tokens = rng.integers(60, 140, size=400)
+    for target in (256, 512, 1024):
+        plan = search_k(v, tokens, target, max_cluster_tokens=2 * target)
+        mean = tokens.sum() / len(plan.ranges)
+        assert 0.8 * target <= mean <= 1.2 * target, (target, mean)
+
+
+def test_bad_arguments_raise():
+    v = np.eye(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="method"):
+        cluster_segments(v, 1.0, method="louvain")
+    with pytest.raises(ValueError, match="target_tokens"):
+        search_k(v, [1, 1, 1], 0)
