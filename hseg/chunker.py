@@ -96,14 +96,14 @@ class HierarchicalChunker:
             raise ValueError(f"max_segment_tokens must be > 0, got {max_segment_tokens!r}")
         if not 0 <= min_segment_tokens <= max_segment_tokens:
             raise ValueError(f"min_segment_tokens must be in [0, max_segment_tokens], got {min_segment_tokens!r}")
+        if target_tokens is not None and target_tokens < min_segment_tokens:
+            raise ValueError(f"target_tokens must be >= min_segment_tokens ({min_segment_tokens}), got {target_tokens!r}")
         if max_cluster_tokens is None:
             max_cluster_tokens = 2 * target_tokens if target_tokens is not None else 2 * DEFAULT_TARGET_TOKENS
         if max_cluster_tokens < max_segment_tokens:
             raise ValueError(
                 f"max_cluster_tokens must be >= max_segment_tokens ({max_segment_tokens}), got {max_cluster_tokens!r}"
             )
-        if target_tokens is not None and target_tokens < min_segment_tokens:
-            raise ValueError(f"target_tokens must be >= min_segment_tokens ({min_segment_tokens}), got {target_tokens!r}")
         if segment_vector not in ("mean", "encode"):
             raise ValueError(f"segment_vector must be 'mean' or 'encode', got {segment_vector!r}")
         if clique_method not in ("edges", "cliques"):

@@ -48,6 +48,8 @@ def read_input(name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     texts = [(name, read_input(name)) for name in args.files]  # fail before loading the model
+    if args.quiet:
+        quiet_model_loading()
     from hseg.chunker import HierarchicalChunker
 
     chunker = HierarchicalChunker(
@@ -65,6 +67,15 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             sys.stdout.write(to_markdown(r))
     return 0
+
+
+def quiet_model_loading() -> None:
+    """Silence transformers' weight-loading bar (the CLI owns the process, so this is its call)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()
 
 
 def to_json(result: Chunking) -> dict[str, Any]:

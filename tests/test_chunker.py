@@ -1,0 +1,101 @@
+"""The chunking path: exact spans, tiling, size control, arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hseg.chunker import HierarchicalChunker
+from tests.fakes import HashingEncoder
+
+WORDS = st.sampled_from(
+    "the cat sat on a mat . Dr. Smith paid $3.50 at 9 a.m. ! ? 東京 は 。 مرحبا 😀 # - | ``` \n \n\n  http://x.io/a.b".split(" ")
+)
+TEXTS = st.one_of(st.text(max_size=400), st.lists(WORDS, max_size=300).map(" ".join))
+
+
+@pytest.fixture(scope="module")
+def fast_chunker():
+    return HierarchicalChunker(encoder=HashingEncoder(), target_tokens=64, min_segment_tokens=8, max_segment_tokens=48)
+
+
+def check_invariants(result, text, chunker):
+    assert "".join(c.text for c in result.clusters) == text or not text.strip()
+    for unit in (*result.segments, *result.clusters):
+        assert text[unit.start : unit.end] == unit.text
+    for a, b in zip(result.clusters, result.clusters[1:]):
+        assert a.end == b.start and a.index + 1 == b.index
+    for c in result.clusters:
+        assert c.token_count <= chunker.max_cluster_tokens or len(c.segments) == 1
+        assert c.embedding is not None and abs(np.linalg.norm(c.embedding) - 1) < 1e-4
+
+
+@pytest.mark.filterwarnings("ignore:document .* is blank")
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TEXTS)
+def test_spans_exact_and_tiling_on_arbitrary_text(fast_chunker, text):
+    result = fast_chunker.chunk(text, doc_id="d")
+    check_invariants(result, text, fast_chunker)
+    if not text.strip():
+        assert result.segments == () and result.clusters == ()
+
+
+def test_ids_are_stable_and_depend_on_doc_id(fast_chunker):
+    text = "Alpha beta gamma. " * 40 + "\n\nDelta epsilon. " * 40
+    a, b = fast_chunker.chunk(text, "x"), fast_chunker.chunk(text, "x")
+    assert [c.id for c in a.clusters] == [c.id for c in b.clusters]
+    assert [s.id for s in a.segments] == [s.id for s in b.segments]
+    c = fast_chunker.chunk(text, "y")
+    assert not {s.id for s in a.segments} & {s.id for s in c.segments}
+
+
+def test_blank_document_warns_and_gives_nothing(fast_chunker):
+    with pytest.warns(UserWarning, match="blank"):
+        result = fast_chunker.chunk("   \n\t ", "blank")
+    assert result.clusters == () and result.info["empty"]
+
+
+def test_chunk_many_shares_encoder_batches():
+    enc = HashingEncoder()
+    chunker = HierarchicalChunker(encoder=enc, target_tokens=64, min_segment_tokens=8, max_segment_tokens=48, cache=False)
+    docs = ["One two three. Four five six. " * 20, "Seven eight. Nine ten. " * 20]
+    results = chunker.chunk_many(docs, ["a", "b"])
+    assert [r.doc_id for r in results] == ["a", "b"]
+    assert enc.calls == 1  # every sentence of both documents in one encoder call
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"k": 1.0, "target_tokens": 512}, "k or target_tokens"),
+        ({"target_tokens": 0}, "target_tokens"),
+        ({"target_tokens": 10}, "target_tokens"),
+        ({"max_cluster_tokens": 10}, "max_cluster_tokens"),
+        ({"min_segment_tokens": 500}, "min_segment_tokens"),
+        ({"segment_vector": "max"}, "segment_vector"),
+        ({"clique_method": "louvain"}, "clique_method"),
+        ({"k": float("nan")}, "k"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        HierarchicalChunker(encoder=HashingEncoder(), **kwargs)
+
+
+def test_duplicate_doc_ids_with_different_texts_are_refused(fast_chunker):
+    with pytest.raises(ValueError, match="doc_ids"):
+        fast_chunker.chunk_many(["a b c.", "d e f."], ["same", "same"])
+
+
+@pytest.mark.model
+def test_real_model_target_size_and_cap(encoder, example_text):
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=512)
+    result = chunker.chunk(example_text, "example")
+    check_invariants(result, example_text, chunker)
+    sizes = [c.token_count for c in result.clusters]
+    assert 0.8 * 512 <= np.mean(sizes) <= 1.2 * 512, sizes
+    assert max(sizes) <= chunker.max_cluster_tokens
+    seg_sizes = [s.token_count for s in result.segments]
+    assert np.median(seg_sizes) <= chunker.max_segment_tokens
