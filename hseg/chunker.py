@@ -18,8 +18,11 @@ earlier one, leading whitespace to the first. Their ``text`` is always ``source[
 from __future__ import annotations
 
 import logging
+import time
 import warnings
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -120,6 +123,8 @@ class HierarchicalChunker:
         self.encoder: Encoder = CachingEncoder(base) if cache and not isinstance(base, CachingEncoder) else base
         self.segmenter: Segmenter = get_segmenter(segmenter)
         self.count_tokens: TokenCounter = as_token_counter(tokenizer)
+        #: seconds per pipeline stage of the last ``chunk``/``chunk_many`` call (for profiling)
+        self.last_timings: dict[str, float] = {}
 
     # ------------------------------------------------------------------ public API
     def chunk(self, text: str, doc_id: str | None = None) -> Chunking:
@@ -130,14 +135,26 @@ class HierarchicalChunker:
         """Chunk many documents, encoding their sentences in shared batches."""
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
-        sentences = [self._sentences(t) for t in texts]
-        flat = [s.of(t) for t, spans in zip(texts, sentences) for s in spans]
-        vectors = self._encode(flat)
+        self.last_timings = defaultdict(float)
+        with self._stage("sentences"):
+            sentences = [self._sentences(t) for t in texts]
+            flat = [s.of(t) for t, spans in zip(texts, sentences) for s in spans]
+        with self._stage("encode"):
+            vectors = self._encode(flat)
         out, offset = [], 0
         for text, doc_id, spans in self._progress(list(zip(texts, ids, sentences)), "clustering"):
             out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)]))
             offset += len(spans)
+        self.last_timings = dict(self.last_timings)
         return out
+
+    @contextmanager
+    def _stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.last_timings[name] = self.last_timings.get(name, 0.0) + time.perf_counter() - start
 
     # ------------------------------------------------------------------ steps
     def _doc_ids(self, texts: list[str], doc_ids: Sequence[str | None] | None) -> list[str]:
@@ -205,12 +222,17 @@ class HierarchicalChunker:
                 warnings.warn(f"document {doc_id!r} is blank: no chunks", stacklevel=3)
             return Chunking(doc_id, text, (), (), None, {"empty": True, "sentences": 0})
         sentences = [s.of(text) for s in spans]
-        tokens = count_many(self.count_tokens, sentences)
-        ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
-        segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength)
-        seg_vectors = np.stack([s.embedding for s in segments])
-        plan = self._plan(seg_vectors, [s.token_count for s in segments])
-        clusters = self._clusters(text, doc_id, segments, plan)
+        with self._stage("tokens"):
+            tokens = count_many(self.count_tokens, sentences)
+        with self._stage("segmenter"):
+            ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
+        with self._stage("segments"):
+            segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength)
+            seg_vectors = np.stack([s.embedding for s in segments])
+        with self._stage("clustering"):
+            plan = self._plan(seg_vectors, [s.token_count for s in segments])
+        with self._stage("clusters"):
+            clusters = self._clusters(text, doc_id, segments, plan)
         info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom")}
         return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info)
 
