@@ -52,7 +52,7 @@ class HierarchicalChunker:
         k: clustering threshold τ = μ + k·σ. Mutually exclusive with ``target_tokens``.
         target_tokens: mean cluster size to aim for (k is searched per document); default 512 when
             ``k`` is not given.
-        max_cluster_tokens: hard cap on a cluster; default twice the target (1024 with explicit k).
+        max_cluster_tokens: hard cap on a cluster; default 1.5 × the target (768 with explicit k).
         min_segment_tokens, max_segment_tokens: segment length limits applied after the segmenter.
         tokenizer: what sizes are measured in: a tiktoken encoding name (default ``cl100k_base``,
             offline) or any ``str -> int`` callable.
@@ -102,7 +102,9 @@ class HierarchicalChunker:
         if target_tokens is not None and target_tokens < min_segment_tokens:
             raise ValueError(f"target_tokens must be >= min_segment_tokens ({min_segment_tokens}), got {target_tokens!r}")
         if max_cluster_tokens is None:
-            max_cluster_tokens = 2 * target_tokens if target_tokens is not None else 2 * DEFAULT_TARGET_TOKENS
+            # 1.5x keeps parents near the target size, which matters when a reader budget is filled
+            # with whole parents (benchmarks/RESULTS.md: 2x let 1000-token parents crowd out others)
+            max_cluster_tokens = (3 * (target_tokens or DEFAULT_TARGET_TOKENS)) // 2
         if max_cluster_tokens < max_segment_tokens:
             raise ValueError(
                 f"max_cluster_tokens must be >= max_segment_tokens ({max_segment_tokens}), got {max_cluster_tokens!r}"

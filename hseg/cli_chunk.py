@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--target-tokens", type=int, default=None, help="mean cluster size to aim for (default 512)")
     size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
-    p.add_argument("--max-cluster-tokens", type=int, default=None, help="hard cap per cluster (default 2x target)")
+    p.add_argument("--max-cluster-tokens", type=int, default=None, help="hard cap per cluster (default 1.5x target)")
     p.add_argument("--segmenter", default=None, help="segmenter name (default: the package default)")
     p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

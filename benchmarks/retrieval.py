@@ -1,0 +1,206 @@
+"""Token-level retrieval benchmark (Chroma's protocol) for registered chunking methods.
+
+Usage (from the repository root, offline)::
+
+    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --data ../shared/data/chroma_eval \
+        [--methods NAME ...] [--corpora NAME ...] [--budgets 1024 2048 4096] [--out benchmarks/out]
+
+Prints markdown tables (pooled first, then per corpus) and writes ``<out>/retrieval.csv`` (one
+row per method × corpus-or-pooled × setting) and ``<out>/retrieval.png`` (pooled recall and IoU
+against the token budget). All selected corpora share one index, as in the report; ``--corpora``
+restricts both the index and the queries.
+
+Adding a method — the registry contract
+---------------------------------------
+A method is ``fn(corpora: dict[str, str], queries: list[Query], encoder) -> ranked`` where
+``ranked[i]`` is the ranked list of :class:`Chunk` for ``queries[i]``, best first, without
+duplicates, over the pooled index of all ``corpora`` (ranking is the method's own business, e.g.
+parents ordered by the max over several child vectors). Each ``Chunk(corpus_id, start, end, text)``
+must be an exact span: ``corpora[corpus_id][start:end] == text``; the metric uses the span, the
+token counts (budgets) use the text. Lists should be at least :data:`DEPTH` long (or the whole
+index) so that the 4096-token budget is never starved. ``fn`` may instead return
+``Retrieval(ranked, units)`` where ``units`` is the method's whole index (for the index size and
+mean-token columns). The encoder is an :class:`hseg.encoders.CachingEncoder` shared by all methods
+of the run; ``evaluation.query_vectors(encoder, queries)`` gives the cached query vectors and
+``evaluation.rank_by_similarity(units, queries, encoder)`` does flat cosine retrieval.
+Register with ``register("name", fn)`` (or ``@register("name")``), then either add the call below
+or run from your own script: ``import retrieval; retrieval.register(...); retrieval.main()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from baselines import BASELINES, Chunker, counter  # noqa: E402
+from evaluation import (  # noqa: E402
+    DEFAULT_BUDGETS, DEFAULT_DEPTH, DEFAULT_K, POOLED, Chunk, Query, evaluate, load_eval, rank_by_similarity,
+)
+
+DEPTH = DEFAULT_DEPTH
+
+
+class Retrieval(NamedTuple):
+    ranked: list[list[Chunk]]
+    units: list[Chunk] | None = None
+
+
+Method = Callable[[dict[str, str], list[Query], Any], "list[list[Chunk]] | Retrieval"]
+METHODS: dict[str, Method] = {}
+
+
+def register(name: str, fn: Method | None = None) -> Any:
+    """Add a method to the registry; usable directly or as a decorator."""
+    def add(f: Method) -> Method:
+        METHODS[name] = f
+        return f
+
+    return add(fn) if fn is not None else add
+
+
+def flat_method(chunker: Chunker) -> Method:
+    """A method from a chunker: chunk every corpus, pool the chunks, rank by cosine."""
+    def method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Retrieval:
+        units = [c for cid, text in corpora.items() for c in chunker(cid, text, encoder)]
+        return Retrieval(rank_by_similarity(units, queries, encoder, DEPTH), units)
+
+    return method
+
+
+for _name, _chunker in BASELINES.items():
+    register(_name, flat_method(_chunker))
+# The hseg methods are registered here (or from a script that imports this module).
+
+
+# --------------------------------------------------------------------------- run
+
+
+def check_ranked(name: str, corpora: dict[str, str], queries: Sequence[Query], ranked: Sequence[Sequence[Chunk]]) -> None:
+    if len(ranked) != len(queries):
+        raise ValueError(f"{name}: {len(ranked)} ranked lists for {len(queries)} queries")
+    for lst in ranked:
+        if len(set(lst)) != len(lst):
+            raise ValueError(f"{name}: duplicate chunks in a ranked list")
+        for c in lst:
+            if corpora[c.corpus_id][c.start:c.end] != c.text:
+                raise ValueError(f"{name}: chunk {c.corpus_id}:{c.start}:{c.end} is not an exact span")
+
+
+def run_method(name: str, corpora: dict[str, str], queries: list[Query], encoder: Any,
+               k: int, budgets: Sequence[int]) -> list[dict[str, Any]]:
+    t0 = time.perf_counter()
+    out = METHODS[name](corpora, queries, encoder)
+    # duck-typed: a plugin may hold a Retrieval class from a second import of this module (__main__)
+    ranked, units = (out.ranked, out.units) if hasattr(out, "ranked") else (out, None)
+    seconds = time.perf_counter() - t0
+    check_ranked(name, corpora, queries, ranked)
+    rows = evaluate(name, queries, ranked, counter(), k=k, budgets=budgets, units=units)
+    for row in rows:
+        row["seconds"] = seconds
+    print(f"[{name}] {seconds:.1f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], corpus: str, k: int, budgets: Sequence[int]) -> str:
+    settings = [f"k={k}", *(f"B={b}" for b in budgets)]
+    head = ["method", "chunks", "mean tok", "PΩ", f"R@k{k}", f"IoU@k{k}", f"P@k{k}"]
+    for b in budgets:
+        head += [f"R@{b}", f"IoU@{b}", f"P@{b}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_key = {(r["method"], r["setting"]): r for r in rows if r["corpus"] == corpus}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        first = by_key[(method, settings[0])]
+        cells = [method, str(first["index_chunks"] or "-"), f"{first['index_tokens']:.0f}", f"{first['p_omega']:.1f}"]
+        for s in settings:
+            r = by_key[(method, s)]
+            cells += [f"{r['recall']:.1f}", f"{r['iou']:.1f}", f"{r['precision']:.1f}" + ("*" if r["starved"] else "")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\nPΩ: the report's Precision_Ω. *: some ranked lists ran out before k/the budget."
+
+
+def plot(rows: list[dict[str, Any]], budgets: Sequence[int], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for method in dict.fromkeys(r["method"] for r in rows):
+        pts = {r["setting"]: r for r in rows if r["method"] == method and r["corpus"] == POOLED}
+        for ax, key in zip(axes, ("recall", "iou")):
+            ax.plot(budgets, [pts[f"B={b}"][key] for b in budgets], marker="o", label=method)
+    for ax, key in zip(axes, ("recall", "IoU")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(budgets), [str(b) for b in budgets])
+        ax.set_xlabel("token budget (cl100k)")
+        ax.set_ylabel(f"{key} (pooled, ×100)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="../shared/data/chroma_eval")
+    p.add_argument("--methods", nargs="+", default=None, help=f"default: all of {', '.join(METHODS)}")
+    p.add_argument("--corpora", nargs="+", default=None, help="restrict index and queries (default: all)")
+    p.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
+    p.add_argument("--k", type=int, default=DEFAULT_K)
+    p.add_argument("--out", default="benchmarks/out")
+    args = p.parse_args(argv)
+
+    methods = args.methods or list(METHODS)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        p.error(f"unknown methods {unknown}; known: {list(METHODS)}")
+    corpora, queries = load_eval(args.data)
+    if args.corpora:
+        missing = set(args.corpora) - set(corpora)
+        if missing:
+            p.error(f"unknown corpora {sorted(missing)}; known: {sorted(corpora)}")
+        corpora = {c: corpora[c] for c in args.corpora}
+        queries = [q for q in queries if q.corpus_id in corpora]
+
+    from hseg.encoders import CachingEncoder, as_encoder
+
+    t0 = time.perf_counter()
+    encoder = CachingEncoder(as_encoder())
+    rows: list[dict[str, Any]] = []
+    for name in methods:
+        rows += run_method(name, corpora, queries, encoder, args.k, args.budgets)
+    total = time.perf_counter() - t0
+
+    corpus_ids = sorted({q.corpus_id for q in queries})
+    print(f"## pooled ({len(queries)} queries, {len(corpora)} corpora in one index)\n")
+    print(markdown(rows, POOLED, args.k, args.budgets))
+    for cid in corpus_ids:
+        n = sum(q.corpus_id == cid for q in queries)
+        print(f"\n## {cid} ({n} queries)\n")
+        print(markdown(rows, cid, args.k, args.budgets))
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "retrieval.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    plot(rows, args.budgets, out / "retrieval.png")
+    print(f"\nwrote {out / 'retrieval.csv'} and {out / 'retrieval.png'}; total {total:.0f}s "
+          f"(encoder load included), {encoder.misses} texts encoded", file=sys.stderr)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The Chroma-protocol metric, selection rules and span recovery of benchmarks/evaluation.py.
+
+Hand-computed cases, no model, no data files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from evaluation import (  # noqa: E402
+    Chunk, Query, budget, evaluate, overlap_length, precision_omega, recover_spans, score, top_k, union,
+)
+
+A = "a" * 100  # corpus "A": offsets only matter
+B = "b" * 100
+
+
+def chunk(cid: str, start: int, end: int) -> Chunk:
+    return Chunk(cid, start, end, (A if cid == "A" else B)[start:end])
+
+
+def test_union_and_overlap():
+    assert union([(5, 10), (0, 3), (8, 12), (12, 15), (20, 20)]) == [(0, 3), (5, 15)]
+    assert overlap_length([(0, 10), (20, 30)], [(5, 25)]) == 10
+    assert overlap_length([(0, 10)], [(10, 20)]) == 0
+
+
+def test_partial_overlap():
+    q = Query("q", "A", [(10, 20)])
+    recall, precision, iou = score(q, [chunk("A", 15, 35)])
+    # |E∩R| = 5, |E| = 10, Σ|chunk| = 20
+    assert recall == pytest.approx(5 / 10)
+    assert precision == pytest.approx(5 / 20)
+    assert iou == pytest.approx(5 / (10 + 20 - 5))
+
+
+def test_chunk_from_other_corpus_counts_only_in_denominators():
+    q = Query("q", "A", [(10, 20)])
+    # same offsets in corpus B: no intersection, but its 10 chars are retrieved
+    recall, precision, iou = score(q, [chunk("A", 0, 15), chunk("B", 10, 20)])
+    assert recall == pytest.approx(5 / 10)
+    assert precision == pytest.approx(5 / 25)
+    assert iou == pytest.approx(5 / (10 + 25 - 5))
+
+
+def test_overlapping_and_duplicate_chunks_are_summed_not_unioned():
+    q = Query("q", "A", [(10, 20), (40, 50)])
+    got = [chunk("A", 0, 30), chunk("A", 20, 45), chunk("A", 0, 30)]
+    recall, precision, iou = score(q, got)
+    # R = [0,45): hit = 10 + 5 = 15 of |E| = 20; Σ|chunk| = 30 + 25 + 30 = 85 (report's convention)
+    assert recall == pytest.approx(15 / 20)
+    assert precision == pytest.approx(15 / 85)
+    assert iou == pytest.approx(15 / (20 + 85 - 15))
+
+
+def test_perfect_and_empty():
+    q = Query("q", "A", [(10, 20)])
+    assert score(q, [chunk("A", 10, 20)]) == (1.0, 1.0, 1.0)
+    assert score(q, []) == (0.0, 0.0, 0.0)
+
+
+def test_top_k():
+    ranked = [chunk("A", i, i + 1) for i in range(10)]
+    assert top_k(ranked, 5) == ranked[:5]
+    assert top_k(ranked[:3], 5) == ranked[:3]
+
+
+def test_budget_stops_at_first_misfit_and_keeps_one():
+    ranked = [chunk("A", i, i + 1) for i in range(5)]
+    # 400 + 500 = 900 fits, + 200 = 1100 does not: stop, even though the 4th (50) would fit
+    assert budget(ranked, 1000, [400, 500, 200, 50, 10]) == ranked[:2]
+    assert budget(ranked, 1000, [400, 600, 10, 10, 10]) == ranked[:2]  # exactly 1000 fits, then full
+    assert budget(ranked, 1000, [100, 100, 100, 100, 100]) == ranked[:5]
+    assert budget(ranked, 1000, [3000, 10, 10, 10, 10]) == ranked[:1]  # always at least one
+    assert budget([], 1000, []) == []
+
+
+def test_evaluate_rows():
+    queries = [Query("q1", "A", [(10, 20)]), Query("q2", "B", [(0, 10)])]
+    ranked = [[chunk("A", 0, 20), chunk("B", 0, 10)], [chunk("A", 0, 10), chunk("B", 0, 40)]]
+    rows = evaluate("m", queries, ranked, count=len, k=1, budgets=[25], units=ranked[0])
+    by = {(r["corpus"], r["setting"]): r for r in rows}
+    assert set(by) == {(c, s) for c in ("A", "B", "pooled") for s in ("k=1", "B=25")}
+    assert by[("A", "k=1")]["recall"] == pytest.approx(100.0)
+    assert by[("B", "k=1")]["recall"] == pytest.approx(0.0)  # its top chunk is from A
+    assert by[("pooled", "k=1")]["recall"] == pytest.approx(50.0)
+    # B=25: q1 takes 20 + 10 = 30 > 25 -> one chunk; q2 takes only its first chunk (10 + 40 > 25)
+    assert by[("pooled", "B=25")]["chunks"] == pytest.approx(1.0)
+    assert by[("pooled", "B=25")]["tokens"] == pytest.approx(15.0)
+    assert by[("A", "k=1")]["index_chunks"] == 1 and by[("pooled", "k=1")]["index_chunks"] == 2
+    assert by[("pooled", "k=1")]["starved"] == 0 and by[("pooled", "B=25")]["starved"] == 0
+    assert evaluate("m", queries, ranked, count=len, k=3, budgets=[])[-1]["starved"] == 2
+    with pytest.raises(ValueError):
+        evaluate("m", queries, ranked[:1], count=len)
+
+
+def test_precision_omega_counts_touching_chunks_like_the_report():
+    q = Query("q", "A", [(10, 20)])
+    units = [chunk("A", 0, 10), chunk("A", 10, 15), chunk("A", 15, 20), chunk("A", 20, 30),
+             chunk("A", 30, 40), chunk("B", 10, 20)]
+    # every chunk touching [10, 20) (ends included) is taken: [0, 30) -> 10 / 30
+    assert precision_omega(q, units) == pytest.approx(10 / 30)
+    assert precision_omega(q, [chunk("A", 5, 25)]) == pytest.approx(10 / 20)
+
+
+def test_recover_spans_with_overlap_and_repeats():
+    corpus = "Alpha beta. Alpha beta.\n\nGamma delta. Alpha beta."
+    # overlapping chunks (each starts inside the previous one)
+    texts = ["Alpha beta. Alpha", "Alpha beta.\n\nGamma", "Gamma delta.", "Alpha beta."]
+    got = recover_spans("c", corpus, texts)
+    assert [(c.start, c.end) for c in got] == [(0, 17), (12, 30), (25, 37), (38, 49)]
+    assert all(corpus[c.start:c.end] == c.text for c in got)
+    # a repeated text maps to successive copies, not to the first one again
+    got = recover_spans("c", corpus, ["Alpha beta.", "Alpha beta.", "Gamma delta. Alpha beta."])
+    assert [(c.start, c.end) for c in got] == [(0, 11), (12, 23), (25, 49)]
+
+
+def test_recover_spans_rejects_missing_or_skipping():
+    with pytest.raises(ValueError):
+        recover_spans("c", "one two three", ["one", "four"])
+    with pytest.raises(ValueError):  # would have to skip the non-whitespace "x"
+        recover_spans("c", "ab x ab", ["ab", "ab", "ab"])
+
+
+def test_token_windows_exact_spans_with_multibyte_text():
+    pytest.importorskip("tiktoken")
+    from baselines import token_windows
+
+    text = "Senjō no Valkyria 3 : 戦場のヴァルキュリア3 — “quoted” text … " * 20
+    got = token_windows("c", text, 7, 3)
+    assert all(text[c.start:c.end] == c.text for c in got)
+    assert got[0].start == 0 and got[-1].end == len(text)
+    assert all(b.start > a.start and b.start <= a.end for a, b in zip(got, got[1:]))  # overlapping windows
+
+
+def test_sentence_groups_map_back_to_spans():
+    from baselines import spans_from_sentence_groups
+
+    text = "One.  Two!\nThree? Four."
+    sentences = [(0, 4), (6, 10), (11, 17), (18, 23)]
+    got = spans_from_sentence_groups("c", text, sentences, ["One. Two!", "Three? Four."], " ")
+    assert [(c.start, c.end) for c in got] == [(0, 10), (11, 23)]
+    assert got[0].text == "One.  Two!"
+    with pytest.raises(ValueError):
+        spans_from_sentence_groups("c", text, sentences, ["One. Three?"], " ")
