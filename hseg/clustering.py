@@ -251,40 +251,60 @@ def search_k(
     max_cluster_tokens: int | None = None,
     k_range: tuple[float, float] = (-3.0, 6.0),
     iterations: int = 24,
+    rounds: int = 4,
     method: str = "edges",
 ) -> ClusterPlan:
     """Find the k whose clusters have a mean size closest to ``target_tokens``.
 
-    The mean cluster size falls as k rises (fewer edges, fewer merges), not strictly, so this
-    bisects and keeps the best plan seen. The paper's k table (1.2 ≈ 512 tokens, ...) does not
-    transfer across encoders and corpora, hence the search.
+    k is judged by the graph's own clusters (before the cap): judged after the cap, the loosest
+    graph (one cluster, cut to size by the cap alone) would always look right and the graph would
+    do nothing. The cap's cuts then lower the mean, so the graph's goal is raised by the shortfall
+    and the search repeated, a few rounds at most. The mean size falls as k rises (fewer edges,
+    fewer merges), not strictly, so each round bisects and keeps the best k seen. The paper's k
+    table (1.2 ≈ 512 tokens, ...) does not transfer across encoders and corpora, hence the search.
     """
     if target_tokens <= 0:
         raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
     total = int(np.sum(tokens))
-    lo, hi = k_range
+    goal = float(target_tokens)
     best: ClusterPlan | None = None
     best_err = math.inf
-
-    def consider(k: float) -> float:
-        nonlocal best, best_err
+    for _ in range(rounds):
+        k = _bisect_k(vectors, total, goal, k_range, iterations, method)
         plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method)
         mean_size = total / max(len(plan.ranges), 1)
-        err = abs(math.log(mean_size / target_tokens)) if mean_size > 0 else math.inf
+        err = abs(math.log(mean_size / target_tokens))
         if err < best_err:
             best, best_err = plan, err
+        if err < 0.1 or not any(plan.split_by_cap):
+            break
+        goal *= target_tokens / mean_size
+    return best  # type: ignore[return-value]
+
+
+def _bisect_k(
+    vectors: np.ndarray, total: int, goal: float, k_range: tuple[float, float], iterations: int, method: str
+) -> float:
+    """The k whose uncapped clusters have a mean size closest to ``goal`` tokens."""
+    lo, hi = k_range
+    best_k, best_err = lo, math.inf
+
+    def mean_at(k: float) -> float:
+        nonlocal best_k, best_err
+        mean_size = total / max(len(cluster_segments(vectors, k, method=method).ranges), 1)
+        err = abs(math.log(mean_size / goal))
+        if err < best_err:
+            best_k, best_err = k, err
         return mean_size
 
-    if consider(lo) <= target_tokens:  # even the loosest graph gives clusters no larger than the target
-        return best  # type: ignore[return-value]
-    if consider(hi) >= target_tokens:
-        return best  # type: ignore[return-value]
-    for _ in range(iterations):
-        mid = (lo + hi) / 2
-        if consider(mid) > target_tokens:
-            lo = mid
-        else:
-            hi = mid
-        if best_err < 0.02:
-            break
-    return best  # type: ignore[return-value]
+    # bisect only when the target lies between the loosest and the strictest graph
+    if mean_at(lo) > goal and mean_at(hi) < goal:
+        for _ in range(iterations):
+            mid = (lo + hi) / 2
+            if mean_at(mid) > goal:
+                lo = mid
+            else:
+                hi = mid
+            if best_err < 0.02:
+                break
+    return best_k
