@@ -1,0 +1,286 @@
+"""Max-over-vectors parent retrieval on a Chroma collection (Nguyen et al. 2025, §3.1 eq. 2).
+
+A parent (cluster) is scored by the best cosine similarity among its vectors:
+
+    score(q, C) = max(cos(q, E_s1), ..., cos(q, E_sm), cos(q, E_c))
+
+``mode`` picks which vectors take part: ``"segment+cluster"`` (eq. 2), ``"cluster"`` (the paper's
+"Cluster Only" ablation) or ``"segment"``.
+
+Chroma cannot group by parent on a local or ``chroma run`` server (CONVENTIONS §3.2), so the
+collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit of every parent
+and, when fewer parents than needed were seen and Chroma returned a full page, ask again with at
+least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata
+(other writers sharing the collection), are skipped client-side; this keeps the argument below
+intact because skipping records never reorders the rest.
+
+Why this is exact with respect to Chroma's neighbours: Chroma returns records in decreasing
+similarity. A parent's first hit in that list is its best vector, so its score is final; and any
+parent not in the list has every vector below the last returned one, hence below every parent that
+was seen. The seen parents, in first-hit order, are therefore exactly the top parents.
+
+This module holds the read path only; :mod:`hseg.store` owns collections and writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MODES",
+    "DEFAULT_K",
+    "DEFAULT_OVERSAMPLE",
+    "ParentHit",
+    "check_search_args",
+    "level_where",
+    "search_collection",
+]
+
+logger = logging.getLogger(__name__)
+
+MODES = ("segment+cluster", "cluster", "segment")
+DEFAULT_K = 4
+#: the first Chroma request asks for ``ceil(oversample * k)`` records. On 100k records each returned
+#: record costs ~0.13 ms (metadata and document reads), the parent-text ``get`` ~0.9 ms and an extra
+#: round trip a whole query (~3.5 ms); 1.5 (8 records for k=5) keeps ``search(k=5)`` within 1.5x of
+#: a bare ``query(n_results=5)`` (benchmarks/query_latency.py). When a first request falls short,
+#: the next one is sized from the parents-per-record rate it saw, so a low default costs at most
+#: one extra round trip. Raise it when many vectors of one parent usually sit close together.
+DEFAULT_OVERSAMPLE = 1.5
+#: a widened request larger than this in mode "segment"/"cluster" lets Chroma filter the level
+#: (a metadata scan) instead of returning and discarding the other level's records
+SERVER_LEVEL_FILTER_AT = 1024
+
+_LEVELS = {"segment+cluster": ("segment", "cluster"), "cluster": ("cluster",), "segment": ("segment",)}
+
+
+@dataclass
+class ParentHit:
+    """One retrieved parent (cluster) with its eq. 2 score.
+
+    Attributes:
+        cluster_id, doc_id: ids of the parent and its document.
+        text: the parent text, ``source[start:end]`` of the original document.
+        start, end: absolute character offsets of the parent in its document.
+        score: max cosine similarity over the parent's vectors allowed by ``mode``.
+        token_count: the parent's ``hseg_tokens``.
+        matched_id, matched_level, matched_start, matched_end: the record that gave the score
+            (a segment or the cluster vector) and its span.
+        metadata: the cluster record's metadata (``hseg_*`` keys and the user's keys).
+        segment_scores: ``{segment_id: similarity}`` for this parent's segments that Chroma
+            returned in the over-fetch (not necessarily all of its segments).
+
+    Example:
+        >>> hit = store.search("what causes tides?", k=1)[0]  # doctest: +SKIP
+        >>> hit.text == source[hit.start:hit.end]  # doctest: +SKIP
+        True
+    """
+
+    cluster_id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    score: float
+    token_count: int
+    matched_id: str
+    matched_level: str
+    matched_start: int
+    matched_end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    segment_scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Parent:
+    cluster_id: str
+    score: float
+    matched_id: str
+    matched_level: str
+    matched_start: int
+    matched_end: int
+    tokens: int | None
+    segment_scores: dict[str, float] = field(default_factory=dict)
+    cluster_meta: dict[str, Any] | None = None
+    cluster_doc: str | None = None
+
+
+def check_search_args(k: int | None, mode: str, budget_tokens: int | None, where: Any) -> int | None:
+    """Validate ``search`` arguments; returns the effective ``k`` (``None`` in budget mode)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if where is not None and not isinstance(where, Mapping):
+        raise ValueError(f"where must be a dict or None, got {type(where).__name__}")
+    if budget_tokens is not None:
+        if k is not None:
+            raise ValueError(
+                f"k and budget_tokens are mutually exclusive, got k={k!r}, budget_tokens={budget_tokens!r}"
+            )
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, (int, np.integer)) or budget_tokens <= 0:
+            raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+        return None
+    if k is None:
+        return DEFAULT_K
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    return int(k)
+
+
+def level_where(mode: str, where: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The Chroma ``where`` for a mode, ANDed with the user's filter.
+
+    Used only once a request has grown large (see ``SERVER_LEVEL_FILTER_AT``); ``"segment+cluster"``
+    never filters by level, records of other writers (no ``hseg_*`` keys) are skipped client-side.
+
+    Example:
+        >>> level_where("cluster", {"source": "a"})
+        {'$and': [{'hseg_level': 'cluster'}, {'source': 'a'}]}
+    """
+    levels = _LEVELS[mode]
+    level = {"hseg_level": levels[0]} if len(levels) == 1 else None
+    user = dict(where) if where else None
+    if level and user:
+        return {"$and": [level, user]}
+    return level or user
+
+
+def _collapse(ids: list[str], metas: list[Any], dists: list[Any], docs: list[Any] | None, mode: str) -> list[_Parent]:
+    """Parents in first-hit order (= score order) from one ranked Chroma result."""
+    allowed = _LEVELS[mode]
+    parents: dict[str, _Parent] = {}
+    for i, rid in enumerate(ids):
+        meta = metas[i]
+        if not meta or "hseg_cluster_id" not in meta or meta.get("hseg_level") not in allowed:
+            continue  # a record written by someone else sharing the collection
+        dist = dists[i]
+        if dist is None or not np.isfinite(dist):
+            continue
+        sim = 1.0 - float(dist)
+        level = meta["hseg_level"]
+        cid = meta["hseg_cluster_id"]
+        parent = parents.get(cid)
+        if parent is None:
+            tokens = meta.get("hseg_tokens") if level == "cluster" else meta.get("hseg_cluster_tokens")
+            parent = _Parent(cid, sim, rid, level, int(meta["hseg_start"]), int(meta["hseg_end"]),
+                             None if tokens is None else int(tokens))
+            parents[cid] = parent
+        if level == "segment":
+            parent.segment_scores.setdefault(rid, sim)
+        else:
+            parent.cluster_meta = dict(meta)
+            parent.cluster_doc = docs[i] if docs is not None else None
+            parent.tokens = int(meta["hseg_tokens"])
+    return list(parents.values())
+
+
+def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted: bool) -> list[_Parent] | None:
+    """The final parents, or ``None`` when more records are needed to decide."""
+    if k is not None:
+        if len(parents) >= k or exhausted:
+            return parents[:k]
+        return None
+    assert budget is not None
+    total = 0
+    for i, p in enumerate(parents):
+        if p.tokens is None:
+            raise LookupError(f"record of parent {p.cluster_id!r} lacks hseg_cluster_tokens; re-ingest its document")
+        if i and total + p.tokens > budget:
+            return parents[:i]
+        total += p.tokens
+        if i == 0 and total > budget:
+            return parents[:1]  # at least one parent, even when it alone exceeds the budget
+    return parents if exhausted else None
+
+
+def search_collection(
+    collection: Any,
+    query_vector: np.ndarray,
+    *,
+    k: int | None,
+    mode: str,
+    where: Mapping[str, Any] | None = None,
+    where_document: Mapping[str, Any] | None = None,
+    budget_tokens: int | None = None,
+    oversample: float = DEFAULT_OVERSAMPLE,
+) -> list[ParentHit]:
+    """Top parents of ``collection`` for a unit query vector; see the module docstring.
+
+    Arguments are assumed validated (:func:`check_search_args`).
+    """
+    need = k if k is not None else DEFAULT_K
+    n = max(1, math.ceil(oversample * need))
+    server_levels = False
+    while True:
+        # levels are filtered client-side (_collapse) while the request is small: any Chroma
+        # ``where`` costs a metadata scan (hundreds of ms at 100k records), a few more results do not
+        chroma_where = level_where(mode, where) if server_levels else (dict(where) if where else None)
+        res = collection.query(
+            query_embeddings=[np.asarray(query_vector, dtype=np.float32)],
+            n_results=n,
+            where=chroma_where,
+            where_document=dict(where_document) if where_document else None,
+            include=["metadatas", "distances", "documents"],
+        )
+        ids = list(res["ids"][0]) if res["ids"] else []
+        metas = list(res["metadatas"][0]) if res.get("metadatas") else [None] * len(ids)
+        dists = list(res["distances"][0]) if res.get("distances") else [None] * len(ids)
+        docs = list(res["documents"][0]) if res.get("documents") else None
+        parents = _collapse(ids, metas, dists, docs, mode)
+        # fewer records than asked for: Chroma has nothing more under this filter
+        chosen = _select(parents, k, budget_tokens, exhausted=len(ids) < n)
+        if chosen is not None:
+            return _finish(collection, chosen)
+        # widen: at least double; when k is known, aim at k parents from the parents-per-record
+        # rate seen so far (one more round trip costs more than a few extra results)
+        grow = 2 * n
+        if k is not None and parents:
+            grow = max(grow, min(8 * n, -(-3 * n * k // (2 * len(parents)))))
+        if not server_levels and mode != "segment+cluster" and grow > SERVER_LEVEL_FILTER_AT:
+            server_levels = True  # past this size a scan is cheaper than fetching the other level
+        logger.debug("search: %d parents in %d records, widening to %d", len(parents), len(ids), grow)
+        n = grow
+
+
+def _finish(collection: Any, chosen: list[_Parent]) -> list[ParentHit]:
+    # parents whose cluster record was not in the result list need their text and metadata:
+    # one get for all of them
+    missing = [p.cluster_id for p in chosen if p.cluster_meta is None or p.cluster_doc is None]
+    if missing:
+        got = collection.get(ids=missing, include=["documents", "metadatas"])
+        found = {rid: (meta, doc) for rid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"])}
+        for p in chosen:
+            if p.cluster_meta is None or p.cluster_doc is None:
+                if p.cluster_id not in found:
+                    raise LookupError(
+                        f"cluster record {p.cluster_id!r} is missing from the collection although its segments "
+                        "are there; re-ingest its document"
+                    )
+                meta, doc = found[p.cluster_id]
+                p.cluster_meta, p.cluster_doc = dict(meta or {}), doc
+    hits = []
+    for p in chosen:
+        meta = p.cluster_meta or {}
+        hits.append(
+            ParentHit(
+                cluster_id=p.cluster_id,
+                doc_id=str(meta.get("hseg_doc_id", "")),
+                text=p.cluster_doc or "",
+                start=int(meta["hseg_start"]),
+                end=int(meta["hseg_end"]),
+                score=p.score,
+                token_count=int(meta["hseg_tokens"]),
+                matched_id=p.matched_id,
+                matched_level=p.matched_level,
+                matched_start=p.matched_start,
+                matched_end=p.matched_end,
+                metadata=meta,
+                segment_scores=dict(p.segment_scores),
+            )
+        )
+    return hits

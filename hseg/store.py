@@ -1,0 +1,582 @@
+"""Multi-vector Chroma store for hierarchical chunks, with max-score parent retrieval.
+
+Each cluster (parent) is written as one **cluster record** (the mean-pooled cluster vector; its
+``document`` is the parent text, stored once) plus one **segment record** per segment (segment
+vector; ``document`` = segment text). :meth:`HierarchicalStore.search` ranks parents by the max
+cosine over their vectors (paper eq. 2), see :mod:`hseg.search`.
+
+Record metadata (schema version :data:`SCHEMA_VERSION`), scalar values only:
+
+=======================  ===================================================================
+``hseg_level``           ``"segment"`` or ``"cluster"``
+``hseg_cluster_id``      id of the parent cluster (on both levels)
+``hseg_doc_id``          document id
+``hseg_index``           segment index within the document, or the cluster index
+``hseg_cluster_index``   index of the parent cluster within the document
+``hseg_start/_end``      absolute character offsets of the record's own text in the document
+``hseg_tokens``          tokens of the record's own text
+``hseg_cluster_tokens``  tokens of the parent (both levels: token budgets need no extra fetch)
+``hseg_n_segments``      cluster records only: number of segments
+``hseg_segment_ids``     cluster records only: JSON list of the segment ids, in order
+``hseg_schema``          :data:`SCHEMA_VERSION`
+=======================  ===================================================================
+
+User metadata is merged into every record of a document (so a ``where`` on it filters both
+levels), after :func:`flatten_metadata`. Record ids are the dataclass ids (stable hashes of doc id,
+level and span), so re-ingesting is an idempotent upsert.
+
+The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
+
+Example:
+    >>> store = HierarchicalStore("docs", path="./chroma")  # doctest: +SKIP
+    >>> store.add(HierarchicalChunker().chunk(text, doc_id="report"))  # doctest: +SKIP
+    >>> hit = store.search("what causes tides?", k=3)[0]  # doctest: +SKIP
+    >>> text[hit.start:hit.end] == hit.text  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hseg.chunks import Chunking
+from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "HierarchicalStore",
+    "ParentHit",
+    "Record",
+    "MODES",
+    "flatten_metadata",
+    "records_for",
+]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+RESERVED_PREFIX = "hseg_"
+#: HNSW settings for collections this module creates. A high ef_search keeps the approximate
+#: neighbours close to exact on the collection sizes RAG usually has; cosine is required.
+DEFAULT_HNSW: dict[str, Any] = {"space": "cosine", "ef_search": 200}
+_FALLBACK_BATCH = 1000  # when a wrapped collection does not tell us its client's limit
+
+
+@dataclass(frozen=True, eq=False)
+class Record:
+    """One Chroma record: what :meth:`HierarchicalStore.add` upserts."""
+
+    id: str
+    embedding: np.ndarray
+    document: str
+    metadata: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def flatten_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str | int | float | bool]:
+    """Chroma- and LlamaIndex-safe flat metadata.
+
+    Rules: ``None`` values are dropped; numpy scalars become Python scalars; nested mappings become
+    dotted keys (``{"a": {"b": 1}}`` → ``{"a.b": 1}``); lists, tuples and arrays become JSON
+    strings (Chroma rejects empty and mixed lists, LlamaIndex rejects every list, so one encoding
+    works everywhere); any other type, a non-string or empty key, a key starting with ``#`` and keys
+    with the reserved ``hseg_`` prefix raise ``ValueError``.
+
+    Example:
+        >>> flatten_metadata({"src": "a.md", "page": None, "tags": ["x", "y"], "meta": {"year": 2024}})
+        {'src': 'a.md', 'tags': '["x", "y"]', 'meta.year': 2024}
+    """
+    out: dict[str, Any] = {}
+    if metadata is None:
+        return out
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"metadata must be a dict or None, got {type(metadata).__name__}")
+    _flatten_into(out, metadata, "")
+    return out
+
+
+def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str) -> None:
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"metadata keys must be non-empty strings, got {key!r}")
+        full = prefix + key
+        if full.startswith(RESERVED_PREFIX):
+            raise ValueError(f"metadata key {full!r} uses the reserved prefix {RESERVED_PREFIX!r}")
+        if full.startswith("#"):
+            raise ValueError(f"metadata key {full!r}: Chroma rejects keys starting with '#'")
+        if value is None:
+            continue
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, (bool, int, float, str)):
+            if full in out:
+                raise ValueError(f"metadata key {full!r} appears twice after flattening nested keys")
+            out[full] = value
+        elif isinstance(value, Mapping):
+            _flatten_into(out, value, full + ".")
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            try:
+                out[full] = json.dumps(_jsonable(value), ensure_ascii=False)
+            except TypeError as exc:
+                raise ValueError(f"metadata[{full!r}]: list items must be JSON scalars ({exc})") from None
+        else:
+            raise ValueError(
+                f"metadata[{full!r}]: unsupported type {type(value).__name__}; use str, int, float, bool, "
+                "a dict or a list"
+            )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _vector(unit: Any, what: str) -> np.ndarray:
+    if unit.embedding is None:
+        raise ValueError(f"{what} {unit.id!r} has no embedding; chunk with an encoder before storing")
+    vec = np.asarray(unit.embedding, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vec))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise ValueError(f"{what} {unit.id!r}: embedding is zero or not finite")
+    return vec
+
+
+def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
+    """All records of one document: per cluster, the cluster record then its segment records.
+
+    Raises ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or
+    of a different dimension than the others, or if the metadata cannot be flattened.
+
+    Example:
+        >>> recs = records_for(chunking, {"source": "a.md"})  # doctest: +SKIP
+        >>> [r.metadata["hseg_level"] for r in recs][:3]  # doctest: +SKIP
+        ['cluster', 'segment', 'segment']
+    """
+    user = flatten_metadata(metadata)
+    doc_id = chunking.doc_id
+    records: list[Record] = []
+    dim: int | None = None
+    for cluster in chunking.clusters:
+        base = {**user, "hseg_doc_id": doc_id, "hseg_cluster_id": cluster.id, "hseg_cluster_index": cluster.index,
+                "hseg_cluster_tokens": int(cluster.token_count), "hseg_schema": SCHEMA_VERSION}
+        units = [(cluster, "cluster")] + [(s, "segment") for s in cluster.segments]
+        for unit, level in units:
+            vec = _vector(unit, level)
+            if dim is None:
+                dim = vec.shape[0]
+            elif vec.shape[0] != dim:
+                raise ValueError(f"{level} {unit.id!r}: embedding dimension {vec.shape[0]} != {dim}")
+            meta = {**base, "hseg_level": level, "hseg_index": unit.index, "hseg_start": unit.start,
+                    "hseg_end": unit.end, "hseg_tokens": int(unit.token_count)}
+            if level == "cluster":
+                meta["hseg_n_segments"] = len(cluster.segments)
+                meta["hseg_segment_ids"] = json.dumps(cluster.segment_ids)
+            records.append(Record(unit.id, vec, unit.text, meta))
+    return records
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def _collection_space(collection: Any) -> str:
+    with warnings.catch_warnings():
+        # chromadb warns "legacy embedding function config" for collections made with
+        # embedding_function=None, which is exactly what we want here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        config = getattr(collection, "configuration", None) or {}
+    for index in ("hnsw", "spann"):
+        sub = config.get(index) if isinstance(config, Mapping) else None
+        if sub and sub.get("space"):
+            return str(sub["space"])
+    meta = collection.metadata or {}
+    return str(meta.get("hnsw:space", "l2"))  # Chroma's default space is l2
+
+
+class HierarchicalStore:
+    """Segment + cluster vectors of hierarchical chunks in one Chroma collection.
+
+    Args:
+        collection_name: the collection, created (cosine space) when absent.
+        path: directory of a ``chromadb.PersistentClient`` (the embedded default).
+        client: any chromadb client (``EphemeralClient()``, ``HttpClient(...)``, ...).
+        host, port: a Chroma server, through ``chromadb.HttpClient``.
+        encoder: embeds query strings (anything :func:`hseg.encoders.as_encoder` accepts); it must
+            be the model that embedded the chunks. Default: all-MiniLM-L6-v2, loaded on first use.
+        configuration: extra HNSW settings for a new collection, e.g. ``{"ef_search": 400}`` (or
+            Chroma's ``{"hnsw": {...}}`` form). An existing collection keeps its own settings.
+        oversample: the first Chroma request asks for ``ceil(oversample * k)`` records (>= 1;
+            default 1.5); later requests widen as needed, so this only tunes latency.
+        allow_encoder_mismatch: accept an encoder whose name differs from the one recorded in the
+            collection (e.g. the same model loaded from another path).
+
+    Only one of ``path``, ``client`` and ``host`` may be given; with none, the store uses
+    ``chromadb.EphemeralClient()`` (in memory; all ephemeral clients of a process share data).
+
+    Example:
+        >>> import chromadb
+        >>> store = HierarchicalStore("demo", client=chromadb.EphemeralClient())  # doctest: +SKIP
+        >>> store.add([chunking], [{"source": "a.md"}])  # doctest: +SKIP
+        >>> [h.cluster_id for h in store.search("query", k=2, where={"source": "a.md"})]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        collection_name: str = "hseg",
+        *,
+        path: str | None = None,
+        client: Any = None,
+        host: str | None = None,
+        port: int = 8000,
+        encoder: Any = None,
+        configuration: Mapping[str, Any] | None = None,
+        oversample: float = DEFAULT_OVERSAMPLE,
+        allow_encoder_mismatch: bool = False,
+    ) -> None:
+        import chromadb
+
+        if sum(x is not None for x in (path, client, host)) > 1:
+            raise ValueError("give only one of path, client and host")
+        if client is None:
+            if path is not None:
+                client = chromadb.PersistentClient(path=str(path))
+            elif host is not None:
+                client = chromadb.HttpClient(host=host, port=port)
+            else:
+                logger.info("no path, client or host given: using an in-memory EphemeralClient")
+                client = chromadb.EphemeralClient()
+        extra = dict(configuration or {})
+        extra = dict(extra.get("hnsw") or {}) if "hnsw" in extra else extra  # accept Chroma's nested form too
+        hnsw = {**DEFAULT_HNSW, **extra}
+        if hnsw.get("space") != "cosine":
+            raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
+        enc = _as_encoder(encoder) if encoder is not None else None
+        collection = self._get_or_create(client, collection_name, hnsw, enc)
+        self._init(collection, client, enc, oversample, allow_encoder_mismatch)
+
+    @classmethod
+    def from_collection(
+        cls,
+        collection: Any,
+        encoder: Any = None,
+        *,
+        oversample: float = DEFAULT_OVERSAMPLE,
+        allow_encoder_mismatch: bool = False,
+    ) -> HierarchicalStore:
+        """Wrap an existing chromadb ``Collection`` (e.g. ``langchain_chroma.Chroma._collection``).
+
+        The collection must use the cosine space; it may also hold records of other writers, which
+        :meth:`search` ignores.
+
+        Example:
+            >>> vs = langchain_chroma.Chroma("c", embedding_function=emb,  # doctest: +SKIP
+            ...     collection_configuration={"hnsw": {"space": "cosine"}})
+            >>> store = HierarchicalStore.from_collection(vs._collection, encoder=emb)  # doctest: +SKIP
+        """
+        self = cls.__new__(cls)
+        self._init(collection, getattr(collection, "_client", None), encoder, oversample, allow_encoder_mismatch)
+        return self
+
+    @staticmethod
+    def _get_or_create(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:
+        from chromadb.errors import InternalError, NotFoundError, UniqueConstraintError
+
+        try:
+            return client.get_collection(name, embedding_function=None)
+        except (NotFoundError, ValueError):
+            pass
+        meta: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
+        if encoder is not None:
+            meta["hseg_encoder"] = str(encoder.name)
+        try:
+            logger.info("creating collection %r with %s", name, hnsw)
+            return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
+        except (UniqueConstraintError, InternalError):  # created concurrently by another process
+            return client.get_collection(name, embedding_function=None)
+
+    def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool) -> None:
+        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
+            raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
+        space = _collection_space(collection)
+        if space != "cosine":
+            raise ValueError(
+                f"collection {collection.name!r} uses the {space!r} distance space; hseg needs 'cosine' "
+                "(the space is fixed at creation: create a new collection)"
+            )
+        meta = collection.metadata or {}
+        schema = meta.get("hseg_schema")
+        if isinstance(schema, int) and schema > SCHEMA_VERSION:
+            raise ValueError(f"collection {collection.name!r} has hseg schema {schema}, newer than {SCHEMA_VERSION}")
+        self.collection = collection
+        self.client = client
+        self.oversample = oversample
+        self.allow_encoder_mismatch = allow_mismatch
+        self._encoder = None
+        self._encoder_lock = threading.Lock()
+        if encoder is not None:
+            self._encoder = _as_encoder(encoder)
+            self._check_encoder_name(self._encoder.name)
+
+    # ----------------------------------------------------------------- encoder
+
+    @property
+    def encoder(self) -> Any:
+        """The query encoder (the default model is loaded on first access)."""
+        if self._encoder is None:
+            from hseg.encoders import DEFAULT_MODEL
+
+            self._check_encoder_name(DEFAULT_MODEL)  # before paying for the model load
+            with self._encoder_lock:
+                if self._encoder is None:
+                    self._encoder = _as_encoder(None)
+        return self._encoder
+
+    @property
+    def encoder_name(self) -> str | None:
+        """The encoder name recorded in the collection, if any."""
+        name = (self.collection.metadata or {}).get("hseg_encoder")
+        return None if name is None else str(name)
+
+    def _check_encoder_name(self, name: str) -> None:
+        recorded = self.encoder_name
+        if recorded is not None and recorded != name and not self.allow_encoder_mismatch:
+            raise ValueError(
+                f"collection {self.collection.name!r} was built with encoder {recorded!r}, got {name!r}; pass the "
+                "same encoder, or allow_encoder_mismatch=True if it is the same model under another name"
+            )
+
+    def _record_collection_meta(self, encoder_name: str | None) -> None:
+        meta = dict(self.collection.metadata or {})
+        wanted = {"hseg_schema": SCHEMA_VERSION}
+        if encoder_name is not None and "hseg_encoder" not in meta:
+            wanted["hseg_encoder"] = encoder_name
+        if all(meta.get(k) == v for k, v in wanted.items()):
+            return
+        # modify() replaces the metadata and refuses hnsw:* keys (the space lives in the configuration)
+        merged = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}
+        merged.update(wanted)
+        self.collection.modify(metadata=merged)
+
+    # ----------------------------------------------------------------- writes
+
+    def max_batch_size(self) -> int:
+        """Records per write call: the client's ``get_max_batch_size()``."""
+        getter = getattr(self.client, "get_max_batch_size", None)
+        size = getter() if getter is not None else _FALLBACK_BATCH
+        return max(1, int(size))
+
+    def add(
+        self,
+        chunkings: Chunking | Iterable[Chunking],
+        metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> int:
+        """Upsert the records of one or more documents; returns the number of records written.
+
+        ``metadatas`` is one mapping per chunking (or a single mapping for all). Idempotent:
+        re-adding the same chunking rewrites the same ids. Records of a re-added document that
+        the new chunking no longer has are deleted, and user metadata keys it no longer has are
+        removed. All records are built (and validated) before the first write.
+
+        Example:
+            >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
+            57
+        """
+        items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
+        if metadatas is None or isinstance(metadatas, Mapping):
+            metas: list[Any] = [metadatas] * len(items)
+        else:
+            metas = list(metadatas)
+            if len(metas) != len(items):
+                raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
+        doc_ids = [c.doc_id for c in items]
+        if len(set(doc_ids)) != len(doc_ids):
+            dup = sorted({d for d in doc_ids if doc_ids.count(d) > 1})
+            raise ValueError(f"chunkings: duplicate doc_id(s) in one add: {dup}")
+        records = [r for ch, md in zip(items, metas) for r in records_for(ch, md)]
+        self._check_dimension(records)
+        enc_name = self._ingest_encoder_name(items)
+        if enc_name is not None:
+            self._check_encoder_name(enc_name)
+        if not items:
+            return 0
+
+        old = self._existing(doc_ids)
+        new_ids = {r.id for r in records}
+        stale = [rid for rid in old if rid not in new_ids]
+        batch = self.max_batch_size()
+        for i in range(0, len(records), batch):
+            part = records[i : i + batch]
+            self.collection.upsert(
+                ids=[r.id for r in part],
+                embeddings=[r.embedding for r in part],
+                documents=[r.document for r in part],
+                # upsert merges metadata: a key the document no longer has is removed by sending None
+                metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
+                           for r in part],
+            )
+        for i in range(0, len(stale), batch):
+            self.collection.delete(ids=stale[i : i + batch])
+        self._record_collection_meta(enc_name)
+        logger.info("add: %d documents, %d records upserted, %d stale records deleted",
+                    len(items), len(records), len(stale))
+        return len(records)
+
+    def _ingest_encoder_name(self, items: list[Chunking]) -> str | None:
+        if self._encoder is not None:
+            return str(self._encoder.name)
+        names = {str(c.info["encoder"]) for c in items if c.info.get("encoder")}
+        return names.pop() if len(names) == 1 else None
+
+    def _check_dimension(self, records: list[Record]) -> None:
+        dims = {r.embedding.shape[0] for r in records}
+        if len(dims) > 1:
+            raise ValueError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
+        if not dims:
+            return
+        got = self.collection.get(limit=1, include=["embeddings"])
+        emb = got.get("embeddings")
+        if emb is not None and len(emb):
+            have = len(emb[0])
+            if have != next(iter(dims)):
+                raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+
+    def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """``{record id: metadata}`` of the records the collection holds for these documents."""
+        out: dict[str, dict[str, Any]] = {}
+        step = 500  # keep the $in list and the response of one call bounded
+        for i in range(0, len(doc_ids), step):
+            part = doc_ids[i : i + step]
+            where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
+            got = self.collection.get(where=where, include=["metadatas"])
+            out.update({rid: dict(m or {}) for rid, m in zip(got["ids"], got["metadatas"])})
+        return out
+
+    def delete(self, doc_id: str) -> int:
+        """Remove every record of a document; returns how many were removed."""
+        ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
+        batch = self.max_batch_size()
+        for i in range(0, len(ids), batch):
+            self.collection.delete(ids=ids[i : i + batch])
+        logger.info("delete: %d records of document %r", len(ids), doc_id)
+        return len(ids)
+
+    # ----------------------------------------------------------------- reads
+
+    def count(self) -> int:
+        """Number of records in the collection (both levels, and records of other writers)."""
+        return int(self.collection.count())
+
+    def doc_ids(self) -> list[str]:
+        """Sorted ids of the documents stored (read from the cluster records, page by page)."""
+        seen: set[str] = set()
+        page, offset = 5000, 0
+        while True:
+            got = self.collection.get(where={"hseg_level": "cluster"}, include=["metadatas"], limit=page, offset=offset)
+            seen.update(str(m["hseg_doc_id"]) for m in got["metadatas"] if m)
+            if len(got["ids"]) < page:
+                return sorted(seen)
+            offset += page
+
+    def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
+        """A document's records in document order (each cluster record before its segments)."""
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+        got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
+        embs = got.get("embeddings")
+        recs = [
+            Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),
+                   doc, dict(meta))
+            for i, (rid, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"]))
+        ]
+        recs.sort(key=lambda r: (r.metadata["hseg_cluster_index"], r.metadata["hseg_level"] != "cluster",
+                                 r.metadata["hseg_index"]))
+        return recs
+
+    def search(
+        self,
+        query: str | np.ndarray | Sequence[float],
+        k: int | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        mode: str = "segment+cluster",
+        budget_tokens: int | None = None,
+        where_document: Mapping[str, Any] | None = None,
+    ) -> list[ParentHit]:
+        """Top parents by max cosine over their vectors (paper eq. 2), best first.
+
+        Args:
+            query: a string (embedded with :attr:`encoder`) or a query vector.
+            k: number of parents (default 4); mutually exclusive with ``budget_tokens``.
+            where: a Chroma metadata filter on records (e.g. ``{"source": "a.md"}``); it applies to
+                segment and cluster records alike.
+            mode: ``"segment+cluster"`` (eq. 2), ``"cluster"`` (Cluster Only) or ``"segment"``.
+            budget_tokens: return parents in rank order while their total ``hseg_tokens`` stays
+                ≤ this budget (always at least one): the equal-reader-input rule.
+            where_document: a Chroma document filter, passed through.
+
+        The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.search`).
+
+        Example:
+            >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
+            [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
+        """
+        k_eff = check_search_args(k, mode, budget_tokens, where)
+        vec = self._query_vector(query)
+        return search_collection(
+            self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,
+            budget_tokens=budget_tokens, oversample=self.oversample,
+        )
+
+    def _query_vector(self, query: Any) -> np.ndarray:
+        if isinstance(query, str):
+            vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
+        else:
+            vec = np.asarray(query, dtype=np.float32)
+            if vec.ndim == 2 and vec.shape[0] == 1:
+                vec = vec[0]
+            if vec.ndim != 1 or vec.size == 0:
+                raise ValueError(f"query must be a string or a 1-D vector, got shape {vec.shape}")
+        norm = float(np.linalg.norm(vec))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise ValueError("query vector is zero or not finite")
+        return vec / norm
+
+    # ----------------------------------------------------------------- async
+
+    async def asearch(self, query: Any, k: int | None = None, **kwargs: Any) -> list[ParentHit]:
+        """:meth:`search` in a worker thread (the encoder and Chroma calls block)."""
+        return await asyncio.to_thread(self.search, query, k, **kwargs)
+
+    async def aadd(self, chunkings: Any, metadatas: Any = None) -> int:
+        """:meth:`add` in a worker thread."""
+        return await asyncio.to_thread(self.add, chunkings, metadatas)
+
+    async def adelete(self, doc_id: str) -> int:
+        """:meth:`delete` in a worker thread."""
+        return await asyncio.to_thread(self.delete, doc_id)
+
+
+def _as_encoder(encoder: Any) -> Any:
+    from hseg.encoders import as_encoder
+
+    return as_encoder(encoder)
+
