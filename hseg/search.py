@@ -75,6 +75,10 @@ class ParentHit:
         metadata: the cluster record's metadata (``hseg_*`` keys and the user's keys).
         segment_scores: ``{segment_id: similarity}`` for this parent's segments that Chroma
             returned in the over-fetch (not necessarily all of its segments).
+        unit, segment_ids: ``"cluster"`` for a whole parent; for ``unit="segment"``/``"auto"``
+            results, the hit is a passage of adjacent segments of the parent ``cluster_id``:
+            ``text``/``start``/``end`` are the passage's and ``score`` is its best segment's
+            (fused) cosine.
 
     Example:
         >>> hit = store.search("what causes tides?", k=1)[0]  # doctest: +SKIP
@@ -95,6 +99,10 @@ class ParentHit:
     matched_end: int
     metadata: dict[str, Any] = field(default_factory=dict)
     segment_scores: dict[str, float] = field(default_factory=dict)
+    #: "cluster" for a whole parent; "segment"/"auto" for a passage of adjacent segments of it
+    unit: str = "cluster"
+    #: the segments a passage is made of (empty for a whole parent)
+    segment_ids: list[str] = field(default_factory=list)
 
 
 @dataclass

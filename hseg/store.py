@@ -50,6 +50,7 @@ import numpy as np
 
 from hseg.chunks import Chunking
 from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
+from hseg.units import UNITS, search_units
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -520,6 +521,8 @@ class HierarchicalStore:
         mode: str = "segment+cluster",
         budget_tokens: int | None = None,
         where_document: Mapping[str, Any] | None = None,
+        unit: str = "cluster",
+        cluster_weight: float = 0.5,
     ) -> list[ParentHit]:
         """Top parents by max cosine over their vectors (paper eq. 2), best first.
 
@@ -532,6 +535,13 @@ class HierarchicalStore:
             budget_tokens: return parents in rank order while their total ``hseg_tokens`` stays
                 ≤ this budget (always at least one): the equal-reader-input rule.
             where_document: a Chroma document filter, passed through.
+            unit: what a result is. ``"cluster"`` (default): whole parents, the paper.
+                ``"segment"``: passages of segments ranked by their own similarity.
+                ``"auto"``: the budget-aware unit of :mod:`hseg.units`: segments ranked by
+                ``cos(q, segment) + cluster_weight * cos(q, cluster)``, adjacent ones merged, a whole
+                cluster when several of its segments qualify. With ``k`` it returns passages made of
+                the first ``k`` segments; with ``budget_tokens`` it fills the budget.
+            cluster_weight: the cluster's share in ``unit="auto"`` scores.
 
         The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.search`).
 
@@ -540,7 +550,18 @@ class HierarchicalStore:
             [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
         """
         k_eff = check_search_args(k, mode, budget_tokens, where)
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        if not isinstance(cluster_weight, (int, float)) or not 0 <= cluster_weight <= 10:
+            raise ValueError(f"cluster_weight must be a number in [0, 10], got {cluster_weight!r}")
+        if unit != "cluster" and mode != "segment+cluster":
+            raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
         vec = self._query_vector(query)
+        if unit != "cluster":
+            return search_units(
+                self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
+                where_document=where_document, cluster_weight=float(cluster_weight),
+            )
         return search_collection(
             self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,
             budget_tokens=budget_tokens, oversample=self.oversample,

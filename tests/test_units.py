@@ -1,0 +1,107 @@
+"""The budget-aware retrieval unit: the pure rule, and the Chroma path against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hseg.store import HierarchicalStore
+from hseg.units import UnitCandidates, merge_runs_of_segments, select_auto
+from tests.fakes import HashingEncoder
+
+
+def candidates(seg_scores, clu_of, clu_scores, tokens, positions=None, with_siblings=True):
+    n = len(seg_scores)
+    positions = positions if positions is not None else list(range(n))
+    siblings: dict[str, list[int]] = {}
+    if with_siblings:
+        for i, c in enumerate(clu_of):
+            siblings.setdefault(c, []).append(i)
+    return UnitCandidates(
+        ids=[f"s{i}" for i in range(n)], cluster=list(clu_of), position=positions, tokens=list(tokens),
+        segment_score=np.asarray(seg_scores, float), cluster_score=np.asarray([clu_scores[c] for c in clu_of], float),
+        siblings=siblings,
+    )
+
+
+def test_cluster_score_lifts_segments_of_relevant_clusters():
+    # s1 and s2 are equally similar; s2 sits in the more relevant cluster
+    c = candidates([0.9, 0.5, 0.5], ["a", "a", "b"], {"a": 0.1, "b": 0.6}, [10, 10, 10])
+    assert select_auto(c, None, max_units=2, whole_cluster_min=99) == [0, 2]
+
+
+def test_budget_stops_at_first_unit_that_does_not_fit_but_keeps_one():
+    c = candidates([0.9, 0.8, 0.7], ["a", "b", "c"], {"a": 0, "b": 0, "c": 0}, [60, 50, 10])
+    assert select_auto(c, 100, cluster_weight=0) == [0]  # 60 + 50 > 100: stop, do not skip ahead
+    assert select_auto(c, 10, cluster_weight=0) == [0]  # at least one, even over the budget
+
+
+def test_whole_cluster_is_taken_when_cheap_and_several_segments_qualify():
+    c = candidates([0.9, 0.89, 0.88, 0.1, 0.2], ["a"] * 4 + ["b"], {"a": 0.5, "b": 0.0}, [10, 10, 10, 5, 10])
+    got = select_auto(c, 1000)
+    assert got[:4] == [0, 1, 2, 3]  # the third qualifying segment brings the rest of cluster a
+    assert select_auto(c, 34) == [0, 1, 2]  # the rest would cost more than a quarter of what is left
+
+
+def test_floor_makes_the_walk_ask_for_more():
+    c = candidates([0.9, 0.3], ["a", "b"], {"a": 0, "b": 0}, [10, 10])
+    assert select_auto(c, 100, cluster_weight=0, floor=0.5) is None
+    assert select_auto(c, 10, cluster_weight=0, floor=0.5) == [0]
+
+
+def test_adjacent_segments_of_one_cluster_merge_into_a_passage():
+    c = candidates([0.9, 0.8, 0.1, 0.7], ["a", "a", "a", "b"], {"a": 0, "b": 0}, [1, 1, 1, 1])
+    assert merge_runs_of_segments(c, [0, 3, 1], 0.0) == [[0, 1], [3]]
+
+
+def brute_force(chunkings, q, budget, k, weight):
+    segs = [s for ch in chunkings for c in ch.clusters for s in c.segments]
+    parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
+    seg_score = np.array([float(s.embedding @ q) / float(np.linalg.norm(s.embedding)) for s in segs])
+    clu_score = {c.id: float(c.embedding @ q) / float(np.linalg.norm(c.embedding)) for ch in chunkings for c in ch.clusters}
+    siblings: dict[str, list[int]] = {}
+    for i, s in enumerate(segs):
+        siblings.setdefault(parent[s.id].id, []).append(i)
+    cands = UnitCandidates(
+        ids=[s.id for s in segs], cluster=[parent[s.id].id for s in segs], position=[s.index for s in segs],
+        tokens=[s.token_count for s in segs], segment_score=seg_score,
+        cluster_score=np.array([clu_score[parent[s.id].id] for s in segs]), siblings=siblings,
+    )
+    taken = select_auto(cands, budget, max_units=k, cluster_weight=weight,
+                        whole_cluster_min=3 if weight else 1 << 30)
+    return [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, weight)]
+
+
+@pytest.mark.parametrize("unit", ["auto", "segment"])
+def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit):
+    rng = np.random.default_rng(7)
+    chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5) for i in range(4)]
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add(chunkings)
+    weight = 0.5 if unit == "auto" else 0.0
+    for trial in range(4):
+        q = rng.standard_normal(16).astype(np.float32)
+        q /= np.linalg.norm(q)
+        for budget, k in [(None, 1), (None, 7), (40, None), (150, None), (10_000, None)]:
+            hits = store.search(q, k=k, budget_tokens=budget, unit=unit)
+            expected = brute_force(chunkings, q, budget, k, weight)
+            assert [h.segment_ids for h in hits] == expected, (trial, budget, k)
+            texts = {ch.doc_id: ch.text for ch in chunkings}
+            spans = sorted((h.doc_id, h.start, h.end) for h in hits)
+            for h in hits:
+                assert texts[h.doc_id][h.start : h.end] == h.text and h.unit == unit
+            for (d1, _, e1), (d2, s2, _) in zip(spans, spans[1:]):
+                assert d1 != d2 or e1 <= s2  # never the same characters twice
+
+
+def test_unit_arguments_are_checked(chroma_collection_name):
+    import chromadb
+
+    store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder(16))
+    q = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="unit"):
+        store.search(q, unit="sentence")
+    with pytest.raises(ValueError, match="mode"):
+        store.search(q, unit="auto", mode="cluster")
+    with pytest.raises(ValueError, match="cluster_weight"):
+        store.search(q, unit="auto", cluster_weight=-1)
