@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Mapping, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -195,6 +195,7 @@ def evaluate(
     k: int = DEFAULT_K,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     units: Sequence[Chunk] | None = None,
+    per_setting: Mapping[str, Sequence[Sequence[Chunk]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Metric rows for settings ``k=<k>`` and ``B=<b>``, per corpus then pooled.
 
@@ -204,7 +205,8 @@ def evaluate(
     ``p_omega`` (the report's Precision_Ω, ×100).
     Row keys: method, corpus, setting, queries, recall, precision, iou (×100), chunks (mean
     retrieved per query), tokens (mean retrieved tokens per query), chunk_tokens (mean tokens per
-    retrieved chunk), starved (queries whose ranked list ran out before k or the budget was
+    retrieved chunk), ``per_setting`` (optional) maps a setting name (``"k=5"``, ``"B=1024"``) to
+    ranked lists made for that setting by a budget-aware method, starved (queries whose ranked list ran out before k or the budget was
     reached: make the lists longer), index_chunks, index_tokens, p_omega.
     """
     if len(ranked_per_query) != len(queries):
@@ -230,10 +232,13 @@ def evaluate(
     rows = []
     for setting, select in selectors:
         per_query = []
-        for query, ranked, om in zip(queries, ranked_per_query, omega):
+        # a budget-aware method answers each setting itself (its lists already fit; the cut is a no-op)
+        lists = per_setting[setting] if per_setting and setting in per_setting else ranked_per_query
+        for query, ranked, om in zip(queries, lists, omega):
             got = select(ranked)
             toks = [size(c) for c in got]
-            full = len(got) < k if setting.startswith("k=") else len(got) == len(ranked)
+            own = bool(per_setting and setting in per_setting)  # the method filled this setting itself
+            full = not own and (len(got) < k if setting.startswith("k=") else len(got) == len(ranked))
             per_query.append((query.corpus_id, *score(query, got), len(got), sum(toks), full, om))
         for cid in [*corpus_ids, POOLED]:
             sel = [p for p in per_query if cid in (POOLED, p[0])]

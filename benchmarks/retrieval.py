@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import os
 import sys
 import time
@@ -53,6 +54,8 @@ DEPTH = DEFAULT_DEPTH
 class Retrieval(NamedTuple):
     ranked: list[list[Chunk]]
     units: list[Chunk] | None = None
+    #: setting name ("k=5", "B=1024", ...) -> ranked lists a budget-aware method made for it
+    per_setting: dict[str, list[list[Chunk]]] | None = None
 
 
 Method = Callable[[dict[str, str], list[Query], Any], "list[list[Chunk]] | Retrieval"]
@@ -79,7 +82,10 @@ def flat_method(chunker: Chunker) -> Method:
 
 for _name, _chunker in BASELINES.items():
     register(_name, flat_method(_chunker))
-# The hseg methods are registered here (or from a script that imports this module).
+# The hseg methods (benchmarks/hseg_methods.py) register themselves through the same registry.
+import hseg_methods  # noqa: E402
+
+hseg_methods.register_all(register, Retrieval)
 
 
 # --------------------------------------------------------------------------- run
@@ -99,12 +105,18 @@ def check_ranked(name: str, corpora: dict[str, str], queries: Sequence[Query], r
 def run_method(name: str, corpora: dict[str, str], queries: list[Query], encoder: Any,
                k: int, budgets: Sequence[int]) -> list[dict[str, Any]]:
     t0 = time.perf_counter()
-    out = METHODS[name](corpora, queries, encoder)
+    fn = METHODS[name]
+    # budget-aware methods take the budgets (and k) of the run to answer each setting themselves
+    takes_budgets = "budgets" in inspect.signature(fn).parameters
+    out = fn(corpora, queries, encoder, budgets=budgets, k=k) if takes_budgets else fn(corpora, queries, encoder)
     # duck-typed: a plugin may hold a Retrieval class from a second import of this module (__main__)
     ranked, units = (out.ranked, out.units) if hasattr(out, "ranked") else (out, None)
+    per_setting = getattr(out, "per_setting", None)
     seconds = time.perf_counter() - t0
     check_ranked(name, corpora, queries, ranked)
-    rows = evaluate(name, queries, ranked, counter(), k=k, budgets=budgets, units=units)
+    for lists in (per_setting or {}).values():
+        check_ranked(name, corpora, queries, lists)
+    rows = evaluate(name, queries, ranked, counter(), k=k, budgets=budgets, units=units, per_setting=per_setting)
     for row in rows:
         row["seconds"] = seconds
     print(f"[{name}] {seconds:.1f}s", file=sys.stderr, flush=True)

@@ -7,7 +7,7 @@ cosine over their vectors (paper eq. 2), see :mod:`hseg.search`.
 
 Record metadata (schema version :data:`SCHEMA_VERSION`), scalar values only:
 
-=======================  ===================================================================
+========================  ==================================================================
 ``hseg_level``           ``"segment"`` or ``"cluster"``
 ``hseg_cluster_id``      id of the parent cluster (on both levels)
 ``hseg_doc_id``          document id
@@ -18,8 +18,9 @@ Record metadata (schema version :data:`SCHEMA_VERSION`), scalar values only:
 ``hseg_cluster_tokens``  tokens of the parent (both levels: token budgets need no extra fetch)
 ``hseg_n_segments``      cluster records only: number of segments
 ``hseg_segment_ids``     cluster records only: JSON list of the segment ids, in order
+``hseg_prev_id/_next_id`` segment records only: ids of the neighbouring segments ("" at the edges)
 ``hseg_schema``          :data:`SCHEMA_VERSION`
-=======================  ===================================================================
+========================  ==================================================================
 
 User metadata is merged into every record of a document (so a ``where`` on it filters both
 levels), after :func:`flatten_metadata`. Record ids are the dataclass ids (stable hashes of doc id,
@@ -193,6 +194,10 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
             if level == "cluster":
                 meta["hseg_n_segments"] = len(cluster.segments)
                 meta["hseg_segment_ids"] = json.dumps(cluster.segment_ids)
+            else:  # neighbours in the document, for the neighbour term of unit="auto" ("" at the edges)
+                segs = chunking.segments
+                meta["hseg_prev_id"] = segs[unit.index - 1].id if unit.index > 0 else ""
+                meta["hseg_next_id"] = segs[unit.index + 1].id if unit.index + 1 < len(segs) else ""
             records.append(Record(unit.id, vec, unit.text, meta))
     return records
 
@@ -523,6 +528,7 @@ class HierarchicalStore:
         where_document: Mapping[str, Any] | None = None,
         unit: str = "cluster",
         cluster_weight: float = 0.5,
+        neighbour_weight: float = 0.2,
     ) -> list[ParentHit]:
         """Top parents by max cosine over their vectors (paper eq. 2), best first.
 
@@ -542,6 +548,7 @@ class HierarchicalStore:
                 cluster when several of its segments qualify. With ``k`` it returns passages made of
                 the first ``k`` segments; with ``budget_tokens`` it fills the budget.
             cluster_weight: the cluster's share in ``unit="auto"`` scores.
+            neighbour_weight: the share of the mean score of a segment's two neighbours.
 
         The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.search`).
 
@@ -554,6 +561,8 @@ class HierarchicalStore:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if not isinstance(cluster_weight, (int, float)) or not 0 <= cluster_weight <= 10:
             raise ValueError(f"cluster_weight must be a number in [0, 10], got {cluster_weight!r}")
+        if not isinstance(neighbour_weight, (int, float)) or not 0 <= neighbour_weight <= 10:
+            raise ValueError(f"neighbour_weight must be a number in [0, 10], got {neighbour_weight!r}")
         if unit != "cluster" and mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
         vec = self._query_vector(query)
@@ -561,6 +570,7 @@ class HierarchicalStore:
             return search_units(
                 self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
                 where_document=where_document, cluster_weight=float(cluster_weight),
+                neighbour_weight=float(neighbour_weight),
             )
         return search_collection(
             self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,

@@ -4,9 +4,12 @@ Whole parents of 512+ tokens lose to 100–250-token chunks when the reader gets
 tokens: a parent brings its relevant sentences *and* everything around them. Segments alone lose
 the context the cluster gives. This rule keeps both signals:
 
-1. every candidate segment gets a *fused* score ``cos(q, segment) + w · cos(q, its cluster)``
-   (``w = cluster_weight``): the paper's cluster vector acts as a prior on its segments, so of two
-   equally similar segments the one inside a relevant cluster ranks first;
+1. every candidate segment gets a *fused* score
+   ``cos(q, segment) + w · cos(q, its cluster) + v · mean(cos(q, previous), cos(q, next segment))``
+   (``w = cluster_weight``, ``v = neighbour_weight``): the paper's cluster vector acts as a prior
+   on its segments, so of two equally similar segments the one inside a relevant cluster ranks
+   first; relevant text rarely stops at a segment boundary, so relevant neighbours lift a segment
+   too (the same local-coherence signal TextTiling reads);
 2. segments are taken in fused-score order while their total fits the budget (at least one);
    no character is taken twice;
 3. when ``whole_cluster_min`` segments of one cluster are taken, the cluster is clearly relevant
@@ -16,8 +19,9 @@ the context the cluster gives. This rule keeps both signals:
    their best fused score.
 
 Tuned on the three development corpora of Chroma's evaluation (``benchmarks/RESULTS.md``):
-``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; whole-cluster expansion on the
-third segment cost recall at 1024 when unconditional, hence the budget share guard.
+``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
+about one recall point at 1024 and reached 100 at 4096 at target sizes 256 and 512; whole-cluster
+expansion on the third segment cost recall at 1024 when unconditional, hence the budget guard.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = ["UNITS", "UnitCandidates", "select_auto", "merge_runs_of_segments", "
 UNITS = ("cluster", "segment", "auto")
 
 DEFAULT_CLUSTER_WEIGHT = 0.5
+DEFAULT_NEIGHBOUR_WEIGHT = 0.2
 DEFAULT_WHOLE_CLUSTER_MIN = 3
 DEFAULT_WHOLE_CLUSTER_SHARE = 0.25
 
@@ -58,11 +63,16 @@ class UnitCandidates:
     segment_score: np.ndarray
     cluster_score: np.ndarray
     siblings: dict[str, list[int]]
+    neighbour_score: np.ndarray | None = None
+    neighbour_weight: float = 0.0
 
     def fused(self, cluster_weight: float) -> np.ndarray:
-        return np.asarray(self.segment_score, dtype=np.float64) + cluster_weight * np.asarray(
+        out = np.asarray(self.segment_score, dtype=np.float64) + cluster_weight * np.asarray(
             self.cluster_score, dtype=np.float64
         )
+        if self.neighbour_weight and self.neighbour_score is not None:
+            out = out + self.neighbour_weight * np.asarray(self.neighbour_score, dtype=np.float64)
+        return out
 
 
 def select_auto(
@@ -183,13 +193,31 @@ class _Gathered:
     floor: float
 
 
-def _gather(collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float) -> _Gathered:
-    """Candidate segments: the ``n_seg`` nearest segments and, when the cluster score counts,
-    every segment of the ``n_clu`` nearest clusters; plus a bound on all other segments."""
+def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
+    return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
+
+
+def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> dict[str, tuple]:
+    if not ids:
+        return {}
+    got = collection.get(ids=ids, where=where, include=["metadatas", "documents", "embeddings"])
+    return {rid: (dict(m), d, float(sim))
+            for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
+
+
+def _gather(
+    collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
+) -> _Gathered:
+    """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
+    term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
+    counts); plus a bound on the fused score of all other segments."""
     seg_where = _and({"hseg_level": "segment"}, where)
     ids, metas, dists, docs = _query(collection, q, n_seg, seg_where, wdoc, ["metadatas", "distances", "documents"])
     rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
     seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
+    if nweight:  # a segment next to a near one may rank high through its neighbour
+        around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
+        rows.update(_fetch_scored(collection, q, around, seg_where))
     cluster_score: dict[str, float] = {}
     nearest: set[str] = set()
     clu_floor = -np.inf
@@ -208,9 +236,19 @@ def _gather(collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, 
         if unknown:
             got = collection.get(ids=unknown, include=["embeddings"])
             cluster_score.update(zip(got["ids"], (float(s) for s in _cosines(q, got["embeddings"]))))
-    floor = seg_floor + weight * clu_floor if weight else seg_floor
+    # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster
+    floor = seg_floor * (1.0 + nweight) + (weight * clu_floor if weight else 0.0)
     ids = list(rows)
     metas = [rows[r][0] for r in ids]
+    neighbour_score = None
+    if nweight:
+        context = {r: v[2] for r, v in rows.items()}
+        missing = sorted({n for m in metas for n in _neighbour_ids(m)} - set(context))
+        context.update({r: v[2] for r, v in _fetch_scored(collection, q, missing, None).items()})
+        neighbour_score = np.array([
+            np.mean([context[n] for n in _neighbour_ids(m) if n in context] or [rows[r][2]])
+            for r, m in zip(ids, metas)
+        ])
     siblings: dict[str, list[int]] = {}
     if weight:
         for i, m in enumerate(metas):
@@ -226,6 +264,8 @@ def _gather(collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, 
         segment_score=np.array([rows[r][2] for r in ids]),
         cluster_score=np.array([cluster_score.get(m["hseg_cluster_id"], 0.0) for m in metas]),
         siblings=siblings,
+        neighbour_score=neighbour_score,
+        neighbour_weight=nweight,
     )
     return _Gathered(cands, [rows[r][1] or "" for r in ids], metas, floor)
 
@@ -240,6 +280,7 @@ def search_units(
     where: Mapping[str, Any] | None = None,
     where_document: Mapping[str, Any] | None = None,
     cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
+    neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
 ) -> list[ParentHit]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone).
 
@@ -247,10 +288,11 @@ def search_units(
     reaches the bound on the fused score of the segments not fetched.
     """
     weight = cluster_weight if unit == "auto" else 0.0
+    nweight = neighbour_weight if unit == "auto" else 0.0
     need = k if budget_tokens is None else max(8, budget_tokens // 48 + 4)
     n_seg, n_clu = 2 * need + 4, need + 2
     for _ in range(64):  # each round doubles; 64 doublings exceed any collection
-        g = _gather(collection, query_vector, n_seg, n_clu, where, where_document, weight)
+        g = _gather(collection, query_vector, n_seg, n_clu, where, where_document, weight, nweight)
         taken = select_auto(g.cands, budget_tokens, max_units=k if budget_tokens is None else None,
                             cluster_weight=weight, floor=g.floor,
                             whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
@@ -261,7 +303,7 @@ def search_units(
 
 
 def _passages(g: _Gathered, taken: list[int], weight: float, unit: str) -> list[ParentHit]:
-    fused = g.cands.fused(weight) / (1.0 + weight)  # back on the cosine scale
+    fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
     hits = []
     for run in merge_runs_of_segments(g.cands, taken, weight):
         best = max(run, key=lambda i: fused[i])

@@ -62,10 +62,15 @@ def brute_force(chunkings, q, budget, k, weight):
     siblings: dict[str, list[int]] = {}
     for i, s in enumerate(segs):
         siblings.setdefault(parent[s.id].id, []).append(i)
+    neighbour = []
+    for i, s in enumerate(segs):
+        near = [seg_score[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
+        neighbour.append(np.mean(near) if near else seg_score[i])
     cands = UnitCandidates(
         ids=[s.id for s in segs], cluster=[parent[s.id].id for s in segs], position=[s.index for s in segs],
         tokens=[s.token_count for s in segs], segment_score=seg_score,
         cluster_score=np.array([clu_score[parent[s.id].id] for s in segs]), siblings=siblings,
+        neighbour_score=np.array(neighbour), neighbour_weight=0.2 if weight else 0.0,
     )
     taken = select_auto(cands, budget, max_units=k, cluster_weight=weight,
                         whole_cluster_min=3 if weight else 1 << 30)
@@ -105,3 +110,5 @@ def test_unit_arguments_are_checked(chroma_collection_name):
         store.search(q, unit="auto", mode="cluster")
     with pytest.raises(ValueError, match="cluster_weight"):
         store.search(q, unit="auto", cluster_weight=-1)
+    with pytest.raises(ValueError, match="neighbour_weight"):
+        store.search(q, unit="auto", neighbour_weight="a")

@@ -1,0 +1,84 @@
+"""hseg's methods for ``benchmarks/retrieval.py``, run through the real product path.
+
+Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a real Chroma collection
+(in memory) by :class:`hseg.store.HierarchicalStore`; queries go through ``store.search``:
+
+- ``hseg_sc_<T>``: the paper's Segment+Cluster parents (max over segment and cluster vectors);
+- ``hseg_c_<T>``: Cluster-only parents (the paper's ablation);
+- ``hseg_seg_<T>``: segments as chunks (``unit="segment"``);
+- ``hseg_auto_<T>``: the budget-aware unit (``unit="auto"``), asked once per setting.
+
+``<T>`` is the target cluster size in tokens (256, 512, 1024). All methods share the run's
+caching encoder, so each sentence is encoded once for all sizes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import lru_cache
+from typing import Any, Callable
+
+from evaluation import DEFAULT_DEPTH, Chunk, Query, query_vectors
+
+TARGETS = (256, 512, 1024)
+
+
+@lru_cache(maxsize=8)
+def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any) -> Any:
+    import chromadb
+
+    from hseg.chunker import HierarchicalChunker
+    from hseg.store import HierarchicalStore
+
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target)
+    chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
+    store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
+    store.add(chunkings)
+    return store, chunkings
+
+
+def _setup(corpora: dict[str, str], target: int, encoder: Any):
+    return _store(tuple(sorted(corpora.items())), target, encoder)
+
+
+def _chunks(hits: list[Any], corpora: dict[str, str]) -> list[Chunk]:
+    return [Chunk(h.doc_id, h.start, h.end, corpora[h.doc_id][h.start : h.end]) for h in hits]
+
+
+def _units(chunkings: list[Any], level: str) -> list[Chunk]:
+    out = []
+    for ch in chunkings:
+        for u in (ch.clusters if level == "cluster" else ch.segments):
+            out.append(Chunk(ch.doc_id, u.start, u.end, u.text))
+    return out
+
+
+def parent_method(target: int, mode: str, retrieval_cls: Any) -> Callable[..., Any]:
+    def method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Any:
+        store, chunkings = _setup(corpora, target, encoder)
+        qv = query_vectors(encoder, queries)
+        ranked = [_chunks(store.search(v, k=DEFAULT_DEPTH, mode=mode), corpora) for v in qv]
+        return retrieval_cls(ranked, _units(chunkings, "cluster"))
+
+    return method
+
+
+def unit_method(target: int, unit: str, retrieval_cls: Any) -> Callable[..., Any]:
+    def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
+        store, chunkings = _setup(corpora, target, encoder)
+        qv = query_vectors(encoder, queries)
+        per_setting = {f"k={k}": [_chunks(store.search(v, k=k, unit=unit), corpora) for v in qv]}
+        for b in budgets:
+            per_setting[f"B={b}"] = [_chunks(store.search(v, budget_tokens=b, unit=unit), corpora) for v in qv]
+        longest = per_setting[f"B={max(budgets)}"] if budgets else per_setting[f"k={k}"]
+        return retrieval_cls(longest, _units(chunkings, "segment"), per_setting)
+
+    return method
+
+
+def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
+    for t in TARGETS:
+        register(f"hseg_sc_{t}", parent_method(t, "segment+cluster", retrieval_cls))
+        register(f"hseg_c_{t}", parent_method(t, "cluster", retrieval_cls))
+        register(f"hseg_seg_{t}", unit_method(t, "segment", retrieval_cls))
+        register(f"hseg_auto_{t}", unit_method(t, "auto", retrieval_cls))
