@@ -141,8 +141,8 @@ def make_candidates() -> dict[str, Splitter]:
             return list(blingfire.text_to_sentences_and_offsets(t)[1])
 
         cands["blingfire"] = bf
-    except ImportError:
-        print("# skipping blingfire (not installed)", file=sys.stderr)
+    except (ImportError, OSError):  # OSError: its native library does not load on this platform
+        print("# skipping blingfire (not installed or not loadable)", file=sys.stderr)
 
     try:
         import sentencex

@@ -1,0 +1,316 @@
+"""``HierarchicalSegmentRetriever``: max-score parent retrieval from an hseg store, as a LangChain retriever.
+
+The adapter only translates: :meth:`hseg.store.HierarchicalStore.search` ranks the parents (paper
+eq. 2, or the budget-aware unit of :mod:`hseg.units`) and each :class:`hseg.search.ParentHit`
+becomes a ``Document`` (see :func:`hit_to_document`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, field_validator, model_validator
+
+from hseg.chunks import unit_id
+from hseg.search import MODES, ParentHit
+from hseg.units import UNITS
+from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
+
+__all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
+
+#: ``hseg_*`` keys of a record that a result Document keeps (the others are storage internals)
+_KEPT_HSEG_KEYS = ("hseg_tokens",)
+
+
+def hit_to_document(hit: ParentHit) -> Document:
+    """A ``Document`` for one search hit.
+
+    ``id`` is the cluster id for a whole parent, else a stable passage id. Metadata: the source
+    document's metadata as stored (flattened by the store), ``score`` (cosine, or the fused score
+    on the cosine scale for ``unit="auto"``), ``start_index``/``end_index`` (absolute offsets of
+    ``page_content`` in the source), ``hseg_cluster_id``, ``hseg_doc_id``, ``hseg_unit``,
+    ``hseg_tokens``, ``hseg_matched_id``/``_level``/``_start``/``_end``/``_text`` (the record that
+    gave the score and its text) and, for passages, ``hseg_segment_ids`` (JSON list).
+    """
+    meta = {k: v for k, v in hit.metadata.items() if not k.startswith("hseg_")}
+    meta.update(
+        score=float(hit.score),
+        start_index=int(hit.start),
+        end_index=int(hit.end),
+        hseg_cluster_id=hit.cluster_id,
+        hseg_doc_id=hit.doc_id,
+        hseg_unit=hit.unit,
+        hseg_tokens=int(hit.token_count),
+        hseg_matched_id=hit.matched_id,
+        hseg_matched_level=hit.matched_level,
+        hseg_matched_start=int(hit.matched_start),
+        hseg_matched_end=int(hit.matched_end),
+    )
+    if hit.start <= hit.matched_start <= hit.matched_end <= hit.end:
+        meta["hseg_matched_text"] = hit.text[hit.matched_start - hit.start : hit.matched_end - hit.start]
+    if hit.unit == "cluster":
+        doc_id = hit.cluster_id
+    else:
+        meta["hseg_segment_ids"] = json.dumps(list(hit.segment_ids))
+        doc_id = unit_id(hit.doc_id, "passage", hit.start, hit.end)  # "pas-<hash>", stable like the others
+    return Document(id=doc_id, page_content=hit.text, metadata=meta)
+
+
+class HierarchicalSegmentRetriever(BaseRetriever):
+    """Parents (clusters) ranked by the best of their segment and cluster vectors.
+
+    Fields:
+        store: an :class:`hseg.store.HierarchicalStore` (its encoder embeds the queries).
+        k: number of results (default 4); ``budget_tokens`` replaces it when set.
+        mode: ``"segment+cluster"`` (paper eq. 2), ``"cluster"`` or ``"segment"``.
+        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (budget-aware passages).
+        budget_tokens: return results in rank order while their tokens fit this budget.
+        cluster_weight: the cluster's share in ``unit="auto"`` scores.
+        where: a Chroma metadata filter on the source metadata, e.g. ``{"source": "a.md"}``.
+        splitter: the splitter that chunked the store's documents (used by :meth:`add_documents`).
+
+    ``invoke(query, k=..., budget_tokens=..., unit=..., where=...)`` overrides a field for one
+    call (``ainvoke`` too). Each result's metadata holds ``score`` and the matched segment; see
+    :func:`hit_to_document`.
+
+    Example:
+        >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma", k=3)  # doctest: +SKIP
+        >>> top = retriever.invoke("what causes tides?")[0]  # doctest: +SKIP
+        >>> top.metadata["score"], top.metadata["hseg_matched_text"][:40]  # doctest: +SKIP
+        (0.61, 'Tides are caused by the gravitational...')
+    """
+
+    store: Any
+    k: int = 4
+    mode: str = "segment+cluster"
+    unit: str = "cluster"
+    budget_tokens: int | None = None
+    cluster_weight: float = 0.5
+    where: dict[str, Any] | None = None
+    splitter: Any = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    # ------------------------------------------------------------------ validation
+    # the store checks these too, but only at query time; failing at construction names the field
+    @field_validator("store")
+    @classmethod
+    def _check_store(cls, v: Any) -> Any:
+        if not (hasattr(v, "search") and hasattr(v, "asearch")):
+            raise ValueError(f"store must be an hseg HierarchicalStore, got {type(v).__name__}")
+        return v
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"k must be a positive int, got {v!r}")
+        return v
+
+    @field_validator("budget_tokens", mode="before")
+    @classmethod
+    def _check_budget(cls, v: Any) -> Any:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise ValueError(f"budget_tokens must be a positive int or None, got {v!r}")
+        return v
+
+    @field_validator("mode")
+    @classmethod
+    def _check_mode(cls, v: str) -> str:
+        if v not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {v!r}")
+        return v
+
+    @field_validator("unit")
+    @classmethod
+    def _check_unit(cls, v: str) -> str:
+        if v not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {v!r}")
+        return v
+
+    @field_validator("cluster_weight")
+    @classmethod
+    def _check_weight(cls, v: float) -> float:
+        if not 0 <= v <= 10:
+            raise ValueError(f"cluster_weight must be a number in [0, 10], got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _check_combination(self) -> HierarchicalSegmentRetriever:
+        if self.unit != "cluster" and self.mode != "segment+cluster":
+            raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
+        return self
+
+    # ------------------------------------------------------------------ retrieval
+    def _search_kwargs(
+        self, k: int | None, budget_tokens: int | None, unit: str | None, where: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        # a per-call k or budget replaces the configured size rule; giving both is the store's error
+        if k is None and budget_tokens is None:
+            k, budget_tokens = (None, self.budget_tokens) if self.budget_tokens is not None else (self.k, None)
+        return {
+            "k": k,
+            "budget_tokens": budget_tokens,
+            "unit": self.unit if unit is None else unit,
+            "where": self.where if where is None else where,
+            "mode": self.mode,
+            "cluster_weight": self.cluster_weight,
+        }
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        unit: str | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        hits = self.store.search(query, **self._search_kwargs(k, budget_tokens, unit, where))
+        return [hit_to_document(h) for h in hits]
+
+    # the default async path would reject the extra keyword arguments (CONVENTIONS 2.3)
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        unit: str | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        hits = await self.store.asearch(query, **self._search_kwargs(k, budget_tokens, unit, where))
+        return [hit_to_document(h) for h in hits]
+
+    # ------------------------------------------------------------------ ingestion
+    def add_documents(self, documents: Iterable[Document]) -> list[str]:
+        """Chunk ``documents`` with :attr:`splitter` and upsert them into the store; returns cluster ids."""
+        if self.splitter is None:
+            raise ValueError("add_documents needs a splitter: build the retriever with from_documents/"
+                             "from_vectorstore or pass splitter=HierarchicalSegmentTextSplitter(...)")
+        return self.splitter.add_to_vectorstore(self.store, documents)
+
+    async def aadd_documents(self, documents: Iterable[Document]) -> list[str]:
+        """:meth:`add_documents` in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.add_documents, list(documents))
+
+    def delete(self, doc_id: str) -> int:
+        """Remove every record of a document (its ``hseg_doc_id``); returns how many were removed."""
+        return int(self.store.delete(doc_id))
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        *,
+        splitter: HierarchicalSegmentTextSplitter | Mapping[str, Any] | None = None,
+        encoder: Any = None,
+        collection_name: str = "hseg",
+        path: str | None = None,
+        client: Any = None,
+        host: str | None = None,
+        port: int = 8000,
+        **retriever_kwargs: Any,
+    ) -> HierarchicalSegmentRetriever:
+        """Chunk ``documents`` once, store them in Chroma and return a retriever over them.
+
+        Args:
+            splitter: a :class:`HierarchicalSegmentTextSplitter`, or a dict of its arguments.
+            encoder: shorthand for ``splitter={"encoder": encoder}`` (not with a splitter instance).
+            collection_name, path, client, host, port: where the store lives (see
+                :class:`hseg.store.HierarchicalStore`; with none of path/client/host, in memory).
+            **retriever_kwargs: the retriever's fields (``k``, ``unit``, ``budget_tokens``, ...).
+
+        ``Document.id`` (when set) is the hseg document id; metadata is kept on every record.
+
+        Example:
+            >>> r = HierarchicalSegmentRetriever.from_documents(docs, splitter={"target_tokens": 256},  # doctest: +SKIP
+            ...                                                  path="./chroma", k=2)
+        """
+        from hseg.store import HierarchicalStore
+
+        splitter = _as_splitter(splitter, encoder)
+        store = HierarchicalStore(collection_name, path=path, client=client, host=host, port=port,
+                                  encoder=splitter.encoder)
+        retriever = cls(store=store, splitter=splitter, **retriever_kwargs)  # validate before the slow part
+        retriever.add_documents(documents)
+        return retriever
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        ids: Sequence[str | None] | None = None,
+        **kwargs: Any,
+    ) -> HierarchicalSegmentRetriever:
+        """:meth:`from_documents` on plain texts (optional metadatas and document ids)."""
+        n = len(texts)
+        metas = list(metadatas) if metadatas is not None else [None] * n
+        doc_ids = list(ids) if ids is not None else [None] * n
+        if len(metas) != n or len(doc_ids) != n:
+            raise ValueError(f"metadatas and ids must have one item per text ({n})")
+        docs = [Document(page_content=t, metadata=dict(m or {}), id=i) for t, m, i in zip(texts, metas, doc_ids)]
+        return cls.from_documents(docs, **kwargs)
+
+    @classmethod
+    def from_vectorstore(
+        cls,
+        vectorstore: Any,
+        encoder: Any = None,
+        *,
+        splitter: HierarchicalSegmentTextSplitter | Mapping[str, Any] | None = None,
+        **retriever_kwargs: Any,
+    ) -> HierarchicalSegmentRetriever:
+        """A retriever on the collection of a ``langchain_chroma.Chroma`` vector store.
+
+        The collection must use the cosine space (``collection_configuration={"hnsw": {"space":
+        "cosine"}}``). ``encoder`` defaults to the splitter's, then to the vector store's
+        ``embeddings``, so hseg records and the store's own searches share one vector space.
+        Fill it with :meth:`add_documents`; records of other writers in it are ignored.
+
+        Example:
+            >>> vs = Chroma("docs", embedding_function=emb,  # doctest: +SKIP
+            ...             collection_configuration={"hnsw": {"space": "cosine"}})
+            >>> retriever = HierarchicalSegmentRetriever.from_vectorstore(vs, k=3)  # doctest: +SKIP
+            >>> retriever.add_documents(docs)  # doctest: +SKIP
+        """
+        from hseg.store import HierarchicalStore
+
+        collection = getattr(vectorstore, "_collection", None)
+        if collection is None:
+            raise ValueError(f"vectorstore must be a langchain_chroma.Chroma, got {type(vectorstore).__name__}")
+        if encoder is None and not isinstance(splitter, HierarchicalSegmentTextSplitter) \
+                and (splitter or {}).get("encoder") is None:
+            encoder = getattr(vectorstore, "embeddings", None)  # one vector space for both readers
+        splitter = _as_splitter(splitter, encoder)  # also rejects an encoder given twice
+        store = HierarchicalStore.from_collection(collection, encoder=splitter.encoder)
+        return cls(store=store, splitter=splitter, **retriever_kwargs)
+
+
+def _as_splitter(splitter: Any, encoder: Any) -> HierarchicalSegmentTextSplitter:
+    if isinstance(splitter, HierarchicalSegmentTextSplitter):
+        if encoder is not None:
+            raise ValueError("give encoder or a splitter instance, not both (set the encoder on the splitter)")
+        return splitter
+    if splitter is None:
+        splitter = {}
+    if not isinstance(splitter, Mapping):
+        raise ValueError(f"splitter must be a HierarchicalSegmentTextSplitter or a dict, got {type(splitter).__name__}")
+    params = dict(splitter)
+    if encoder is not None:
+        if params.get("encoder") is not None and params["encoder"] is not encoder:
+            raise ValueError("give encoder or splitter['encoder'], not both")
+        params["encoder"] = encoder
+    return HierarchicalSegmentTextSplitter(**params)

@@ -1,0 +1,322 @@
+"""``HierarchicalSegmentTextSplitter``: the hseg chunker behind LangChain's ``TextSplitter`` API.
+
+The adapter only translates: :class:`hseg.chunker.HierarchicalChunker` does the work and its
+:class:`hseg.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
+(``text[start_index:end_index] == page_content``), never from ``str.find`` (CONVENTIONS 2.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_text_splitters import TextSplitter
+
+from hseg.chunker import HierarchicalChunker
+from hseg.chunks import Chunking, Cluster, Segment
+from hseg.segmenters import SEGMENTERS
+
+__all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
+
+#: the keyword arguments of ``HierarchicalChunker`` and their defaults (kept in step with the core)
+CHUNKER_DEFAULTS: dict[str, Any] = {
+    "encoder": None,
+    "segmenter": None,
+    "k": None,
+    "target_tokens": None,
+    "max_cluster_tokens": None,
+    "min_segment_tokens": 48,
+    "max_segment_tokens": 192,
+    "tokenizer": None,
+    "segment_vector": "mean",
+    "clique_method": "edges",
+    "cache": True,
+    "show_progress": False,
+    "device": None,
+    "batch_size": 64,
+}
+
+
+def _meta(source: Mapping[str, Any] | None, unit: Cluster | Segment, level: str) -> dict[str, Any]:
+    # deep copy: chunks of one document must not share mutable metadata values
+    meta = copy.deepcopy(dict(source or {}))
+    meta.update(
+        start_index=unit.start,
+        end_index=unit.end,
+        hseg_level=level,
+        hseg_doc_id=unit.doc_id,
+        hseg_index=unit.index,
+        hseg_tokens=int(unit.token_count),
+    )
+    return meta
+
+
+def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Document]:
+    """One ``Document`` per cluster (parent chunk) of a chunking, in document order.
+
+    ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` plus ``start_index``,
+    ``end_index`` (absolute, end exclusive), ``hseg_level="cluster"``, ``hseg_cluster_id``,
+    ``hseg_doc_id``, ``hseg_index``, ``hseg_tokens``, ``hseg_n_segments`` and ``hseg_segment_ids``
+    (a JSON list, since Chroma and LlamaIndex want scalar metadata).
+
+    Example:
+        >>> docs = cluster_documents(chunker.chunk(text, "a"), {"source": "a.md"})  # doctest: +SKIP
+        >>> all(text[d.metadata["start_index"]:d.metadata["end_index"]] == d.page_content  # doctest: +SKIP
+        ...     for d in docs)
+        True
+    """
+    out = []
+    for c in chunking.clusters:
+        meta = _meta(metadata, c, "cluster")
+        meta.update(hseg_cluster_id=c.id, hseg_n_segments=len(c.segments), hseg_segment_ids=json.dumps(c.segment_ids))
+        out.append(Document(id=c.id, page_content=c.text, metadata=meta))
+    return out
+
+
+def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Document]:
+    """One ``Document`` per segment, linked to its parent by ``hseg_cluster_id``.
+
+    ``Document.id`` is the segment id; metadata as in :func:`cluster_documents` with
+    ``hseg_level="segment"`` and ``hseg_cluster_index`` (the parent's index).
+    """
+    out = []
+    for c in chunking.clusters:
+        for s in c.segments:
+            meta = _meta(metadata, s, "segment")
+            meta.update(hseg_cluster_id=c.id, hseg_cluster_index=c.index)
+            out.append(Document(id=s.id, page_content=s.text, metadata=meta))
+    return out
+
+
+class _Probe:
+    """Stands in for the encoder and a named segmenter while the arguments are checked.
+
+    Lets ``__init__`` run the core's own validation (same messages) without loading a model.
+    """
+
+    name = "probe"
+
+    def encode(self, texts: Sequence[str]) -> Any:  # pragma: no cover - never called
+        raise NotImplementedError
+
+    def encode_query(self, text: str) -> Any:  # pragma: no cover - never called
+        raise NotImplementedError
+
+    def boundaries(self, sentences: Any, vectors: Any) -> Any:  # pragma: no cover - never called
+        raise NotImplementedError
+
+
+class HierarchicalSegmentTextSplitter(TextSplitter):
+    """Hierarchical segmentation chunking (Nguyen et al. 2025) as a LangChain ``TextSplitter``.
+
+    ``split_text`` returns the cluster (parent chunk) texts; ``create_documents`` and
+    ``split_documents`` return cluster ``Document`` objects with exact offsets; the segment level is
+    available from :meth:`split_segments` and :meth:`split_documents_hierarchical`.
+
+    Args:
+        encoder: model name, ``SentenceTransformer``, LangChain ``Embeddings`` or hseg encoder.
+            Default: all-MiniLM-L6-v2, offline.
+        segmenter, k, target_tokens, max_cluster_tokens, min_segment_tokens, max_segment_tokens,
+        tokenizer, segment_vector, clique_method, cache, show_progress, device, batch_size:
+            passed to :class:`hseg.chunker.HierarchicalChunker` (same names, same defaults; see
+            its docstring). ``target_tokens`` defaults to 512 when ``k`` is not given.
+        chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
+        **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
+            ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
+            clusters never overlap. ``chunk_size`` is not used (sizes come from ``target_tokens``
+            and ``max_cluster_tokens``). ``add_start_index`` is accepted; ``start_index`` and
+            ``end_index`` are always written, and texts are never stripped.
+
+    The chunker, and so the model, is built on first use. Arguments are checked at construction.
+
+    Example:
+        >>> splitter = HierarchicalSegmentTextSplitter(target_tokens=256)  # doctest: +SKIP
+        >>> source = Document(open("report.md").read(), id="report", metadata={"source": "report.md"})  # doctest: +SKIP
+        >>> docs = splitter.split_documents([source])  # doctest: +SKIP
+        >>> docs[0].id, docs[0].metadata["start_index"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
+        ('clu-5d0c...', 0, 'report')
+    """
+
+    def __init__(
+        self,
+        *,
+        encoder: Any = None,
+        segmenter: Any = None,
+        k: float | None = None,
+        target_tokens: int | None = None,
+        max_cluster_tokens: int | None = None,
+        min_segment_tokens: int = 48,
+        max_segment_tokens: int = 192,
+        tokenizer: str | Callable[[str], int] | None = None,
+        segment_vector: str = "mean",
+        clique_method: str = "edges",
+        cache: bool = True,
+        show_progress: bool = False,
+        device: str | None = None,
+        batch_size: int = 64,
+        chunker: HierarchicalChunker | None = None,
+        chunk_overlap: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        length_function = kwargs.get("length_function")
+        if length_function is not None:
+            if tokenizer is not None and tokenizer is not length_function:
+                raise ValueError("give tokenizer or length_function, not both")
+            tokenizer = length_function
+        if "chunk_size" in kwargs:
+            warnings.warn(
+                "HierarchicalSegmentTextSplitter ignores chunk_size; use target_tokens / max_cluster_tokens",
+                stacklevel=2,
+            )
+        super().__init__(chunk_overlap=chunk_overlap, **kwargs)
+        params = {
+            "encoder": encoder, "segmenter": segmenter, "k": k, "target_tokens": target_tokens,
+            "max_cluster_tokens": max_cluster_tokens, "min_segment_tokens": min_segment_tokens,
+            "max_segment_tokens": max_segment_tokens, "tokenizer": tokenizer, "segment_vector": segment_vector,
+            "clique_method": clique_method, "cache": cache, "show_progress": show_progress, "device": device,
+            "batch_size": batch_size,
+        }
+        if chunker is not None:
+            if not isinstance(chunker, HierarchicalChunker):
+                raise ValueError(f"chunker must be a HierarchicalChunker, got {type(chunker).__name__}")
+            changed = sorted(n for n, v in params.items() if v is not CHUNKER_DEFAULTS[n] and v != CHUNKER_DEFAULTS[n])
+            if changed:
+                raise ValueError(f"give chunker or chunker arguments, not both (got chunker and {changed})")
+        else:
+            _check_chunker_args(params)
+        self._chunker_params = params
+        self._chunker = chunker
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the core
+    @property
+    def chunker(self) -> HierarchicalChunker:
+        """The ``HierarchicalChunker`` (built, with its model, on first access)."""
+        if self._chunker is None:
+            with self._lock:  # two threads (atransform_documents) must not load the model twice
+                if self._chunker is None:
+                    self._chunker = HierarchicalChunker(**self._chunker_params)
+        return self._chunker
+
+    @property
+    def encoder(self) -> Any:
+        """The chunker's encoder; queries of a store built from this splitter must use it."""
+        if self._chunker is None and self._chunker_params["encoder"] is not None:
+            return self._chunker_params["encoder"]  # the same model, without building the chunker yet
+        return self.chunker.encoder
+
+    def chunk_texts(self, texts: Sequence[str], ids: Sequence[str | None] | None = None) -> list[Chunking]:
+        """``chunker.chunk_many``: one :class:`hseg.chunks.Chunking` per text (id: given or a content hash)."""
+        return self.chunker.chunk_many(list(texts), None if ids is None else list(ids))
+
+    def chunk_documents(self, documents: Iterable[Document]) -> list[Chunking]:
+        """Chunk documents once; ``Document.id`` (when set) becomes the hseg document id.
+
+        The retriever's builders use this, so a corpus is embedded a single time.
+        """
+        docs = list(documents)
+        return self.chunk_texts([d.page_content for d in docs], [d.id or None for d in docs])
+
+    # ------------------------------------------------------------------ TextSplitter API
+    def split_text(self, text: str) -> list[str]:
+        """Cluster (parent chunk) texts, in order; they join back into ``text`` exactly."""
+        return [c.text for c in self.chunker.chunk(text).clusters]
+
+    def create_documents(
+        self,
+        texts: list[str],
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: Sequence[str | None] | None = None,
+    ) -> list[Document]:
+        """Cluster ``Document`` objects (see :func:`cluster_documents`) with exact offsets.
+
+        ``ids`` are optional document ids (default: a hash of each text).
+        """
+        metas = _metadatas(metadatas, len(texts))
+        return [d for ch, md in zip(self.chunk_texts(texts, ids), metas) for d in cluster_documents(ch, md)]
+
+    def split_documents(self, documents: Iterable[Document]) -> list[Document]:
+        """Cluster ``Document`` objects; source metadata kept, ``Document.id`` becomes ``hseg_doc_id``."""
+        return self.split_documents_hierarchical(documents)[0]
+
+    def split_segments(self, documents: Iterable[Document]) -> list[Document]:
+        """Segment-level ``Document`` objects (see :func:`segment_documents`)."""
+        return self.split_documents_hierarchical(documents)[1]
+
+    def split_documents_hierarchical(self, documents: Iterable[Document]) -> tuple[list[Document], list[Document]]:
+        """``(cluster_docs, segment_docs)`` from one chunking pass.
+
+        Example:
+            >>> parents, children = splitter.split_documents_hierarchical(docs)  # doctest: +SKIP
+            >>> {c.metadata["hseg_cluster_id"] for c in children} <= {p.id for p in parents}  # doctest: +SKIP
+            True
+        """
+        docs = list(documents)
+        clusters: list[Document] = []
+        segments: list[Document] = []
+        for ch, doc in zip(self.chunk_documents(docs), docs):
+            clusters += cluster_documents(ch, doc.metadata)
+            segments += segment_documents(ch, doc.metadata)
+        return clusters, segments
+
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """``transform_documents`` in a worker thread (the encoder blocks)."""
+        return await asyncio.to_thread(self.transform_documents, documents, **kwargs)
+
+    # ------------------------------------------------------------------ ingestion
+    def add_to_vectorstore(self, store: Any, documents: Iterable[Document]) -> list[str]:
+        """Chunk ``documents`` and write their segment and cluster records; returns the cluster ids.
+
+        ``store`` is an :class:`hseg.store.HierarchicalStore` or a ``langchain_chroma.Chroma`` (its
+        collection must use the cosine space). Each Document's metadata is kept on its records
+        (``hseg_*`` keys dropped: the store writes its own). Re-adding a document is an upsert.
+
+        Example:
+            >>> vs = Chroma("docs", embedding_function=emb,  # doctest: +SKIP
+            ...             collection_configuration={"hnsw": {"space": "cosine"}})
+            >>> splitter = HierarchicalSegmentTextSplitter(encoder=emb)  # doctest: +SKIP
+            >>> ids = splitter.add_to_vectorstore(vs, docs)  # doctest: +SKIP
+        """
+        from hseg.store import HierarchicalStore
+
+        if not isinstance(store, HierarchicalStore):
+            collection = getattr(store, "_collection", None)
+            if collection is None:
+                raise ValueError(
+                    f"store must be a HierarchicalStore or a langchain_chroma.Chroma, got {type(store).__name__}")
+            store = HierarchicalStore.from_collection(collection, encoder=self.encoder)
+        docs = list(documents)
+        chunkings = self.chunk_documents(docs)
+        store.add(chunkings, [user_metadata(d.metadata) for d in docs])
+        return [c.id for ch in chunkings for c in ch.clusters]
+
+
+def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A Document's metadata without ``hseg_*`` keys (the store reserves that prefix)."""
+    return {k: v for k, v in (metadata or {}).items() if not (isinstance(k, str) and k.startswith("hseg_"))}
+
+
+def _metadatas(metadatas: Sequence[Mapping[str, Any] | None] | None, n: int) -> list[Mapping[str, Any] | None]:
+    if metadatas is None:
+        return [None] * n
+    metas = list(metadatas)
+    if len(metas) != n:
+        raise ValueError(f"metadatas: got {len(metas)} for {n} texts")
+    return metas
+
+
+def _check_chunker_args(params: dict[str, Any]) -> None:
+    probe = dict(params, encoder=_Probe())
+    segmenter = params["segmenter"]
+    if segmenter is None or (isinstance(segmenter, str) and segmenter in SEGMENTERS):
+        probe["segmenter"] = _Probe()  # a named segmenter may load a model: resolve it at build time
+    if not isinstance(params["batch_size"], int) or params["batch_size"] <= 0:
+        raise ValueError(f"batch_size must be > 0, got {params['batch_size']!r}")
+    HierarchicalChunker(**probe)

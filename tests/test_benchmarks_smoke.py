@@ -1,0 +1,50 @@
+"""Smoke runs of the benchmark commands: one corpus, one budget; the table's shape, not its numbers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.model
+
+
+def run(args: list[str], tmp_path: Path) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env={**__import__("os").environ, "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| method")]
+
+
+def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
+    data = shared_dir / "data" / "chroma_eval"
+    stdout = run(["benchmarks/retrieval.py", "--data", str(data), "--corpora", "chatlogs", "--budgets", "1024",
+                  "--methods", "lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512", "--out", str(tmp_path)], tmp_path)
+    pooled = stdout.split("## chatlogs")[0]
+    rows = table_rows(pooled)
+    assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512"]
+    assert all(len(r) == 4 + 3 * 2 for r in rows)  # method, chunks, tokens, PΩ, then R/IoU/P at k=5 and B=1024
+    for r in rows:
+        assert 0 <= float(r[4]) <= 100 and 0 <= float(r[7]) <= 100
+    csv = (tmp_path / "retrieval.csv").read_text().splitlines()
+    assert len(csv) == 1 + 3 * 2 * 2  # header + methods x (chatlogs, pooled) x (k=5, B=1024)
+    assert (tmp_path / "retrieval.png").stat().st_size > 1000
+
+
+def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
+    data = shared_dir / "data" / "chroma_eval"
+    stdout = run(["benchmarks/ingest_speed.py", "--data", str(data), "--corpora", "chatlogs",
+                  "--methods", "lc_recursive_200_0", "hseg"], tmp_path)
+    rows = table_rows(stdout)
+    assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg"]
+    assert float(rows[0][3]) == 1.0  # the floor is its own unit
+    assert all(float(r[1]) > 0 and int(r[4]) > 0 for r in rows)

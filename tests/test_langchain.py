@@ -1,0 +1,428 @@
+"""langchain_hseg: the TextSplitter and the retriever.
+
+Unit tests use the hashing encoder (no model) and in-memory Chroma. The ``model`` tests ingest the
+three ``chroma_eval`` corpora once per session with the real MiniLM and check that the retriever
+returns exactly what the core store returns (issue 4's equivalence test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import time
+import uuid
+from functools import cache
+
+import chromadb
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from hseg.chunker import HierarchicalChunker
+from hseg.chunks import default_doc_id
+from hseg.store import HierarchicalStore
+from langchain_hseg import HierarchicalSegmentRetriever, HierarchicalSegmentTextSplitter
+from tests.fakes import HashingEncoder
+
+SMALL = {"target_tokens": 64, "min_segment_tokens": 8, "max_segment_tokens": 48}
+#: every key a result Document carries besides the source metadata
+RESULT_KEYS = {"score", "start_index", "end_index", "hseg_cluster_id", "hseg_doc_id", "hseg_unit", "hseg_tokens",
+               "hseg_matched_id", "hseg_matched_level", "hseg_matched_start", "hseg_matched_end",
+               "hseg_matched_text"}
+
+TOPICS = {
+    "alpha": "Alpha beta gamma delta epsilon. Alpha beta gamma again here. ",
+    "tides": "Ocean tides follow the moon and its gravity. Tides rise and fall twice daily. ",
+    "cats": "Cats purr and sleep in the sun. A cat hunts mice at night. ",
+    "bread": "Bakers knead dough and bake bread in hot ovens. Fresh bread smells of yeast. ",
+}
+
+
+def topic_text(*names: str, repeat: int = 3) -> str:
+    """Paragraphs of repeated topic sentences: identical paragraphs recur, which fools ``str.find``."""
+    return "".join(TOPICS[n] * repeat + "\n\n" for n in names)
+
+
+REPEATED = topic_text("alpha", "tides", "alpha", "tides", "alpha", "cats")
+
+
+def small_splitter(**kwargs) -> HierarchicalSegmentTextSplitter:
+    return HierarchicalSegmentTextSplitter(encoder=HashingEncoder(), **{**SMALL, **kwargs})
+
+
+class HashingEmbeddings(Embeddings):
+    """The hashing encoder as a LangChain ``Embeddings`` (for the Chroma vector store tests)."""
+
+    def __init__(self) -> None:
+        self._enc = HashingEncoder()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._enc.encode(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._enc.encode_query(text).tolist()
+
+
+def corpus_docs() -> list[Document]:
+    return [
+        Document(topic_text("alpha", "tides", "cats"), id="doc-a", metadata={"source": "a.md", "year": 2024}),
+        Document(topic_text("bread", "cats", "bread"), id="doc-b", metadata={"source": "b.md", "year": 2023}),
+        Document(topic_text("tides", "bread"), metadata={"source": "c.md", "tags": ["x", "y"]}),  # no id
+    ]
+
+
+def new_name() -> str:
+    return f"t-{uuid.uuid4().hex}"
+
+
+def assert_same_hits(docs: list[Document], hits) -> None:
+    assert [d.metadata["hseg_cluster_id"] for d in docs] == [h.cluster_id for h in hits]
+    assert [(d.metadata["start_index"], d.metadata["end_index"]) for d in docs] == [(h.start, h.end) for h in hits]
+    assert [d.metadata["score"] for d in docs] == pytest.approx([h.score for h in hits], abs=1e-6)
+    assert [d.page_content for d in docs] == [h.text for h in hits]
+
+
+# =========================================================================== the splitter
+
+
+def test_split_text_returns_the_cluster_texts():
+    splitter = small_splitter()
+    expected = [c.text for c in splitter.chunker.chunk(REPEATED).clusters]
+    got = splitter.split_text(REPEATED)
+    assert got == expected and len(got) > 2
+    assert "".join(got) == REPEATED  # never stripped: the clusters tile the text
+
+
+def test_create_documents_offsets_are_exact_on_repeated_text():
+    docs = small_splitter().create_documents([REPEATED, "Alpha.\n\nBeta.\n\nAlpha."])
+    by_doc: dict[str, list[Document]] = {}
+    for d in docs:
+        by_doc.setdefault(d.metadata["hseg_doc_id"], []).append(d)
+    for text, parts in zip([REPEATED, "Alpha.\n\nBeta.\n\nAlpha."], by_doc.values()):
+        slices = [text[d.metadata["start_index"] : d.metadata["end_index"]] for d in parts]
+        assert slices == [d.page_content for d in parts]
+        ends = [0] + [d.metadata["end_index"] for d in parts]
+        assert [d.metadata["start_index"] for d in parts] == ends[:-1] and ends[-1] == len(text)
+    # the pattern str.find gets wrong: the same cluster text at two offsets
+    contents = [d.page_content for d in by_doc[default_doc_id(REPEATED)]]
+    repeated = {c for c in contents if contents.count(c) > 1}
+    assert repeated
+    starts = {d.metadata["start_index"] for d in docs if d.page_content in repeated}
+    assert len(starts) > len(repeated)
+
+
+def test_cluster_metadata_and_ids():
+    splitter = small_splitter()
+    chunking = splitter.chunker.chunk(REPEATED, "rep")
+    docs = splitter.create_documents([REPEATED], [{"source": "rep.md"}], ids=["rep"])
+    assert [d.id for d in docs] == [c.id for c in chunking.clusters]
+    for d, c in zip(docs, chunking.clusters):
+        m = d.metadata
+        assert m["source"] == "rep.md" and m["hseg_doc_id"] == "rep" and m["hseg_cluster_id"] == c.id
+        assert json.loads(m["hseg_segment_ids"]) == c.segment_ids and m["hseg_n_segments"] == len(c.segments)
+        assert m["hseg_tokens"] == c.token_count
+        assert all(isinstance(v, (str, int, float, bool)) for v in m.values())  # Chroma-safe
+    # stable: the same input gives the same ids again, another document id gives other ids
+    assert [d.id for d in small_splitter().create_documents([REPEATED], ids=["rep"])] == [d.id for d in docs]
+    assert not {d.id for d in splitter.create_documents([REPEATED], ids=["other"])} & {d.id for d in docs}
+
+
+def test_split_documents_keeps_metadata_deep_copied_and_ids():
+    source = corpus_docs()
+    originals = [json.dumps(d.metadata) for d in source]
+    docs = small_splitter().split_documents(source)
+    assert {d.metadata["hseg_doc_id"] for d in docs} == {"doc-a", "doc-b", default_doc_id(source[2].page_content)}
+    for d in docs:
+        src = next(s for s in source if d.metadata["source"] == s.metadata["source"])
+        assert src.page_content[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content
+        assert {k: d.metadata[k] for k in src.metadata} == src.metadata
+    tagged = [d for d in docs if "tags" in d.metadata]
+    assert len(tagged) > 1
+    tagged[0].metadata["tags"].append("mutated")
+    assert tagged[1].metadata["tags"] == ["x", "y"]
+    assert [json.dumps(d.metadata) for d in source] == originals
+    assert len({d.id for d in docs}) == len(docs)
+
+
+def test_segment_documents_link_to_their_parents():
+    splitter = small_splitter()
+    source = corpus_docs()
+    parents, children = splitter.split_documents_hierarchical(source)
+    assert [d.id for d in children] == [d.id for d in splitter.split_segments(source)]
+    by_id = {p.id: p for p in parents}
+    for parent in parents:
+        kids = [c for c in children if c.metadata["hseg_cluster_id"] == parent.id]
+        assert [c.id for c in kids] == json.loads(parent.metadata["hseg_segment_ids"])
+        assert "".join(c.page_content for c in kids) == parent.page_content
+        assert kids[0].metadata["start_index"] == parent.metadata["start_index"]
+        assert kids[-1].metadata["end_index"] == parent.metadata["end_index"]
+    for c in children:
+        assert c.metadata["hseg_level"] == "segment" and c.metadata["hseg_cluster_id"] in by_id
+        src = next(s for s in source if s.metadata["source"] == c.metadata["source"])
+        assert src.page_content[c.metadata["start_index"] : c.metadata["end_index"]] == c.page_content
+
+
+def test_length_function_is_the_chunker_tokenizer():
+    calls = []
+
+    def words(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    splitter = small_splitter(length_function=words)
+    assert splitter.chunker.count_tokens is words
+    docs = splitter.create_documents([REPEATED])
+    assert calls and all(d.metadata["hseg_tokens"] == words(d.page_content) for d in docs)
+    assert all(d.metadata["hseg_tokens"] <= splitter.chunker.max_cluster_tokens for d in docs)
+    with pytest.raises(ValueError, match="length_function"):
+        small_splitter(length_function=words, tokenizer=len)
+
+
+def test_langchain_embeddings_and_a_prebuilt_chunker_are_accepted():
+    emb_docs = HierarchicalSegmentTextSplitter(encoder=HashingEmbeddings(), **SMALL).create_documents([REPEATED])
+    chunker = HierarchicalChunker(encoder=HashingEncoder(), **SMALL)
+    splitter = HierarchicalSegmentTextSplitter(chunker=chunker)
+    assert splitter.chunker is chunker
+    assert [d.page_content for d in splitter.create_documents([REPEATED])] == [d.page_content for d in emb_docs]
+    with pytest.raises(ValueError, match="chunker"):
+        HierarchicalSegmentTextSplitter(chunker=chunker, target_tokens=100)
+
+
+def test_splitter_arguments_checked_at_construction_model_built_lazily():
+    splitter = HierarchicalSegmentTextSplitter(target_tokens=300)  # default model: not loaded yet
+    assert splitter._chunker is None
+    for kwargs, name in [({"target_tokens": 0}, "target_tokens"), ({"k": 1.0, "target_tokens": 64}, "k"),
+                         ({"segment_vector": "max"}, "segment_vector"), ({"segmenter": "nope"}, "segmenter"),
+                         ({"max_segment_tokens": -1}, "max_segment_tokens"), ({"batch_size": 0}, "batch_size")]:
+        with pytest.raises(ValueError, match=name):
+            HierarchicalSegmentTextSplitter(**kwargs)
+    with pytest.warns(UserWarning, match="chunk_size"):
+        small_splitter(chunk_size=50)  # small sizes do not raise: chunk_overlap defaults to 0
+
+
+async def test_atransform_documents_matches_the_sync_path():
+    splitter = small_splitter()
+    source = corpus_docs()
+    got = await splitter.atransform_documents(source)
+    assert [(d.id, d.page_content, d.metadata) for d in got] == \
+        [(d.id, d.page_content, d.metadata) for d in splitter.transform_documents(source)]
+
+
+# =========================================================================== the retriever
+
+
+@pytest.fixture(scope="module")
+def fast_retriever():
+    """A retriever over ``corpus_docs()`` on an in-memory client, shared by the module."""
+    client = chromadb.EphemeralClient()
+    name = new_name()
+    retriever = HierarchicalSegmentRetriever.from_documents(corpus_docs(), splitter=small_splitter(),
+                                                            client=client, collection_name=name)
+    yield retriever
+    client.delete_collection(name)
+
+
+def test_invoke_returns_k_parents_with_scores_and_matched_segment(fast_retriever):
+    docs = fast_retriever.invoke("moon tides gravity", k=2)
+    assert len(docs) == 2 and all(isinstance(d, Document) for d in docs)
+    assert docs[0].metadata["score"] >= docs[1].metadata["score"]
+    source = {s.metadata["source"]: s.page_content for s in corpus_docs()}
+    for d in docs:
+        m = d.metadata
+        assert d.id == m["hseg_cluster_id"] and m["hseg_unit"] == "cluster"
+        assert source[m["source"]][m["start_index"] : m["end_index"]] == d.page_content
+        assert set(m) - {"source", "year", "tags"} == RESULT_KEYS  # internals stripped
+        assert source[m["source"]][m["hseg_matched_start"] : m["hseg_matched_end"]] == m["hseg_matched_text"]
+        assert "tides" in d.page_content.lower()
+    assert len(fast_retriever.invoke("moon tides gravity")) == 4  # the k field
+
+
+def test_results_equal_the_core_store(fast_retriever):
+    store = fast_retriever.store
+    for q in ("bread yeast", "cats hunting mice at night"):
+        assert_same_hits(fast_retriever.invoke(q, k=3), store.search(q, k=3))
+        assert_same_hits(fast_retriever.invoke(q, unit="auto", budget_tokens=60),
+                         store.search(q, unit="auto", budget_tokens=60))
+    filtered = fast_retriever.invoke("bread", k=5, where={"source": "b.md"})
+    assert filtered and {d.metadata["source"] for d in filtered} == {"b.md"}
+
+
+async def test_ainvoke_with_kwargs(fast_retriever):
+    docs = await fast_retriever.ainvoke("moon tides", k=1)
+    assert len(docs) == 1 and docs[0].id == fast_retriever.invoke("moon tides", k=1)[0].id
+    auto = await fast_retriever.ainvoke("moon tides", unit="auto", budget_tokens=50)
+    assert auto and all(d.metadata["hseg_unit"] == "auto" for d in auto)
+    both = await asyncio.gather(fast_retriever.ainvoke("cats", k=2), fast_retriever.ainvoke("bread", k=3))
+    assert [len(b) for b in both] == [2, 3]
+
+
+@pytest.mark.parametrize("budget", [30, 60, 150])
+def test_auto_unit_respects_the_budget(fast_retriever, budget):
+    retriever = fast_retriever.model_copy(update={"unit": "auto", "budget_tokens": budget})
+    docs = retriever.invoke("tides moon cats")
+    total = sum(d.metadata["hseg_tokens"] for d in docs)
+    assert docs and (total <= budget or len(docs) == 1)
+    for d in docs:
+        assert d.id.startswith("pas-") and json.loads(d.metadata["hseg_segment_ids"])
+        assert d.metadata["hseg_matched_text"] in d.page_content
+    assert [d.id for d in retriever.invoke("tides moon cats")] == [d.id for d in docs]  # stable passage ids
+
+
+def test_bad_arguments_raise_value_errors_naming_them(fast_retriever):
+    store = fast_retriever.store
+    for kwargs, name in [({"k": 0}, "k"), ({"k": "3"}, "k"), ({"unit": "page"}, "unit"), ({"mode": "max"}, "mode"),
+                         ({"budget_tokens": 0}, "budget_tokens"), ({"cluster_weight": -1.0}, "cluster_weight"),
+                         ({"unit": "auto", "mode": "cluster"}, "mode"), ({"store": object()}, "store")]:
+        with pytest.raises(ValueError, match=name):
+            HierarchicalSegmentRetriever(**{"store": store, **kwargs})
+    for kwargs, name in [({"k": 0}, "k"), ({"unit": "page"}, "unit"), ({"k": 2, "budget_tokens": 10}, "budget_tokens")]:
+        with pytest.raises(ValueError, match=name):
+            fast_retriever.invoke("tides", **kwargs)
+    with pytest.raises(ValueError, match="k"):
+        asyncio.run(fast_retriever.ainvoke("tides", k=-1))
+
+
+def test_from_texts_reingest_and_delete():
+    client, name = chromadb.EphemeralClient(), new_name()
+    texts = [topic_text("alpha", "cats"), topic_text("bread", "tides")]
+    retriever = HierarchicalSegmentRetriever.from_texts(texts, [{"source": "x"}, None], ids=["x", "y"],
+                                                        splitter=SMALL | {"encoder": HashingEncoder()},
+                                                        client=client, collection_name=name, k=2)
+    count = retriever.store.count()
+    assert {d.metadata["hseg_doc_id"] for d in retriever.invoke("cats bread", k=10)} == {"x", "y"}
+    ids = retriever.add_documents([Document(texts[0], id="x", metadata={"source": "x"})])
+    assert retriever.store.count() == count and set(ids) <= {r.id for r in retriever.store.get_records("x")}
+    assert retriever.delete("x") > 0
+    assert {d.metadata["hseg_doc_id"] for d in retriever.invoke("cats bread", k=10)} == {"y"}
+    client.delete_collection(name)
+
+
+def test_on_a_langchain_chroma_vector_store():
+    from langchain_chroma import Chroma
+
+    emb = HashingEmbeddings()
+    vs = Chroma(new_name(), embedding_function=emb, client=chromadb.EphemeralClient(),
+                collection_configuration={"hnsw": {"space": "cosine"}})
+    vs.add_texts(["A record written by someone else about moon tides."], metadatas=[{"source": "other"}])
+    retriever = HierarchicalSegmentRetriever.from_vectorstore(vs, splitter=SMALL, k=3)
+    cluster_ids = retriever.add_documents(corpus_docs()[:2])
+    splitter = HierarchicalSegmentTextSplitter(encoder=emb, **SMALL)  # the collection's model
+    cluster_ids += splitter.add_to_vectorstore(vs, corpus_docs()[2:])  # the splitter can write there too
+    # the vector store still reads the collection, hseg records included
+    found = vs.similarity_search_by_vector(emb.embed_query("moon tides gravity"), k=5)
+    assert len(found) == 5 and all(isinstance(d.page_content, str) and d.page_content for d in found)
+    assert any(d.metadata.get("hseg_level") == "segment" for d in found)
+    # the retriever equals the core store on that collection and ignores the foreign record
+    store = HierarchicalStore.from_collection(vs._collection, encoder=emb)
+    for q in ("moon tides gravity", "bread"):
+        docs = retriever.invoke(q)
+        assert_same_hits(docs, store.search(q, k=3))
+        assert {d.metadata["hseg_cluster_id"] for d in docs} <= set(cluster_ids)
+    # an l2 collection (Chroma's default) is refused with the reason
+    l2 = Chroma(new_name(), embedding_function=emb, client=chromadb.EphemeralClient())
+    with pytest.raises(ValueError, match="cosine"):
+        HierarchicalSegmentRetriever.from_vectorstore(l2)
+
+
+# --------------------------------------------------------------------------- langchain-tests standard suite
+
+try:
+    from langchain_tests.integration_tests import RetrieversIntegrationTests
+except ImportError:  # pragma: no cover - the suite is a dev dependency
+    RetrieversIntegrationTests = None
+
+
+@cache
+def _standard_store() -> HierarchicalStore:
+    store = HierarchicalStore(new_name(), client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    store.add(small_splitter().chunk_documents(corpus_docs()))
+    return store
+
+
+if RetrieversIntegrationTests is not None:
+
+    class TestStandardRetriever(RetrieversIntegrationTests):
+        """langchain-tests' contract: a ``k`` field, ``invoke(q, k=n)`` → n Documents, ``ainvoke``."""
+
+        @property
+        def retriever_constructor(self) -> type[HierarchicalSegmentRetriever]:
+            return HierarchicalSegmentRetriever
+
+        @property
+        def retriever_constructor_params(self) -> dict:
+            return {"store": _standard_store()}
+
+        @property
+        def retriever_query_example(self) -> str:
+            return "moon tides"
+
+
+# =========================================================================== end to end, real model
+
+
+def _questions(shared_dir, n_per_corpus: int = 2, limit: int = 5) -> list[str]:
+    rows = list(csv.DictReader((shared_dir / "data/chroma_eval/questions.csv").open(encoding="utf-8")))
+    picked: dict[str, list[str]] = {}
+    for r in rows:
+        if len(picked.setdefault(r["corpus_id"], [])) < n_per_corpus:
+            picked[r["corpus_id"]].append(r["question"])
+    return [q for qs in picked.values() for q in qs][:limit]
+
+
+@pytest.fixture(scope="module")
+def eval_retriever(encoder, shared_dir, tmp_path_factory):
+    """The three chroma_eval corpora ingested once (~1-2 min on a laptop CPU) into a PersistentClient."""
+    paths = sorted((shared_dir / "data/chroma_eval/corpora").glob("*.md"))
+    if not paths:
+        pytest.skip("chroma_eval corpora are absent")
+    docs = [Document(p.read_text(encoding="utf-8"), id=p.stem, metadata={"source": p.name}) for p in paths]
+    started = time.perf_counter()
+    retriever = HierarchicalSegmentRetriever.from_documents(
+        docs, encoder=encoder, path=str(tmp_path_factory.mktemp("lc-eval") / "chroma"), collection_name="chroma-eval")
+    print(f"\ningested {len(docs)} corpora in {time.perf_counter() - started:.1f}s")
+    return retriever, {d.id: d.page_content for d in docs}, _questions(shared_dir)
+
+
+@pytest.mark.model
+@pytest.mark.shared_data
+@pytest.mark.parametrize("unit,size", [("cluster", {"k": 5}), ("auto", {"budget_tokens": 1024})])
+def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
+    retriever, sources, questions = eval_retriever
+    assert len(questions) == 5
+    for q in questions:
+        docs = retriever.invoke(q, unit=unit, **size)
+        hits = retriever.store.search(q, unit=unit, **size)
+        assert docs and len(docs) == len(hits)
+        assert_same_hits(docs, hits)
+        for d in docs:
+            m = d.metadata
+            assert sources[m["hseg_doc_id"]][m["start_index"] : m["end_index"]] == d.page_content
+            assert m["source"] == m["hseg_doc_id"] + ".md" and m["hseg_unit"] == unit
+            assert m["hseg_matched_text"] in d.page_content
+        if "budget_tokens" in size:
+            total = sum(d.metadata["hseg_tokens"] for d in docs)
+            assert total <= size["budget_tokens"] or len(docs) == 1
+
+
+@pytest.mark.model
+@pytest.mark.shared_data
+async def test_e2e_async_equals_sync(eval_retriever):
+    retriever, _, questions = eval_retriever
+    got = await asyncio.gather(*(retriever.ainvoke(q, k=3) for q in questions[:2]))
+    for q, docs in zip(questions, got):
+        assert_same_hits(docs, retriever.store.search(q, k=3))
+
+
+@pytest.mark.model
+def test_e2e_small_on_every_client(encoder, chroma_client, chroma_collection_name, example_text):
+    text = example_text[:3000]
+    retriever = HierarchicalSegmentRetriever.from_texts(
+        [text], [{"source": "example.md"}], ids=["example"], encoder=encoder, client=chroma_client,
+        collection_name=chroma_collection_name, k=2)
+    try:
+        docs = retriever.invoke("What is this document about?")
+        assert_same_hits(docs, retriever.store.search("What is this document about?", k=2))
+        assert all(text[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content for d in docs)
+    finally:
+        chroma_client.delete_collection(chroma_collection_name)
