@@ -1,0 +1,341 @@
+"""LlamaIndex node parser: hierarchical segmentation → cluster (parent) and segment (child) nodes.
+
+A thin translation of :class:`hseg.chunker.HierarchicalChunker` output into ``TextNode``s. The
+node ids, texts, embeddings and ``hseg_*`` metadata are exactly the records that
+:func:`hseg.store.records_for` builds, so a ``ChromaVectorStore`` collection filled with these nodes
+is searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by
+the core store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, model_validator
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.node_parser.node_utils import default_id_func
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
+
+from hseg import __version__ as HSEG_VERSION
+from hseg.chunker import HierarchicalChunker
+from hseg.chunks import Chunking
+from hseg.clustering import mean_vector
+from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
+from hseg.segmenters import SEGMENTERS
+from hseg.store import records_for
+
+__all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
+
+# one lock for all parsers: building a chunker loads a model, do it once even under asyncio.to_thread
+_BUILD_LOCK = threading.Lock()
+
+
+def _describe(value: Any) -> Any:
+    """A stable, JSON-able stand-in for a segmenter/tokenizer object in dumps and cache keys.
+
+    The pipeline's cache key strips ``<... at 0x...>`` reprs, so two different objects would share a
+    key; a dataclass repr (e.g. ``TextTilingSegmenter(window=6, ...)``) or a qualified name does not.
+    """
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    text = repr(value)
+    if " at 0x" not in text and not text.startswith("<"):
+        return text
+    kind = value if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__") else type(value)
+    name = getattr(value, "name", None)
+    return f"{kind.__module__}.{kind.__qualname__}" + (f"[{name}]" if isinstance(name, str) else "")
+
+
+class _ProbeEncoder:
+    """Stands in for the real model while the constructor validates the chunker settings."""
+
+    name = "probe"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - never called
+        raise RuntimeError("probe encoder")
+
+    def encode_query(self, text: str) -> np.ndarray:  # pragma: no cover - never called
+        raise RuntimeError("probe encoder")
+
+
+def _info(node: TextNode) -> RelatedNodeInfo:
+    # like node.as_related_node_info() but without a copy of the metadata: every CHILD entry is
+    # serialised again into each vector-store record (CONVENTIONS 1.3)
+    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), hash=node.hash)
+
+
+def _merge_keys(keys: Sequence[str], extra: Sequence[str]) -> list[str]:
+    return list(keys) + [k for k in extra if k not in keys]
+
+
+class HierarchicalSegmentNodeParser(NodeParser):
+    """Hierarchical segmentation (Nguyen et al. 2025) as a LlamaIndex node parser.
+
+    For each document it emits, in document order, one **cluster** node (the parent chunk) followed
+    by its **segment** nodes. Every node has a deterministic ``id_`` (the hseg id), absolute
+    ``start_char_idx``/``end_char_idx``, ``hseg_*`` metadata (excluded from embed and LLM content),
+    the document metadata, and its ``embedding`` already set: the segment vector, or the
+    mean-pooled cluster vector. Relationships: SOURCE on all; a cluster has CHILD (its segments)
+    and PREVIOUS/NEXT (neighbouring clusters); a segment has PARENT (its cluster) and PREVIOUS/NEXT
+    (neighbouring segments).
+
+    The chunker settings are the :class:`hseg.chunker.HierarchicalChunker` arguments under the same
+    names. The encoder is a model name (``encoder_name``) or any object ``hseg.encoders.as_encoder``
+    accepts, passed as ``encoder`` (a LlamaIndex ``BaseEmbedding`` works): the object is left out of
+    dumps, and ``encoder_name`` is set to its name so IngestionPipeline cache keys still tell
+    models apart. Offsets are into the parsed node's text (the ``Document.text``).
+
+    Example:
+        >>> from llama_index.core import Document  # doctest: +SKIP
+        >>> parser = HierarchicalSegmentNodeParser(target_tokens=256)  # doctest: +SKIP
+        >>> nodes = parser.get_nodes_from_documents([Document(text=text, id_="report")])  # doctest: +SKIP
+        >>> [n.metadata["hseg_level"] for n in nodes][:3]  # doctest: +SKIP
+        ['cluster', 'segment', 'segment']
+    """
+
+    encoder_name: str = Field(default=DEFAULT_MODEL, description="Sentence-embedding model (name of `encoder`).")
+    encoder: Any = Field(
+        default=None, exclude=True, description="Optional encoder object; overrides encoder_name (not serialised)."
+    )
+    segmenter: Any = Field(default=None, description="Segmenter name ('texttiling', 'bilstm'), instance or None.")
+    k: float | None = Field(default=None, description="Clustering threshold tau = mu + k*sigma (or target_tokens).")
+    target_tokens: int | None = Field(default=None, description="Mean cluster size to aim for (512 when k is None).")
+    max_cluster_tokens: int | None = Field(default=None, description="Hard cap on a cluster (1.5 x target).")
+    min_segment_tokens: int = Field(default=48, description="Smallest segment after the segmenter.")
+    max_segment_tokens: int = Field(default=192, description="Largest segment after the segmenter.")
+    tokenizer: Any = Field(default=None, description="Size unit: tiktoken encoding name (cl100k_base) or callable.")
+    segment_vector: str = Field(default="mean", description="'mean' of sentence vectors or 'encode' the segment.")
+    clique_method: str = Field(default="edges", description="'edges' or 'cliques'.")
+    cache: bool = Field(default=True, description="Keep an in-memory text -> vector cache across calls.")
+    show_progress: bool = Field(default=False, description="tqdm bars while chunking.")
+    device: str | None = Field(default=None, description="Device of the default sentence-transformers encoder.")
+    batch_size: int = Field(default=64, description="Encoder batch size.")
+    include_segments: bool = Field(default=True, description="Emit segment nodes (needed for retrieval).")
+    hseg_version: str = Field(default=HSEG_VERSION, description="hseg version (part of the cache key).")
+
+    _chunker: HierarchicalChunker | None = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HierarchicalSegmentNodeParser"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        encoder: Any = None,
+        *,
+        embed_model: Any = None,
+        callback_manager: CallbackManager | None = None,
+        **kwargs: Any,
+    ) -> HierarchicalSegmentNodeParser:
+        """The constructor, with ``embed_model`` as a LlamaIndex-style alias of ``encoder``."""
+        if encoder is not None and embed_model is not None:
+            raise ValueError("give encoder or embed_model, not both")
+        kwargs.setdefault("callback_manager", callback_manager or CallbackManager([]))
+        return cls(encoder=encoder if encoder is not None else embed_model, **kwargs)
+
+    # ------------------------------------------------------------------ validation, serialisation
+    @model_validator(mode="before")
+    @classmethod
+    def _encoder_to_name(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        enc = data.get("encoder")
+        if isinstance(enc, str):  # a model name is just the serialisable field
+            data["encoder_name"], data["encoder"] = enc, None
+        elif enc is not None:
+            data["encoder_name"] = str(as_encoder(enc).name)
+        return data
+
+    @model_validator(mode="after")
+    def _check_settings(self) -> HierarchicalSegmentNodeParser:
+        # fail at construction, not at the first document: build a chunker around a stand-in encoder
+        if isinstance(self.segmenter, str) and self.segmenter not in SEGMENTERS:
+            raise ValueError(f"segmenter: unknown name {self.segmenter!r}; choose one of {sorted(SEGMENTERS)}")
+        self._make_chunker(_ProbeEncoder(), probe=True)
+        return self
+
+    @field_serializer("segmenter", "tokenizer")
+    def _serialize_object(self, value: Any) -> Any:
+        return _describe(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields:
+            self._chunker = None  # settings changed: rebuild on next use
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the chunker (a loaded model) is rebuilt from the public fields after unpickling anyway
+        # (BaseComponent.__setstate__ re-runs __init__), so do not pay for pickling it
+        chunker, self._chunker = self._chunker, None
+        try:
+            return super().__getstate__()
+        finally:
+            self._chunker = chunker
+
+    # ------------------------------------------------------------------ the chunker
+    def _make_chunker(self, encoder: Any, probe: bool = False) -> HierarchicalChunker:
+        return HierarchicalChunker(
+            encoder=encoder,
+            segmenter=None if probe and isinstance(self.segmenter, str) else self.segmenter,
+            k=self.k,
+            target_tokens=self.target_tokens,
+            max_cluster_tokens=self.max_cluster_tokens,
+            min_segment_tokens=self.min_segment_tokens,
+            max_segment_tokens=self.max_segment_tokens,
+            tokenizer=self.tokenizer,
+            segment_vector=self.segment_vector,
+            clique_method=self.clique_method,
+            cache=self.cache and not probe,
+            show_progress=self.show_progress,
+            device=self.device,
+            batch_size=self.batch_size,
+        )
+
+    @property
+    def chunker(self) -> HierarchicalChunker:
+        """The :class:`HierarchicalChunker`, built (and its model loaded) on first use."""
+        if self._chunker is None:
+            with _BUILD_LOCK:
+                if self._chunker is None:
+                    self._chunker = self._make_chunker(self.encoder if self.encoder is not None else self.encoder_name)
+        return self._chunker
+
+    @property
+    def hseg_encoder(self) -> Any:
+        """The encoder that embeds the segments; queries must be embedded with it too."""
+        return self.chunker.encoder
+
+    # ------------------------------------------------------------------ parsing
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        # one chunk_many call: sentences of all documents share encoder batches. Progress bars
+        # follow the `show_progress` field (the chunker is shared between calls, so no per-call flag)
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+        chunkings = self.chunker.chunk_many(texts, [n.node_id for n in nodes])
+        return [out for node, ch in zip(nodes, chunkings) for out in self._nodes_for(node, ch)]
+
+    async def _aparse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        # the encoder is torch work: keep it off the event loop
+        return await asyncio.to_thread(self._parse_nodes, nodes, show_progress, **kwargs)
+
+    # The base class post-processes nodes (re-finds offsets with str.find, chains PREVIOUS/NEXT
+    # across both levels, merges metadata): wrong for two levels (CONVENTIONS 1.2). _parse_nodes
+    # already does the metadata merge, so these keep only the callback event.
+    def get_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        with self.callback_manager.event(CBEventType.NODE_PARSING, payload={EventPayload.DOCUMENTS: documents}) as ev:
+            nodes = self._parse_nodes(documents, show_progress=show_progress, **kwargs)
+            ev.on_end({EventPayload.NODES: nodes})
+        return nodes
+
+    async def aget_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        with self.callback_manager.event(CBEventType.NODE_PARSING, payload={EventPayload.DOCUMENTS: documents}) as ev:
+            nodes = await self._aparse_nodes(documents, show_progress=show_progress, **kwargs)
+            ev.on_end({EventPayload.NODES: nodes})
+        return nodes
+
+    def _nodes_for(self, doc: BaseNode, chunking: Chunking) -> list[TextNode]:
+        records = records_for(chunking)  # the store's schema, so the core search reads these nodes
+        if not self.include_segments:
+            records = [r for r in records if r.metadata["hseg_level"] == "cluster"]
+        ids = {r.id: r.id for r in records}
+        if self.id_func is not default_id_func:  # a user-chosen id scheme; hseg ids follow it
+            ids = {r.id: self.id_func(i, doc) for i, r in enumerate(records)}
+        # computed once per document: it hashes the whole text (node_utils.build_nodes_from_splits)
+        source = doc.source_node or doc.as_related_node_info()
+        user = dict(doc.metadata) if self.include_metadata else {}
+        nodes: dict[str, TextNode] = {}
+        for r in records:
+            meta = {**user, **_remap_ids(r.metadata, ids)}
+            hseg_keys = [key for key in meta if key.startswith("hseg_")]
+            nodes[r.id] = TextNode(
+                id_=ids[r.id],
+                text=r.document,
+                embedding=r.embedding.tolist(),
+                metadata=meta,
+                start_char_idx=int(meta["hseg_start"]),
+                end_char_idx=int(meta["hseg_end"]),
+                excluded_embed_metadata_keys=_merge_keys(doc.excluded_embed_metadata_keys, hseg_keys),
+                excluded_llm_metadata_keys=_merge_keys(doc.excluded_llm_metadata_keys, hseg_keys),
+                metadata_template=doc.metadata_template,
+                metadata_separator=doc.metadata_separator,
+                text_template=getattr(doc, "text_template", TextNode.model_fields["text_template"].default),
+                relationships={NodeRelationship.SOURCE: source},
+            )
+        self._link(chunking, nodes)
+        return list(nodes.values())
+
+    def _link(self, chunking: Chunking, nodes: dict[str, TextNode]) -> None:
+        infos = {rid: _info(n) for rid, n in nodes.items()}
+        for level in (chunking.clusters, chunking.segments if self.include_segments else ()):
+            for i, unit in enumerate(level):
+                rel = nodes[unit.id].relationships
+                if self.include_prev_next_rel and i > 0:
+                    rel[NodeRelationship.PREVIOUS] = infos[level[i - 1].id]
+                if self.include_prev_next_rel and i + 1 < len(level):
+                    rel[NodeRelationship.NEXT] = infos[level[i + 1].id]
+        if self.include_segments:
+            for cluster in chunking.clusters:
+                nodes[cluster.id].relationships[NodeRelationship.CHILD] = [infos[s.id] for s in cluster.segments]
+                for s in cluster.segments:
+                    nodes[s.id].relationships[NodeRelationship.PARENT] = infos[cluster.id]
+
+
+def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    """The record metadata with hseg ids replaced by node ids (identity unless id_func is set)."""
+    if all(k == v for k, v in ids.items()):
+        return dict(meta)
+    out = {**meta, "hseg_cluster_id": ids.get(meta["hseg_cluster_id"], meta["hseg_cluster_id"])}
+    if "hseg_segment_ids" in meta:
+        out["hseg_segment_ids"] = json.dumps([ids.get(s, s) for s in json.loads(meta["hseg_segment_ids"])])
+    return out
+
+
+class ClusterVectorizer(TransformComponent):
+    """Resets each cluster node's embedding to the normalised mean of its segment nodes' embeddings.
+
+    An embedding model in an ``IngestionPipeline`` overwrites every node's embedding, including the
+    mean-pooled cluster vector (CONVENTIONS 1.4). Put this transformation after it. Clusters whose
+    segments are not in the same batch (or not yet embedded) are left as they are.
+
+    Example:
+        >>> pipeline = IngestionPipeline(transformations=[  # doctest: +SKIP
+        ...     HierarchicalSegmentNodeParser(), embed_model, ClusterVectorizer()])
+    """
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ClusterVectorizer"
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        members: dict[str, list[Any]] = {}
+        for n in nodes:
+            if n.metadata.get("hseg_level") == "segment" and n.embedding is not None:
+                members.setdefault(n.metadata["hseg_cluster_id"], []).append(n.embedding)
+        for n in nodes:
+            if n.metadata.get("hseg_level") != "cluster":
+                continue
+            vectors = members.get(n.metadata.get("hseg_cluster_id", ""))
+            if vectors:
+                # unit rows first: the core's cluster vector is the mean of unit segment vectors
+                n.embedding = mean_vector(l2_normalize(np.asarray(vectors, dtype=np.float32))).tolist()
+        return nodes

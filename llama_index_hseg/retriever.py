@@ -1,0 +1,252 @@
+"""LlamaIndex retriever: max-score parent retrieval over a Chroma collection of hseg nodes.
+
+The search itself is :meth:`hseg.store.HierarchicalStore.search` on the vector store's collection
+(one implementation for the core, LangChain and LlamaIndex); this module only translates
+``QueryBundle`` → query and ``ParentHit`` → ``NodeWithScore``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+
+try:  # the vector-store integration is optional: a bare chromadb collection works too
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+except ImportError:  # pragma: no cover - installed with the llama-index extra
+    ChromaVectorStore = None
+
+from hseg.chunks import unit_id
+from hseg.search import ParentHit, check_search_args
+from hseg.store import HierarchicalStore
+from hseg.units import UNITS
+
+__all__ = ["HierarchicalSegmentRetriever"]
+
+#: keys ChromaVectorStore adds to every record (CONVENTIONS 1.8); not user metadata
+_LLAMA_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
+#: formatting fields of the stored node that the returned parent keeps
+_FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", "metadata_template",
+                  "metadata_separator", "text_template")
+
+
+def _collection_of(store: Any) -> Any:
+    """The chromadb collection behind a ChromaVectorStore, a HierarchicalStore or a collection."""
+    if isinstance(store, HierarchicalStore):
+        return store.collection
+    if ChromaVectorStore is not None and isinstance(store, ChromaVectorStore):
+        return store._collection  # no public accessor (`.client` returns it too, under a misleading name)
+    if hasattr(store, "query") and hasattr(store, "get") and hasattr(store, "name"):
+        return store
+    raise ValueError(
+        f"vector_store must be a ChromaVectorStore, a chromadb Collection or a HierarchicalStore, got "
+        f"{type(store).__name__}"
+    )
+
+
+class HierarchicalSegmentRetriever(BaseRetriever):
+    """Retrieves parent clusters (or budget-aware passages) ranked by the max over their vectors.
+
+    Args:
+        vector_store: a ``ChromaVectorStore`` (cosine collection) filled with
+            :class:`~llama_index_hseg.HierarchicalSegmentNodeParser` nodes, its chromadb collection,
+            or an :class:`hseg.store.HierarchicalStore`.
+        encoder: the model that embedded the segments (a name, an hseg encoder, a
+            ``BaseEmbedding``, ...); default all-MiniLM-L6-v2, loaded on the first string query.
+            ``Settings.embed_model`` is never used.
+        similarity_top_k: parents (or passages) per query; ignored when ``budget_tokens`` is set.
+        mode: ``"segment+cluster"`` (paper eq. 2), ``"cluster"`` or ``"segment"`` (unit="cluster" only).
+        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (see :mod:`hseg.units`).
+        budget_tokens: fill this many reader tokens instead of returning ``similarity_top_k`` hits.
+        cluster_weight: the cluster's share in ``unit="auto"`` scores.
+        where: a Chroma metadata filter applied to every query.
+
+    Each result is ``NodeWithScore(node=TextNode(id_=cluster id | passage id, text, start/end char
+    idx, metadata=user metadata + hseg_* details), score=cosine)``, best first.
+
+    Example:
+        >>> retriever = HierarchicalSegmentRetriever(vector_store, encoder=parser.hseg_encoder)  # doctest: +SKIP
+        >>> engine = RetrieverQueryEngine.from_args(retriever, llm=llm)  # doctest: +SKIP
+        >>> [(n.node_id, round(n.score, 3)) for n in retriever.retrieve("what causes tides?")]  # doctest: +SKIP
+        [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574), ...]
+    """
+
+    def __init__(
+        self,
+        vector_store: Any,
+        encoder: Any = None,
+        *,
+        similarity_top_k: int = 4,
+        mode: str = "segment+cluster",
+        unit: str = "cluster",
+        budget_tokens: int | None = None,
+        cluster_weight: float = 0.5,
+        where: Mapping[str, Any] | None = None,
+        allow_encoder_mismatch: bool = False,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        check_search_args(None if budget_tokens is not None else similarity_top_k, mode, budget_tokens, where)
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        if isinstance(vector_store, HierarchicalStore) and encoder is None:
+            self._store = vector_store
+        else:
+            self._store = HierarchicalStore.from_collection(
+                _collection_of(vector_store), encoder, allow_encoder_mismatch=allow_encoder_mismatch,
+                **({"oversample": vector_store.oversample} if isinstance(vector_store, HierarchicalStore) else {}),
+            )
+        self._similarity_top_k = similarity_top_k
+        self._mode = mode
+        self._unit = unit
+        self._budget_tokens = budget_tokens
+        self._cluster_weight = cluster_weight
+        self._where = dict(where) if where else None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def store(self) -> HierarchicalStore:
+        """The core store that runs the searches."""
+        return self._store
+
+    # ------------------------------------------------------------------ retrieval
+    def _query(self, query_bundle: QueryBundle) -> Any:
+        if query_bundle.embedding is not None:
+            return query_bundle.embedding
+        strs = query_bundle.embedding_strs
+        if len(strs) == 1:
+            return strs[0]  # embedded by the store's encoder, as in HierarchicalStore.search
+        # several embedding strings: their mean, as LlamaIndex's vector retriever aggregates them
+        return np.mean([self._store.encoder.encode_query(s) for s in strs], axis=0)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = self._store.search(
+            self._query(query_bundle),
+            None if self._budget_tokens is not None else self._similarity_top_k,
+            where=self._where,
+            mode=self._mode,
+            budget_tokens=self._budget_tokens,
+            unit=self._unit,
+            cluster_weight=self._cluster_weight,
+        )
+        return [NodeWithScore(node=_to_node(hit), score=float(hit.score)) for hit in hits]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # encoder and Chroma calls block: run them in a worker thread
+        return await asyncio.to_thread(self._retrieve, query_bundle)
+
+    # ------------------------------------------------------------------ one-call setup
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[BaseNode],
+        *,
+        parser: Any = None,
+        vector_store: Any = None,
+        collection_name: str = "hseg",
+        path: str | None = None,
+        client: Any = None,
+        host: str | None = None,
+        port: int = 8000,
+        **retriever_kwargs: Any,
+    ) -> HierarchicalSegmentRetriever:
+        """Parse ``documents``, write the nodes to Chroma, and return a retriever over them.
+
+        ``vector_store`` is an existing ``ChromaVectorStore`` (cosine collection); otherwise the
+        collection ``collection_name`` is opened or created (cosine) on ``path`` / ``client`` /
+        ``host:port`` (default: in memory). Re-adding a document replaces its records.
+
+        Example:
+            >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma")  # doctest: +SKIP
+        """
+        from llama_index_hseg.node_parser import HierarchicalSegmentNodeParser
+
+        parser = parser if parser is not None else HierarchicalSegmentNodeParser()
+        encoder = parser.hseg_encoder
+        if vector_store is None:
+            if ChromaVectorStore is None:
+                raise ImportError(
+                    "from_documents needs llama-index-vector-stores-chroma: pip install 'hseg[llama-index]'"
+                )
+            # the core store creates the collection: cosine space, its HNSW settings, encoder name
+            store = HierarchicalStore(collection_name, path=path, client=client, host=host, port=port, encoder=encoder)
+            vector_store = ChromaVectorStore(chroma_collection=store.collection)
+        elif any(x is not None for x in (path, client, host)):
+            raise ValueError("give vector_store or path/client/host, not both")
+        store = HierarchicalStore.from_collection(_collection_of(vector_store), encoder)
+        nodes = parser.get_nodes_from_documents(documents)
+        _replace_documents(vector_store, store, nodes)
+        return cls(store, **retriever_kwargs)
+
+
+def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:
+    """Delete the documents' old records, then add the nodes in batches Chroma accepts.
+
+    ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
+    (Chroma's ``add`` silently keeps an existing id), CONVENTIONS 1.8 and 3.1.
+    """
+    ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
+    for i in range(0, len(ref_ids), 500):
+        part = ref_ids[i : i + 500]
+        store.collection.delete(where={"document_id": part[0]} if len(part) == 1 else {"document_id": {"$in": part}})
+    batch = store.max_batch_size()
+    for i in range(0, len(nodes), batch):
+        vector_store.add(nodes[i : i + batch])
+
+
+def _to_node(hit: ParentHit) -> TextNode:
+    """A parent (or passage) hit as a TextNode that keeps the stored node's formatting."""
+    stored = _stored_node_fields(hit.metadata)
+    meta = {k: v for k, v in hit.metadata.items() if not k.startswith("hseg_") and k not in _LLAMA_KEYS}
+    meta.update(
+        hseg_cluster_id=hit.cluster_id,
+        hseg_doc_id=hit.doc_id,
+        hseg_matched_id=hit.matched_id,
+        hseg_matched_level=hit.matched_level,
+        hseg_matched_start=hit.matched_start,
+        hseg_matched_end=hit.matched_end,
+        hseg_unit=hit.unit,
+        hseg_tokens=hit.token_count,
+        hseg_score=float(hit.score),
+    )
+    if hit.segment_ids:
+        meta["hseg_segment_ids"] = json.dumps(hit.segment_ids)
+    if hit.unit == "cluster":
+        node_id = hit.cluster_id
+    elif len(hit.segment_ids) == 1:
+        node_id = hit.segment_ids[0]  # the passage is that segment node
+    else:
+        node_id = unit_id(hit.doc_id, "passage", hit.start, hit.end)
+    hseg_keys = [k for k in meta if k.startswith("hseg_")]
+    for key in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
+        stored[key] = list(stored.get(key) or []) + [k for k in hseg_keys if k not in (stored.get(key) or [])]
+    ref = hit.metadata.get("ref_doc_id")
+    if not ref or ref == "None":  # ChromaVectorStore writes "None" for a node without SOURCE
+        ref = hit.doc_id
+    return TextNode(
+        id_=node_id,
+        text=hit.text,
+        metadata=meta,
+        start_char_idx=hit.start,
+        end_char_idx=hit.end,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(ref))},
+        **stored,
+    )
+
+
+def _stored_node_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Formatting fields of the node ChromaVectorStore serialised in ``_node_content`` (if any)."""
+    raw = meta.get("_node_content")
+    if not isinstance(raw, str):
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return {k: data[k] for k in _FORMAT_FIELDS if data.get(k) is not None}
