@@ -1,0 +1,337 @@
+"""Batch ingestion of text files into a :class:`hseg.store.HierarchicalStore` (the ``hseg index`` job).
+
+- :func:`discover` turns files, folders (recursive) and glob patterns into :class:`SourceFile` s
+  whose document id is the path relative to the current directory (stable across runs).
+- :func:`ingest` reads, chunks and writes them in batches of documents. A file that cannot be read
+  or chunked is reported and skipped; a batch's records are written only after the chunking of the
+  whole batch succeeded, so a document is never half-chunked in the store.
+- Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings``
+  (encoder, segmenter, sizes) as user metadata; a document whose stored records are complete and
+  carry the same hash and settings is skipped, so re-running after a crash only does the rest.
+
+Example:
+    >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP
+    >>> summary = ingest(files, HierarchicalChunker(), HierarchicalStore(path="db"))  # doctest: +SKIP
+    >>> summary.documents, summary.vectors  # doctest: +SKIP
+    (12, 431)
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "discover", "read_text_file",
+           "load_encoder", "LazyEncoder", "chunk_settings", "is_complete", "ingest"]
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to index; ``doc_id`` is its path relative to the current directory (POSIX form)."""
+
+    path: Path
+    doc_id: str
+
+
+@dataclass
+class IngestSummary:
+    """What :func:`ingest` did. ``failed`` holds ``(doc id, message)`` pairs."""
+
+    documents: int = 0  #: documents chunked and written
+    unchanged: int = 0  #: skipped: already stored with the same content and settings
+    empty: int = 0  #: written with no records (blank text)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    segments: int = 0
+    clusters: int = 0
+    vectors: int = 0  #: records written (one per segment and one per cluster)
+    seconds: dict[str, float] = field(default_factory=lambda: {"reading": 0.0, "chunking": 0.0, "writing": 0.0})
+
+
+class IngestWriteError(RuntimeError):
+    """Writing a batch to the store failed; earlier batches are complete, this one may be partial."""
+
+
+def _doc_id(path: Path) -> str:
+    return Path(os.path.relpath(os.path.abspath(path))).as_posix()
+
+
+def discover(
+    paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES
+) -> tuple[list[SourceFile], list[tuple[str, str]]]:
+    """Files to index and ``(argument, problem)`` pairs for arguments that name nothing usable.
+
+    A file named explicitly is taken whatever its suffix; folders (recursively, skipping hidden
+    entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``. The
+    result is sorted by document id, without duplicates.
+    """
+    found: dict[str, SourceFile] = {}
+    problems: list[tuple[str, str]] = []
+
+    def add(path: Path) -> None:
+        doc_id = _doc_id(path)
+        found.setdefault(doc_id, SourceFile(path, doc_id))
+
+    def walk(folder: Path) -> int:
+        n = 0
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if not name.startswith(".") and name.lower().endswith(tuple(suffixes)):
+                    add(Path(root) / name)
+                    n += 1
+        return n
+
+    for arg in paths:
+        path = Path(arg)
+        if path.is_file():
+            add(path)
+        elif path.is_dir():
+            if walk(path) == 0:
+                problems.append((arg, f"no {'/'.join(suffixes)} files in this folder"))
+        elif any(ch in arg for ch in "*?["):
+            n = 0
+            for match in sorted(glob.glob(arg, recursive=True)):
+                m = Path(match)
+                if m.is_dir():
+                    n += walk(m)
+                elif m.is_file() and m.name.lower().endswith(tuple(suffixes)):
+                    add(m)
+                    n += 1
+            if n == 0:
+                problems.append((arg, f"the pattern matches no {'/'.join(suffixes)} files"))
+        elif path.exists():
+            problems.append((arg, "not a regular file or folder"))
+        else:
+            problems.append((arg, "no such file or folder"))
+    return [found[k] for k in sorted(found)], problems
+
+
+def read_text_file(path: Path) -> str:
+    """The file as UTF-8 text; ``ValueError`` for binary or undecodable content, ``OSError`` if unreadable."""
+    data = Path(path).read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ValueError("looks like a binary file (NUL bytes), expected UTF-8 text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 text (byte {exc.start})") from None
+
+
+def load_encoder(name: str | None = None) -> Any:
+    """The sentence encoder for a model name (``None``: the default model). The one factory the CLI uses."""
+    from hseg.encoders import as_encoder
+
+    return as_encoder(name)
+
+
+class LazyEncoder:
+    """An encoder that loads its model (through :func:`load_encoder`) on the first ``encode``.
+
+    Its ``name`` is known without loading, so settings can be compared and unchanged documents
+    skipped before paying for the model. ``on_load(name)`` is called just before loading.
+    """
+
+    def __init__(self, name: str | None = None, on_load: Callable[[str], None] | None = None) -> None:
+        from hseg.encoders import DEFAULT_MODEL
+
+        self._name = name or DEFAULT_MODEL
+        self._on_load = on_load
+        self._encoder: Any = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def loaded(self) -> Any:
+        """The real encoder, loaded now if needed."""
+        if self._encoder is None:
+            if self._on_load is not None:
+                self._on_load(self._name)
+            self._encoder = load_encoder(self._name)
+        return self._encoder
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return self.loaded.encode(texts)
+
+    def encode_query(self, text: str) -> Any:
+        return self.loaded.encode_query(text)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.loaded.max_seq_length  # AttributeError when the model has none, like the model itself
+
+    @property
+    def dimension(self) -> int:
+        return self.loaded.dimension
+
+    def count_tokens(self, text: str) -> int:
+        return self.loaded.count_tokens(text)
+
+
+def chunk_settings(chunker: Any) -> str:
+    """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents."""
+    parts = {
+        "encoder": getattr(chunker.encoder, "name", "?"),
+        "segmenter": getattr(chunker.segmenter, "name", type(chunker.segmenter).__name__),
+        "k": chunker.k,
+        "target_tokens": chunker.target_tokens,
+        "max_cluster_tokens": chunker.max_cluster_tokens,
+        "segment_tokens": [chunker.min_segment_tokens, chunker.max_segment_tokens],
+        "segment_vector": chunker.segment_vector,
+    }
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int) -> bool:
+    """True if a document's stored records (``{id: metadata}``) are all there and came from this text and settings.
+
+    The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
+    segment records present, so a document left half-written by a killed process is not mistaken
+    for a complete one.
+    """
+    if not records or any(m.get("content_sha256") != sha or m.get("chunk_settings") != settings
+                          for m in records.values()):
+        return False
+    clusters = sorted((m for m in records.values() if m.get("hseg_level") == "cluster"),
+                      key=lambda m: m.get("hseg_cluster_index", -1))
+    segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
+    pos, listed = 0, []
+    for i, c in enumerate(clusters):
+        if c.get("hseg_cluster_index") != i or c.get("hseg_start") != pos:
+            return False
+        pos = c.get("hseg_end")
+        listed += json.loads(c.get("hseg_segment_ids") or "[]")
+    return pos == length and len(listed) == len(segments) and set(listed) == segments
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _stored_records(store: Any, doc_ids: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{doc id: {record id: metadata}}`` of what the store holds for these documents."""
+    where = {"hseg_doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"hseg_doc_id": {"$in": doc_ids}}
+    got = store.collection.get(where=where, include=["metadatas"])
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for rid, meta in zip(got["ids"], got["metadatas"]):
+        if meta:
+            out.setdefault(str(meta["hseg_doc_id"]), {})[rid] = dict(meta)
+    return out
+
+
+def ingest(
+    files: Sequence[SourceFile],
+    chunker: Any,
+    store: Any,
+    *,
+    batch_docs: int = 32,
+    force: bool = False,
+    progress: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> IngestSummary:
+    """Read, chunk and write ``files`` in batches of ``batch_docs`` documents.
+
+    A file that cannot be read (binary, undecodable, unreadable) or chunked is passed to ``report``
+    with its name and counted in ``summary.failed``; the rest go on. A batch is written only after
+    all of its chunking succeeded. ``force`` re-chunks documents already stored unchanged.
+    A failing write raises :class:`IngestWriteError` (what was written before stays complete).
+    """
+    from tqdm.auto import tqdm
+
+    if batch_docs < 1:
+        raise ValueError(f"batch_docs must be >= 1, got {batch_docs!r}")
+    summary = IngestSummary()
+    # disable=None: bars only when stderr is a terminal (no carriage-return noise in logs)
+    bars = {name: tqdm(total=len(files), desc=f"{name:<8}", unit="doc", position=i,
+                       disable=None if progress else True, dynamic_ncols=True, leave=True)
+            for i, name in enumerate(("reading", "chunking", "writing"))}
+
+    def problem(doc_id: str, message: str) -> None:
+        summary.failed.append((doc_id, message))
+        if report is not None:
+            report(f"{doc_id}: {message}")
+
+    settings = chunk_settings(chunker)
+    try:
+        for batch in _batches(files, batch_docs):
+            t0 = time.perf_counter()
+            texts: dict[str, tuple[SourceFile, str]] = {}
+            for f in batch:
+                try:
+                    texts[f.doc_id] = (f, read_text_file(f.path))
+                except OSError as exc:
+                    problem(f.doc_id, f"cannot read: {exc.strerror or exc}")
+                except ValueError as exc:
+                    problem(f.doc_id, str(exc))
+                bars["reading"].update(1)
+            shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, (_, t) in texts.items()}
+            if texts and not force:
+                stored = _stored_records(store, list(texts))
+                for d in [d for d in texts if is_complete(stored.get(d, {}), shas[d], settings, len(texts[d][1]))]:
+                    del texts[d]
+                    summary.unchanged += 1
+            skipped = len(batch) - len(texts)
+            t1 = time.perf_counter()
+            summary.seconds["reading"] += t1 - t0
+            bars["chunking"].update(skipped)
+            bars["writing"].update(skipped)
+            chunkings = _chunk_batch(chunker, texts, problem)
+            bars["chunking"].update(len(texts))
+            t2 = time.perf_counter()
+            summary.seconds["chunking"] += t2 - t1
+            metas = [{"source": c.doc_id, "content_sha256": shas[c.doc_id], "chunk_settings": settings}
+                     for c in chunkings]
+            try:
+                summary.vectors += store.add(chunkings, metas) if chunkings else 0
+            except Exception as exc:
+                raise IngestWriteError(
+                    f"writing a batch of {len(chunkings)} documents failed ({type(exc).__name__}: {exc}); "
+                    f"{summary.documents} documents were written before it; re-run the same command to "
+                    "complete the rest") from exc
+            bars["writing"].update(len(texts))
+            summary.seconds["writing"] += time.perf_counter() - t2
+            for c in chunkings:
+                summary.documents += 1
+                summary.empty += not c.clusters
+                summary.segments += len(c.segments)
+                summary.clusters += len(c.clusters)
+    finally:
+        for bar in bars.values():
+            bar.close()
+    return summary
+
+
+def _chunk_batch(
+    chunker: Any, texts: dict[str, tuple[SourceFile, str]], problem: Callable[[str, str], None]
+) -> list[Any]:
+    """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
+    ids = list(texts)
+    if not ids:
+        return []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"document .* is blank")  # counted as empty instead
+        try:
+            return list(chunker.chunk_many([texts[d][1] for d in ids], ids))
+        except Exception as exc:
+            if len(ids) == 1:
+                problem(ids[0], f"chunking failed ({type(exc).__name__}: {exc})")
+                return []
+        out = []
+        for d in ids:
+            try:
+                out += chunker.chunk_many([texts[d][1]], [d])
+            except Exception as exc:
+                problem(d, f"chunking failed ({type(exc).__name__}: {exc})")
+        return out

@@ -1,0 +1,281 @@
+"""``hseg index`` / ``query`` / ``stats`` (hseg.cli_index, hseg.ingest), run in-process through ``hseg.cli.main``.
+
+Fast tests swap the encoder factory ``hseg.ingest.load_encoder`` for the bag-of-words
+``HashingEncoder`` (``--encoder test-hashing-encoder``); the ``model`` tests share one index built
+with the real MiniLM encoder (loaded once per session by the ``encoder`` fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import chromadb
+import pytest
+
+from hseg import ingest
+from hseg.cli import main
+from hseg.cli_index import format_hit
+from hseg.search import ParentHit
+from tests.chroma_server import free_port
+from tests.fakes import HashingEncoder
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
+
+TIDES = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
+         "High tide and low tide alternate twice a day on most coasts.\n\n")
+CATS = ("Cats are small carnivorous mammals. A cat sleeps for most of the day. Cats hunt mice and birds, "
+        "and people keep cats as companions in their homes.\n\n")
+
+
+def _load_fake(name=None):
+    assert name == HashingEncoder.name, name
+    return HashingEncoder()
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """Fake encoder, cwd = tmp_path (so document ids are short relative paths)."""
+    monkeypatch.setattr(ingest, "load_encoder", _load_fake)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+def _stats(capsys, *args) -> dict:
+    capsys.readouterr()
+    assert main(["stats", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _one_line_error(err: str, *needles: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], err
+
+
+# --------------------------------------------------------------------------- fast (fake encoder)
+
+
+def test_bad_files_are_reported_and_skipped(fake, capsys):
+    _write(fake / "docs" / "good.md", TIDES * 3 + CATS * 3)
+    _write(fake / "docs" / "sub" / "cats.txt", CATS * 4)
+    _write(fake / "docs" / "binary.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    _write(fake / "docs" / "latin1.txt", "caf\xe9 au lait".encode("latin-1"))
+    _write(fake / "docs" / "image.png", b"\x00\x01")  # not a text suffix: ignored in folders
+    _write(fake / "docs" / ".hidden" / "x.md", TIDES)  # hidden folders are skipped
+    code = main(["index", "docs", "--db", "db", *FAKE])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "docs/binary.md" in err and "binary" in err
+    assert "docs/latin1.txt" in err and "UTF-8" in err
+    assert "good.md" not in err and "image.png" not in err
+    assert "2 indexed" in out and "2 failed" in out
+    stats = _stats(capsys, "--db", "db")
+    assert stats["documents"] == 2 and stats["encoder"] == HashingEncoder.name
+    assert stats["vectors"] == stats["clusters"] + stats["segments"] > 0
+    assert main(["query", "moon gravity", "--db", "db", "--json", "--source", "docs/good.md"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits and {h["doc_id"] for h in hits} == {"docs/good.md"}
+
+
+def test_rerun_skips_unchanged_and_repairs_partial_documents(fake, capsys):
+    _write(fake / "a.md", TIDES * 4 + CATS * 4)
+    _write(fake / "b.txt", CATS * 5 + TIDES * 2)
+    args = ["index", "a.md", "b.txt", "--db", "db", "--batch-docs", "1", *FAKE]
+    assert main(args) == 0
+    first = _stats(capsys, "--db", "db")
+    assert first["documents"] == 2
+
+    assert main(args) == 0  # unchanged: nothing chunked, same records
+    assert "0 indexed, 2 unchanged" in capsys.readouterr().out
+    assert _stats(capsys, "--db", "db") == first
+
+    # a crash mid-write: one segment record of a.md lost -> a.md is redone, b.txt skipped
+    col = chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
+    seg = col.get(where={"$and": [{"hseg_doc_id": "a.md"}, {"hseg_level": "segment"}]}, limit=1)["ids"]
+    col.delete(ids=seg)
+    assert main(args) == 0
+    assert "1 indexed, 1 unchanged" in capsys.readouterr().out
+    assert _stats(capsys, "--db", "db") == first
+
+    _write(fake / "a.md", CATS * 2)  # changed text: re-chunked, stale records removed
+    assert main(args) == 0
+    after = _stats(capsys, "--db", "db")
+    assert after["vectors"] < first["vectors"]
+    recs = col.get(where={"hseg_doc_id": "a.md"}, include=["metadatas", "documents"])
+    assert "".join(d for d, m in zip(recs["documents"], recs["metadatas"])
+                   if m["hseg_level"] == "segment") == CATS * 2
+
+    assert main([*args, "--force"]) == 0  # re-chunking everything gives the same ids
+    assert "2 indexed" in capsys.readouterr().out
+    assert _stats(capsys, "--db", "db") == after
+
+
+def test_globs_and_chunking_failure_isolated(fake, capsys, monkeypatch):
+    from hseg.chunker import HierarchicalChunker
+
+    original = HierarchicalChunker.chunk_many
+
+    def flaky(self, texts, doc_ids=None):
+        if any("BOOM" in t for t in texts):
+            raise RuntimeError("simulated failure")
+        return original(self, texts, doc_ids)
+
+    monkeypatch.setattr(HierarchicalChunker, "chunk_many", flaky)
+    _write(fake / "notes" / "x" / "one.md", TIDES * 3)
+    _write(fake / "notes" / "two.markdown", CATS * 3)
+    _write(fake / "notes" / "three.md", "BOOM. " + CATS)
+    _write(fake / "notes" / "skip.rst", CATS)
+    assert main(["index", "notes/**/*.m*", "--db", "db", *FAKE]) == 1
+    out, err = capsys.readouterr()
+    assert "notes/three.md: chunking failed" in err and "simulated failure" in err
+    assert "2 indexed" in out and "1 failed" in out
+    col = chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
+    sources = {m["source"] for m in col.get(include=["metadatas"])["metadatas"]}
+    assert sources == {"notes/x/one.md", "notes/two.markdown"}
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["query", "q", "--db", "d", "-k", "0"], "-k"),
+    (["query", "q", "--db", "d", "--mode", "nearest"], "--mode"),
+    (["query", "q", "--db", "d", "-k", "2", "--budget-tokens", "100"], "--budget-tokens"),
+    (["query", "q", "--db", "d", "--unit", "segment", "--mode", "cluster"], "--mode"),
+    (["query", "  ", "--db", "d"], "QUESTION"),
+    (["query", "q"], "--db"),
+    (["stats", "--db", "d", "--port", "9000"], "--port"),
+    (["index", "a.md", "--db", "d", "--k", "1", "--target-tokens", "300"], "--k"),
+    (["index", "a.md", "--db", "d", "--batch-docs", "0"], "--batch-docs"),
+    (["index", "a.md", "--db", "d", "--k", "nan"], "--k"),
+    (["index", "a.md", "--host", "h", "--port", "70000"], "--port"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    _one_line_error(capsys.readouterr().err, needle, f"hseg {argv[0]}: error")
+    assert not (tmp_path / "d").exists()
+
+
+def test_target_tokens_below_segment_minimum_exits_2(fake, capsys):
+    _write(fake / "a.md", TIDES)
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "a.md", "--db", "db", "--target-tokens", "10", *FAKE])
+    assert exc.value.code == 2
+    _one_line_error(capsys.readouterr().err, "target_tokens")
+
+
+def test_query_and_stats_without_an_index_exit_1(fake, capsys):
+    for argv in (["query", "anything", "--db", "nowhere"], ["stats", "--db", "nowhere"]):
+        assert main(argv) == 1
+        _one_line_error(capsys.readouterr().err, "no index at nowhere")
+    assert not (fake / "nowhere").exists()  # reading never creates a database
+
+    chromadb.PersistentClient(path=str(fake / "db")).create_collection("hseg")
+    assert main(["query", "anything", "--db", "db"]) == 1
+    _one_line_error(capsys.readouterr().err, "'hseg'", "is empty", "hseg index")
+    assert main(["query", "anything", "--db", "db", "--collection", "other"]) == 1
+    _one_line_error(capsys.readouterr().err, "no collection 'other'", "hseg")
+    assert main(["index", "missing.md", "--db", "db", *FAKE]) == 1
+    _one_line_error(capsys.readouterr().err.splitlines()[0], "missing.md", "no such file")
+
+
+@pytest.mark.parametrize("argv", [["index", "a.md"], ["query", "q"], ["stats"]])
+def test_server_down_is_one_clear_line(argv, fake, capsys):
+    _write(fake / "a.md", TIDES)
+    port = free_port()
+    start = time.monotonic()
+    assert main([*argv, "--host", "127.0.0.1", "--port", str(port)]) == 1
+    assert time.monotonic() - start < 15
+    _one_line_error(capsys.readouterr().err, f"127.0.0.1:{port}", "cannot reach the Chroma server")
+
+
+def _hit(text: str, start: int, m_start: int, m_end: int, level: str = "segment") -> ParentHit:
+    return ParentHit("clu-1", "doc.md", text, start, start + len(text), 0.5, 12, "seg-1", level, m_start, m_end,
+                     {"source": "doc.md"})
+
+
+def test_format_hit_marks_the_matched_segment():
+    text = "First part.\n\nSecond part here.\n\nThird."
+    hit = _hit(text, 100, 113, 132)  # "Second part here.\n\n"
+    plain = format_hit(1, hit, tty=False)
+    assert plain.splitlines()[0].startswith("#1  score 0.5000  doc.md  chars 100-")
+    assert ">>> Second part here. <<<" in plain
+    assert "\x1b[1;4mSecond part here.\x1b[0m" in format_hit(1, hit, tty=True)
+    assert ">>>" not in format_hit(1, _hit(text, 100, 100, 139, level="cluster"), tty=False)
+
+
+# --------------------------------------------------------------------------- real model
+
+
+@pytest.fixture(scope="module")
+def real_db(tmp_path_factory, encoder):
+    """example.md and a tiny file indexed once with the real encoder; cwd is the corpus folder."""
+    root = tmp_path_factory.mktemp("cli-index")
+    shutil.copy(REPO / "examples" / "data" / "example.md", _write(root / "docs" / "example.md", ""))
+    _write(root / "docs" / "tiny.txt", TIDES + CATS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest, "load_encoder", lambda name=None: encoder)  # the session's model, loaded once
+        mp.chdir(root)
+        yield root
+
+
+@pytest.mark.model
+def test_end_to_end_index_query_stats(real_db, capsys):
+    argv = ["index", "docs", "--db", "db", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "documents  2 indexed, 0 unchanged (skipped), 0 failed" in out
+    summary = {line.split()[0]: line.split()[1] for line in out.splitlines()}
+    stats = _stats(capsys, "--db", "db")
+    assert stats["encoder"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (stats["documents"], str(stats["segments"]), str(stats["clusters"])) == \
+        (2, summary["segments"], summary["clusters"])
+    assert stats["vectors"] == stats["segments"] + stats["clusters"] == int(summary["vectors"])
+    assert 0 < stats["mean_segment_tokens"] < stats["mean_cluster_tokens"]
+
+    sources = {d: (real_db / d).read_text(encoding="utf-8") for d in ("docs/example.md", "docs/tiny.txt")}
+    for extra in ([], ["--unit", "segment"]):
+        assert main(["query", "What causes the tides?", "--db", "db", "-k", "3", "--json", *extra]) == 0
+        hits = json.loads(capsys.readouterr().out)
+        assert len(hits) == 3 and hits[0]["doc_id"] == "docs/tiny.txt"
+        for h in hits:
+            assert h["text"] == sources[h["doc_id"]][h["start"] : h["end"]]
+            assert h["start"] <= h["matched_start"] < h["matched_end"] <= h["end"]
+            assert h["metadata"]["source"] == h["doc_id"]
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+    assert main(["query", "precession of the equinoxes", "--db", "db", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#1  score ") and "#2  score " in out and "docs/example.md" in out
+
+    assert main(argv) == 0  # idempotent re-run: skipped, same records
+    assert "0 indexed, 2 unchanged" in capsys.readouterr().out
+    assert _stats(capsys, "--db", "db") == stats
+    assert main([*argv, "--force", "--batch-docs", "1"]) == 0  # re-chunked: same ids, same count
+    assert "2 indexed" in capsys.readouterr().out
+    assert _stats(capsys, "--db", "db") == stats
+
+
+@pytest.mark.integration
+def test_server_mode_index_query_stats(chroma_server, fake, capsys):
+    _write(fake / "docs" / "a.md", TIDES * 3 + CATS * 3)
+    _write(fake / "docs" / "b.txt", CATS * 4)
+    where = ["--host", chroma_server.host, "--port", str(chroma_server.port), "--collection", "cli-index-test"]
+    assert main(["index", "docs", *where, *FAKE]) == 0
+    assert "2 indexed" in capsys.readouterr().out
+    stats = _stats(capsys, *where)
+    assert stats["documents"] == 2 and stats["location"] == f"{chroma_server.host}:{chroma_server.port}"
+    assert main(["query", "moon and sea", *where, "--json", "-k", "1"]) == 0
+    hit = json.loads(capsys.readouterr().out)[0]
+    assert hit["text"] == (fake / hit["doc_id"]).read_text(encoding="utf-8")[hit["start"] : hit["end"]]
