@@ -89,6 +89,12 @@ class HierarchicalChunker:
     ) -> None:
         if k is not None and target_tokens is not None:
             raise ValueError(f"give k or target_tokens, not both (k={k!r}, target_tokens={target_tokens!r})")
+        for name, value in (("target_tokens", target_tokens), ("max_cluster_tokens", max_cluster_tokens),
+                            ("min_segment_tokens", min_segment_tokens), ("max_segment_tokens", max_segment_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+                raise ValueError(f"{name} must be an int, got {value!r}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, float, np.number))):
+            raise ValueError(f"k must be a number, got {k!r}")
         if k is not None and not np.isfinite(k):
             raise ValueError(f"k must be a finite number, got {k!r}")
         if target_tokens is None and k is None:
@@ -123,10 +129,30 @@ class HierarchicalChunker:
         self.show_progress = show_progress
         base = as_encoder(encoder, device=device, batch_size=batch_size)
         self.encoder: Encoder = CachingEncoder(base) if cache and not isinstance(base, CachingEncoder) else base
-        self.segmenter: Segmenter = get_segmenter(segmenter)
+        self.segmenter: Segmenter = self._resolve_segmenter(segmenter)
         self.count_tokens: TokenCounter = as_token_counter(tokenizer)
         #: seconds per pipeline stage of the last ``chunk``/``chunk_many`` call (for profiling)
         self.last_timings: dict[str, float] = {}
+
+    def _resolve_segmenter(self, segmenter: str | Segmenter | None) -> Segmenter:
+        """The segmenter, checked against the encoder when it was trained on one (the BiLSTM).
+
+        The default falls back to TextTiling for another encoder (trained weights expect the
+        embeddings they were trained on); a segmenter asked for by name or instance is refused
+        with the mismatch error instead.
+        """
+        resolved = get_segmenter(segmenter)
+        check = getattr(resolved, "check_encoder", None)
+        if check is None:
+            return resolved
+        try:
+            check(encoder_name=self.encoder.name)
+        except ValueError:
+            if segmenter is not None:
+                raise
+            logger.info("default segmenter expects another encoder than %s: using texttiling", self.encoder.name)
+            return get_segmenter("texttiling")
+        return resolved
 
     # ------------------------------------------------------------------ public API
     def chunk(self, text: str, doc_id: str | None = None) -> Chunking:
@@ -172,6 +198,11 @@ class HierarchicalChunker:
         for d, t in zip(ids, texts):
             if not isinstance(d, str) or not d:
                 raise ValueError(f"doc_ids: ids must be non-empty strings, got {d!r}")
+            if not d.isascii():
+                try:
+                    d.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(f"doc_ids: {d!r} is not valid Unicode (a lone surrogate)") from None
             if d in seen and seen[d] != t:
                 raise ValueError(f"doc_ids: duplicate id {d!r} for two different texts")
             seen[d] = t

@@ -16,6 +16,8 @@ applies them after any segmenter.
 
 from __future__ import annotations
 
+import bisect
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -100,6 +102,21 @@ class TextTilingSegmenter:
         threshold_std: the cutoff in standard deviations of the depth scores.
         min_sentences: the fewest sentences a segment may have.
 
+    The defaults were tuned with all-MiniLM-L6-v2 on ``wiki_dev`` and Choi subset 1 (mean
+    per-document Pk / WindowDiff, segeval's k) over window 2..12, threshold_std -0.5..2 and
+    min_sentences 2..8:
+
+    ==================  ================  ================
+    window/std/min      wiki_dev          choi/1
+    ==================  ================  ================
+    3 / 0.0 / 2 (old)   0.538 / 0.768     0.135 / 0.160
+    6 / 1.0 / 3 (now)   0.400 / 0.443     0.129 / 0.129
+    4 / 0.5 / 3         0.498 / 0.606     0.072 / 0.075
+    ==================  ================  ================
+
+    Choi alone prefers the short window, which over-segments real documents: their sections are
+    longer and less contrasted than Choi's concatenated excerpts.
+
     Example:
         >>> import numpy as np
         >>> emb = np.repeat(np.eye(3, dtype=np.float32), 4, axis=0)  # three topics, 4 sentences each
@@ -107,9 +124,9 @@ class TextTilingSegmenter:
         [3, 7, 11]
     """
 
-    window: int = 3
-    threshold_std: float = 0.0
-    min_sentences: int = 2
+    window: int = 6
+    threshold_std: float = 1.0
+    min_sentences: int = 3
     name: str = "texttiling"
 
     def __post_init__(self) -> None:
@@ -136,13 +153,19 @@ class TextTilingSegmenter:
         cutoff = depth.mean() + self.threshold_std * depth.std()
         padded = np.concatenate([[-np.inf], depth, [-np.inf]])
         peaks = (depth >= padded[:-2]) & (depth > padded[2:]) & (depth > cutoff) & (depth > 0)
-        # strongest peaks first so the min_sentences spacing keeps the best of two close candidates
+        # strongest peaks first so the min_sentences spacing keeps the best of two close candidates;
+        # ``chosen`` stays sorted, so the spacing test looks at the two nearest gaps only (linear in
+        # practice: a scan of every chosen gap was quadratic on books with 50k+ sentences)
         chosen: list[int] = []
         for gap in sorted(np.flatnonzero(peaks), key=lambda g: -depth[g]):
-            if all(abs(gap - c) >= self.min_sentences for c in chosen) and gap + 1 >= self.min_sentences \
-                    and n - (gap + 1) >= self.min_sentences:
-                chosen.append(int(gap))
-        return sorted(chosen) + [n - 1]
+            gap = int(gap)
+            if gap + 1 < self.min_sentences or n - (gap + 1) < self.min_sentences:
+                continue
+            j = bisect.bisect_left(chosen, gap)
+            if (j == len(chosen) or chosen[j] - gap >= self.min_sentences) and \
+                    (j == 0 or gap - chosen[j - 1] >= self.min_sentences):
+                chosen.insert(j, gap)
+        return chosen + [n - 1]
 
 
 def enforce_length_limits(
@@ -227,11 +250,21 @@ def _merge_short(ends: list[int], size, strength: np.ndarray, min_tokens: int, m
     return ends
 
 
-#: name -> zero-argument factory; heavier segmenters register lazily-importing factories here.
-SEGMENTERS = {"texttiling": TextTilingSegmenter}
+def _bilstm() -> Segmenter:
+    # imported on use: torch and the shipped weights load only when someone asks for this segmenter.
+    # The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's dimension it falls back
+    # to TextTiling (with a warning) so the default keeps working for every encoder.
+    from hseg.bilstm import BiLSTMSegmenter
 
-#: what ``HierarchicalChunker(segmenter=None)`` uses.
-DEFAULT_SEGMENTER = "texttiling"
+    return BiLSTMSegmenter.load(fallback=TextTilingSegmenter())
+
+
+#: name -> zero-argument factory; heavier segmenters register lazily-importing factories here.
+SEGMENTERS = {"texttiling": TextTilingSegmenter, "bilstm": _bilstm}
+
+#: what ``HierarchicalChunker(segmenter=None)`` uses: the shipped BiLSTM, which beats TextTiling on
+#: wiki_dev, Choi 1-2 and held-out OpenStax books (Pk and WindowDiff, see hseg/models/README.md).
+DEFAULT_SEGMENTER = "bilstm"
 
 
 def get_segmenter(segmenter: str | Segmenter | None) -> Segmenter:

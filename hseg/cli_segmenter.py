@@ -1,0 +1,152 @@
+"""``hseg train-segmenter`` and ``hseg eval-segmenter``.
+
+Examples::
+
+    hseg train-segmenter --train data/train_openstax/us-history data/train_openstax/psychology-2e \\
+        --dev data/train_openstax/astronomy-2e --out my_segmenter.pt --epochs 8
+    hseg eval-segmenter data/wiki_dev --segmenter bilstm
+    hseg eval-segmenter data/choi/1 --segmenter my_segmenter.pt --limit 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _directory(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a directory: {text!r}")
+    return path
+
+
+def register(subparsers) -> None:
+    train = subparsers.add_parser(
+        "train-segmenter",
+        help="train the BiLSTM segmenter on Wiki-727K-format folders (and/or markdown)",
+        description="Train the BiLSTM segmenter. Sentence embeddings are cached on disk; early stopping "
+                    "and the boundary threshold use the dev folders' Pk.",
+    )
+    train.add_argument("--train", nargs="+", type=_directory, default=[], metavar="DIR",
+                       help="Wiki-727K-format folders (one .txt per document, searched recursively)")
+    train.add_argument("--from-markdown", nargs="+", type=_directory, default=[], metavar="DIR",
+                       help="folders of markdown files; each heading starts a segment")
+    train.add_argument("--dev", nargs="+", type=_directory, required=True, metavar="DIR",
+                       help="Wiki-727K-format folder(s) for early stopping and the threshold; the score is "
+                            "the mean over folders, so each folder (domain) weighs the same")
+    train.add_argument("--out", required=True, type=Path, metavar="PATH", help="weights file to write (.pt)")
+    train.add_argument("--epochs", type=_positive_int, default=12, help="maximum epochs (default 12)")
+    train.add_argument("--patience", type=_positive_int, default=3, help="epochs without dev improvement (default 3)")
+    train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    train.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
+    train.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
+    train.add_argument("--device", default=None, help="torch device (default: cuda when available)")
+    train.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
+    train.set_defaults(func=_train)
+
+    ev = subparsers.add_parser(
+        "eval-segmenter",
+        help="print Pk and WindowDiff of a segmenter on a Wiki-727K-format folder",
+        description="Mean per-document Pk and WindowDiff (k = half the mean reference segment length).",
+    )
+    ev.add_argument("directory", type=_directory, metavar="DIR", help="Wiki-727K-format folder")
+    ev.add_argument("--segmenter", default=None,
+                    help="'texttiling', 'bilstm', ... or a path to saved weights (default: the package default)")
+    ev.add_argument("--limit", type=_positive_int, default=None, metavar="N", help="first N documents only")
+    ev.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
+    ev.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
+    ev.add_argument("--quiet", action="store_true", help="no progress bars")
+    ev.set_defaults(func=_evaluate)
+
+
+def _load_docs(dirs) -> list:
+    from hseg.wiki727k import read_wiki727k
+
+    docs = []
+    for d in dirs:
+        docs.extend(read_wiki727k(d))
+    return docs
+
+
+def _train(args: argparse.Namespace) -> int:
+    from hseg.encoders import as_encoder
+    from hseg.training import TrainConfig, embed_documents, train_segmenter
+    from hseg.wiki727k import markdown_to_documents
+
+    if not args.train and not args.from_markdown:
+        raise ValueError("give training data with --train DIR... and/or --from-markdown DIR...")
+    train_docs = _load_docs(args.train)
+    for d in args.from_markdown:
+        train_docs.extend(markdown_to_documents(d))
+    dev_docs, dev_groups = [], []
+    for group, d in enumerate(args.dev):  # each dev folder weighs the same in early stopping
+        docs = _load_docs([d])
+        dev_docs.extend(docs)
+        dev_groups.extend([group] * len(docs))
+    if not train_docs:
+        raise ValueError("--train/--from-markdown: no documents found")
+    if not dev_docs:
+        raise ValueError("--dev: no documents found")
+    encoder = as_encoder(args.encoder)
+    train_emb = embed_documents(train_docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
+    dev_emb = embed_documents(dev_docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
+    card = {"train": [str(p) for p in args.train], "from_markdown": [str(p) for p in args.from_markdown],
+            "dev": [str(p) for p in args.dev],
+            "train_sentences": sum(len(d.sentences) for d in train_docs)}
+    cfg = TrainConfig(epochs=args.epochs, patience=args.patience, seed=args.seed, device=args.device,
+                      quiet=args.quiet)
+    start = time.perf_counter()
+    result = train_segmenter(train_docs, train_emb, dev_docs, dev_emb, encoder_name=encoder.name, config=cfg,
+                             card=card, dev_groups=dev_groups)
+    path = result.segmenter.save(args.out)
+    dev = result.segmenter.card["dev_metrics"]
+    print(f"trained on {len(train_docs)} documents in {time.perf_counter() - start:.1f} s "
+          f"({len(result.history)} epochs); best dev Pk {dev['pk']:.4f} WindowDiff {dev['windowdiff']:.4f} "
+          f"at epoch {dev['epoch']}, threshold {result.segmenter.threshold:.2f}")
+    print(f"wrote {path} and {path.with_suffix('.json')}")
+    return 0
+
+
+def resolve_segmenter(spec: str | None, encoder=None):
+    """A segmenter by registered name, or a path to saved BiLSTM weights."""
+    from hseg.segmenters import SEGMENTERS, get_segmenter
+
+    if spec is not None and spec not in SEGMENTERS and (Path(spec).suffix == ".pt" or Path(spec).is_file()):
+        from hseg.bilstm import BiLSTMSegmenter
+
+        return BiLSTMSegmenter.load(spec, encoder=encoder)
+    seg = get_segmenter(spec)
+    if hasattr(seg, "check_encoder") and encoder is not None:
+        seg.check_encoder(encoder.name, getattr(encoder, "dimension", None))
+    return seg
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from hseg.encoders import as_encoder
+    from hseg.training import embed_documents, evaluate_segmenter
+    from hseg.wiki727k import read_wiki727k
+
+    docs = read_wiki727k(args.directory, limit=args.limit)
+    if not docs:
+        raise ValueError(f"{args.directory}: no documents found")
+    encoder = as_encoder(args.encoder)
+    segmenter = resolve_segmenter(args.segmenter, encoder)
+    embeddings = embed_documents(docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
+    result = evaluate_segmenter(segmenter, docs, embeddings)
+    print(f"{args.directory}  segmenter={getattr(segmenter, 'name', args.segmenter)}  documents={result['documents']}  "
+          f"Pk={result['pk']:.4f}  WindowDiff={result['windowdiff']:.4f}")
+    return 0

@@ -1,0 +1,222 @@
+"""The BiLSTM segmenter: reader, training, persistence, encoder checks, CLI parsers."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hseg.bilstm import BiLSTMSegmenter, boundaries_from_scores, sentence_features, window_starts  # noqa: E402
+from hseg.cli import main  # noqa: E402
+from hseg.training import TrainConfig, embed_documents, train_segmenter  # noqa: E402
+from hseg.wiki727k import parse_wiki727k, read_wiki727k  # noqa: E402
+
+SHARED = Path(__file__).parents[1] / "../shared"
+DIM = 16
+
+
+class FakeEncoder:
+    """Sentences 'tK ...' map to topic K's direction plus hash noise: segments are separable."""
+
+    name = "fake-encoder"
+    dimension = DIM
+
+    def __init__(self):
+        self.topics = np.random.default_rng(1).normal(size=(50, DIM))
+        self.calls = 0
+
+    def encode(self, texts):
+        self.calls += 1
+        out = []
+        for t in texts:
+            seed = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
+            v = self.topics[int(t.split()[0][1:])] + 0.8 * np.random.default_rng(seed).normal(size=DIM)
+            out.append(v / np.linalg.norm(v))
+        return np.asarray(out, dtype=np.float32)
+
+
+def _write_corpus(root: Path, n_docs: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True)
+    for d in range(n_docs):
+        lines = ["========,1,preface."]
+        for s in range(int(rng.integers(3, 6))):
+            topic = int(rng.integers(0, 50))
+            if s == 1:
+                lines.append("========,1,Parent.")  # an empty parent section: no boundary of its own
+            lines.append(f"========,{1 + (s == 1)},Section {s}.")
+            lines += [f"t{topic} sentence {d} {s} {i}." for i in range(int(rng.integers(2, 7)))]
+        (root / f"{d:03d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # a tiny LSTM gains nothing from threads, and on a loaded machine their spin-waits cost 10x
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("seg")
+    train = read_wiki727k(_write_corpus(tmp / "train", 24, 0))
+    dev = read_wiki727k(_write_corpus(tmp / "dev", 6, 1))
+    enc = FakeEncoder()
+    cache = tmp / "cache"
+    te = embed_documents(train, enc, cache_dir=cache, quiet=True)
+    de = embed_documents(dev, enc, cache_dir=cache, quiet=True)
+    cfg = TrainConfig(epochs=4, patience=4, hidden=32, window=16, batch_size=8, quiet=True, device="cpu")
+    result = train_segmenter(train, te, dev, de, encoder_name=enc.name, config=cfg)
+    return result, dev, de, tmp, enc, cache, train
+
+
+def test_reader_skips_empty_parent_sections_and_blank_lines():
+    doc = parse_wiki727k("========,1,preface.\nA.\n\nB.\n========,1,X.\n========,2,Y.\nC.\nD.\n")
+    assert doc.sentences == ["A.", "B.", "C.", "D."]
+    assert doc.labels == [0, 1, 0, 1]
+    assert doc.masses == [2, 2]
+
+
+def test_embedding_cache_is_reused(trained):
+    _, dev, de, _, enc, cache, _ = trained
+    calls = enc.calls
+    again = embed_documents(dev, enc, cache_dir=cache, quiet=True)
+    assert enc.calls == calls  # everything came from disk
+    assert all(np.allclose(a, b) for a, b in zip(again, de))
+
+
+def test_training_lowers_the_loss(trained):
+    result = trained[0]
+    losses = [h["train_loss"] for h in result.history]
+    assert losses[-1] < losses[0]
+    card = result.segmenter.card
+    assert card["encoder"] == {"name": "fake-encoder", "dimension": DIM}
+    assert 0 < card["threshold"] < 1 and "pk" in card["dev_metrics"]
+
+
+def test_save_load_gives_identical_predictions(trained):
+    result, dev, de, tmp, *_ = trained
+    seg = result.segmenter
+    path = seg.save(tmp / "model.pt", half=False)
+    assert path.with_suffix(".json").is_file()
+    loaded = BiLSTMSegmenter.load(path, device="cpu")
+    for d, e in zip(dev, de):
+        np.testing.assert_allclose(loaded.gap_scores(d.sentences, e), seg.gap_scores(d.sentences, e), atol=1e-6)
+        assert loaded.boundaries(d.sentences, e) == seg.boundaries(d.sentences, e)
+
+
+def test_encoder_mismatch_is_refused(trained):
+    result, dev, _, tmp, *_ = trained
+    path = result.segmenter.save(tmp / "model16.pt")
+    with pytest.raises(ValueError, match="trained on"):
+        BiLSTMSegmenter.load(path, encoder=type("E", (), {"name": "other-model", "dimension": DIM})())
+    loaded = BiLSTMSegmenter.load(path, encoder=FakeEncoder())
+    with pytest.raises(ValueError, match="dimension 8"):
+        loaded.boundaries(dev[0].sentences, np.zeros((len(dev[0].sentences), 8), dtype=np.float32))
+
+
+def test_long_documents_run_in_windows(trained):
+    seg = trained[0].segmenter
+    docs = trained[6]
+    sentences = [s for d in docs for s in d.sentences]
+    emb = FakeEncoder().encode(sentences)
+    assert len(sentences) > 2 * seg.window
+    scores = seg.gap_scores(sentences, emb)
+    assert scores.shape == (len(sentences) - 1,) and np.all((scores >= 0) & (scores <= 1))
+    ends = seg.boundaries(sentences, emb)
+    assert ends[-1] == len(sentences) - 1 and ends == sorted(ends)
+    assert window_starts(10, 4, 1) == [0, 3, 6]
+    assert boundaries_from_scores(np.array([0.2, 0.9, 0.8, 0.1, 0.7]), 0.5) == [1, 4]
+
+
+def test_features_shape_and_bad_input():
+    assert sentence_features(np.eye(5, dtype=np.float32)).shape[0] == 5
+    with pytest.raises(ValueError, match="embeddings"):
+        sentence_features(np.zeros(3))
+
+
+def test_cli_parsers(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train-segmenter", "--help"])
+    assert exc.value.code == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["eval-segmenter", "--help"])
+    assert exc.value.code == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["train-segmenter", "--dev", "/nonexistent-dir", "--out", "x.pt"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dev" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["eval-segmenter", str(Path(__file__).parent), "--limit", "0"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--limit" in err
+
+
+def test_cli_train_and_eval_end_to_end(tmp_path, monkeypatch, capsys):
+    import hseg.encoders
+
+    monkeypatch.setattr(hseg.encoders, "as_encoder", lambda *a, **k: FakeEncoder())
+    monkeypatch.setenv("HSEG_CACHE_DIR", str(tmp_path / "cache"))
+    train = _write_corpus(tmp_path / "train", 6, 2)
+    dev = _write_corpus(tmp_path / "dev", 3, 3)
+    md = tmp_path / "md"
+    md.mkdir()
+    (md / "a.md").write_text("# One\nt1 alpha. t1 beta.\n# Two\nt2 gamma. t2 delta.\n", encoding="utf-8")
+    out = tmp_path / "m.pt"
+    assert main(["train-segmenter", "--train", str(train), "--from-markdown", str(md), "--dev", str(dev),
+                 "--out", str(out), "--epochs", "1", "--quiet"]) == 0
+    assert out.is_file() and "trained on 7 documents" in capsys.readouterr().out
+    assert main(["eval-segmenter", str(dev), "--segmenter", str(out), "--quiet"]) == 0
+    assert "Pk=" in capsys.readouterr().out
+    assert main(["eval-segmenter", str(dev), "--segmenter", "texttiling", "--quiet"]) == 0
+
+
+@pytest.mark.model
+def test_shipped_weights_segment_a_real_document(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from hseg.encoders import as_encoder
+
+    folder = SHARED / "data/segmentation/wiki_dev"
+    if not folder.is_dir():
+        pytest.skip("../shared data absent")
+    doc = read_wiki727k(folder, limit=1)[0]
+    encoder = as_encoder(None, device="cpu")
+    seg = BiLSTMSegmenter.load(encoder=encoder)
+    ends = seg.boundaries(doc.sentences, encoder.encode(doc.sentences))
+    assert ends[-1] == len(doc.sentences) - 1
+    assert 1 < len(ends) < len(doc.sentences) // 2
+
+
+def test_markdown_folder_becomes_training_documents(tmp_path):
+    from hseg.wiki727k import markdown_to_documents
+
+    (tmp_path / "a.md").write_text("Intro line one. Intro two.\n\n# First\nAlpha is here. Beta follows.\n\n"
+                                   "```\ncode. not. sentences.\n```\n## Second\nGamma ends.\n", encoding="utf-8")
+    (tmp_path / "single.md").write_text("# Only\nOne section. Nothing to learn.\n", encoding="utf-8")
+    docs = markdown_to_documents(tmp_path)
+    assert [d.name for d in docs] == ["a.md"]
+    doc = docs[0]
+    assert doc.sentences == ["Intro line one.", "Intro two.", "Alpha is here.", "Beta follows.", "Gamma ends."]
+    assert doc.ends == [1, 3, 4]
+
+
+def test_fallback_for_other_encoders_and_registry_default(trained):
+    from hseg.segmenters import DEFAULT_SEGMENTER, TextTilingSegmenter, get_segmenter
+
+    result, dev, _, tmp, *_ = trained
+    path = result.segmenter.save(tmp / "fb.pt")
+    tt = TextTilingSegmenter()
+    seg = BiLSTMSegmenter.load(path, fallback=tt)
+    emb = np.random.default_rng(0).normal(size=(len(dev[0].sentences), 8)).astype(np.float32)
+    assert seg.boundaries(dev[0].sentences, emb) == tt.boundaries(dev[0].sentences, emb)
+    assert get_segmenter("bilstm").name == "bilstm"  # the shipped weights load without an encoder
+    assert DEFAULT_SEGMENTER in ("bilstm", "texttiling")
