@@ -5,7 +5,9 @@
 Every method ingests the same corpora with the same encoder (all-MiniLM-L6-v2, no cache shared
 between methods) into its own in-memory Chroma collection. The floor is
 RecursiveCharacterTextSplitter 200/0 + embedding: every token encoded once. Prints seconds,
-tokens/s and the ratio to the floor. One run; the model is loaded and warmed up before timing.
+tokens/s and the ratio to the floor. The model is loaded and warmed up before timing; with
+``--repeat N`` the methods run in N interleaved rounds and the fastest round of each counts, so
+load from other processes on a shared machine hits every method alike.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default="../shared/data/chroma_eval")
     p.add_argument("--methods", nargs="+", default=None, help=f"default: hseg, hseg_encode and {PEERS}")
     p.add_argument("--corpora", nargs="+", default=None)
+    p.add_argument("--repeat", type=int, default=1, help="interleaved rounds; the fastest of each method counts")
     args = p.parse_args(argv)
     corpora, _ = load_eval(args.data)
     if args.corpora:
@@ -81,18 +84,21 @@ def main(argv: list[str] | None = None) -> int:
     encoder = SentenceTransformerEncoder(device="cpu")
     encoder.encode(["warm up the model"] * 8)
     tokens = sum(counter()(t) for t in corpora.values())
-    rows = []
-    for name in methods:
-        t0 = time.perf_counter()
-        if name == "hseg":
-            records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
-        elif name == "hseg_encode":
-            records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
-        else:
-            records = ingest_peer(name, corpora, encoder)
-        sec = time.perf_counter() - t0
-        rows.append((name, sec, records))
-        print(f"[{name}] {sec:.1f}s", file=sys.stderr, flush=True)
+    best: dict[str, tuple[float, int]] = {}
+    for _ in range(max(1, args.repeat)):
+        for name in methods:
+            t0 = time.perf_counter()
+            if name == "hseg":
+                records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
+            elif name == "hseg_encode":
+                records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
+            else:
+                records = ingest_peer(name, corpora, encoder)
+            sec = time.perf_counter() - t0
+            if name not in best or sec < best[name][0]:
+                best[name] = (sec, records)
+            print(f"[{name}] {sec:.1f}s", file=sys.stderr, flush=True)
+    rows = [(name, *best[name]) for name in methods]
     floor = next(sec for name, sec, _ in rows if name == FLOOR)
     print(f"corpora: {', '.join(corpora)}; {tokens:,} cl100k tokens\n")
     print("| method | seconds | tokens/s | × floor | records |")
