@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_WEIGHTS = Path(__file__).parent / "models" / "bilstm_segmenter.pt"
 
 _WINDOWS = (1, 2, 3, 5, 8)
+#: windows per forward pass in ``gap_scores``: bounds memory on long documents (a document of up to
+#: WINDOW_BATCH windows, ~6000 sentences, still goes in one pass)
+WINDOW_BATCH = 64
 N_GAP_FEATURES = 4 * len(_WINDOWS)
 
 
@@ -169,8 +172,12 @@ class BiLSTMSegmenter:
         feats = torch.from_numpy(sentence_features(embeddings))
         starts = window_starts(n, self.window, self.overlap)
         size = min(n, self.window)
-        batch = torch.stack([feats[s:s + size] for s in starts]).to(self.device)
-        probs = self._forward(batch)
+        # windows go through the model WINDOW_BATCH at a time: one batch of every window of a book
+        # (600+ windows for 60k sentences) held ~1.4 GB of LSTM activations
+        probs = np.concatenate([
+            self._forward(torch.stack([feats[s:s + size] for s in starts[i:i + WINDOW_BATCH]]).to(self.device))
+            for i in range(0, len(starts), WINDOW_BATCH)
+        ])
         out = np.zeros(n, dtype=np.float32)
         best = np.full(n, -1)
         for row, s in enumerate(starts):  # keep each sentence's prediction with the most context

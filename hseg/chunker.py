@@ -256,7 +256,7 @@ class HierarchicalChunker:
             return Chunking(doc_id, text, (), (), None, {"empty": True, "sentences": 0})
         sentences = [s.of(text) for s in spans]
         with self._stage("tokens"):
-            tokens = count_many(self.count_tokens, sentences)
+            tokens = self._with_gaps(text, spans, count_many(self.count_tokens, sentences))
         with self._stage("segmenter"):
             ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
         with self._stage("segments"):
@@ -336,6 +336,23 @@ class HierarchicalChunker:
                     split_by_cap=flag,
                 )
             )
+        return out
+
+    def _with_gaps(self, text: str, spans: list[Span], tokens: list[int]) -> list[int]:
+        """Unit sizes plus what long whitespace runs around them add to a segment's size.
+
+        Whitespace between units belongs to the segments but to no unit. A space or a newline merges
+        into the next token of the joined text, so a gap of one token adds nothing (every gap of
+        ordinary prose); a longer run (``"\\t \\r\\n \\n\\n \\t"``) counts, else a whitespace-heavy text
+        made segments of several times ``max_segment_tokens`` and clusters over their cap."""
+        bounds = [(0, spans[0].start, 0)] + [(a.end, b.start, i) for i, (a, b) in enumerate(zip(spans, spans[1:]))]
+        bounds.append((spans[-1].end, len(text), len(spans) - 1))
+        gaps = [(a, b, i) for a, b, i in bounds if b - a > 1]
+        if not gaps:
+            return tokens
+        out = list(tokens)
+        for (a, b, i), n in zip(gaps, count_many(self.count_tokens, [text[a:b] for a, b, _ in gaps])):
+            out[i] += max(0, int(n) - 1)
         return out
 
     def _cluster_tokens(self, text: str, segments: list[Segment], ranges: list[range]) -> list[int]:

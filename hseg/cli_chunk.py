@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ def register(sub: Any) -> None:
         help="segment and cluster text files, print spans and token counts",
         description="Chunk each FILE ('-' reads stdin) and print its segments and clusters.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text or markdown files; '-' for stdin")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="UTF-8 text or markdown files; '-' for stdin. A file that cannot be read (binary, not "
+                        "UTF-8) is reported and skipped; the exit code is then 1")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--target-tokens", type=int, default=None, help="mean cluster size to aim for (default 512)")
     size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
@@ -47,7 +50,17 @@ def read_input(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    texts = [(name, read_input(name)) for name in args.files]  # fail before loading the model
+    """Chunk every readable FILE; a file that cannot be read is reported by name and skipped, and the
+    exit code is 1 if any was."""
+    texts, failed = [], 0
+    for name in args.files:  # read everything first: report bad files before loading the model
+        try:
+            texts.append((name, read_input(name)))
+        except (ValueError, OSError) as exc:
+            print(f"hseg chunk: error: {exc}", file=sys.stderr)
+            failed += 1
+    if not texts:
+        return 1
     if args.quiet:
         quiet_model_loading()
     from hseg.chunker import HierarchicalChunker
@@ -59,14 +72,21 @@ def run(args: argparse.Namespace) -> int:
         segmenter=args.segmenter,
         show_progress=not args.quiet,
     )
-    results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=r"document .* is blank")
+        results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
+    for w in caught:
+        if "is blank" in str(w.message):
+            print(f"hseg chunk: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if args.format == "json":
         json.dump([to_json(r) for r in results], sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         for r in results:
             sys.stdout.write(to_markdown(r))
-    return 0
+    return 1 if failed else 0
 
 
 def quiet_model_loading() -> None:

@@ -192,12 +192,16 @@ def _existing_collection(args: argparse.Namespace) -> Any:
     client = _client(args, must_exist=True)
     with _server_errors(args):
         try:
-            return client.get_collection(args.collection, embedding_function=None)
+            collection = client.get_collection(args.collection, embedding_function=None)
         except (NotFoundError, ValueError):
             names = sorted(c if isinstance(c, str) else c.name for c in client.list_collections())
             have = f"collections there: {', '.join(names)}" if names else "it holds no collections"
             raise CliError(f"no collection {args.collection!r} at {_where(args)} ({have}); "
                              "run 'hseg index' first") from None
+    from hseg.store import check_schema
+
+    check_schema(collection.name, (collection.metadata or {}).get("hseg_schema"))  # refuse a newer schema
+    return collection
 
 
 def _quiet_models() -> None:

@@ -12,7 +12,8 @@ off-diagonal pairwise similarities). Then:
 
 Two vertices lie in a common maximal clique exactly when they share an edge (the edge is a clique,
 and every clique extends to a maximal one). So steps 1–2 need only edges: adjacent pairs for step 1
-and the blocks of similarities between neighbouring initial clusters for step 2. That is the
+and the blocks of similarities between neighbouring initial clusters for step 2 (tiled, with
+an early exit, once a block exceeds ``EDGE_BLOCK_ELEMENTS``, so memory stays bounded on books). That is the
 default ``method="edges"``, O(n·d) for the statistics (μ and σ come from ``‖Σv‖²`` and
 ``‖VᵀV‖_F²``, no n×n matrix) plus the neighbouring blocks. ``method="cliques"`` builds the whole
 graph and enumerates maximal cliques with networkx, literally as the paper says (exponential on
@@ -131,10 +132,55 @@ def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
 
 
 def mean_vector(vectors: np.ndarray) -> np.ndarray:
-    """L2-normalised mean of unit vectors (the cluster vector)."""
-    m = np.asarray(vectors, dtype=np.float64).mean(axis=0)
+    """L2-normalised mean of unit vectors (the cluster vector).
+
+    When the vectors cancel out exactly (two opposite sentence vectors), the mean has no direction;
+    the first non-zero member stands in, so a unit never gets a zero vector a store must refuse."""
+    v = np.asarray(vectors, dtype=np.float64)
+    m = v.mean(axis=0)
     norm = np.linalg.norm(m)
+    if norm == 0 and len(v):
+        norms = np.linalg.norm(v.reshape(len(v), -1), axis=1)
+        nonzero = np.flatnonzero(norms > 0)
+        if len(nonzero):
+            return (v[nonzero[0]] / norms[nonzero[0]]).astype(np.float32)
     return (m / norm if norm > 0 else m).astype(np.float32)
+
+
+#: clusters longer than this many segments get their mean vector from prefix sums in
+#: :func:`absorb_singletons` (O(d) instead of O(size·d)); shorter ones, which is every cluster of a
+#: normal document, exactly as :func:`mean_vector` computes it
+PREFIX_MEAN_FROM = 64
+#: the most similarities computed at once when testing two neighbouring clusters for an edge
+#: (16 MB of float32); larger blocks are scanned in tiles with an early exit
+EDGE_BLOCK_ELEMENTS = 1 << 22
+
+
+class _RangeMeans:
+    """Mean vectors of ranges of segments, memoised. A singleton that keeps joining the cluster on
+    its left grows it one segment at a time; recomputing that mean from scratch made step 3
+    quadratic on long documents, so long ranges use prefix sums."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = vectors
+        self.prefix: np.ndarray | None = None
+        self.memo: dict[tuple[int, int], np.ndarray] = {}
+
+    def __call__(self, r: range) -> np.ndarray:
+        key = (r.start, r.stop)
+        m = self.memo.get(key)
+        if m is None:
+            if len(r) <= PREFIX_MEAN_FROM:
+                m = mean_vector(self.vectors[r.start : r.stop])
+            else:
+                if self.prefix is None:
+                    v = np.asarray(self.vectors, dtype=np.float64)
+                    self.prefix = np.concatenate([np.zeros((1, v.shape[1])), np.cumsum(v, axis=0)])
+                total = (self.prefix[r.stop] - self.prefix[r.start]) / len(r)
+                norm = np.linalg.norm(total)
+                m = (total / norm if norm > 0 else total).astype(np.float32)
+            self.memo[key] = m
+        return m
 
 
 def absorb_singletons(ranges: Ranges, vectors: np.ndarray) -> Ranges:
@@ -143,14 +189,15 @@ def absorb_singletons(ranges: Ranges, vectors: np.ndarray) -> Ranges:
     Processed left to right on the current clusters, so a singleton next to a singleton forms a pair.
     """
     out = list(ranges)
+    means = _RangeMeans(vectors)
     i = 0
     while i < len(out) and len(out) > 1:
         if len(out[i]) != 1:
             i += 1
             continue
         v = vectors[out[i].start]
-        left = float(mean_vector(vectors[out[i - 1].start : out[i - 1].stop]) @ v) if i > 0 else -np.inf
-        right = float(mean_vector(vectors[out[i + 1].start : out[i + 1].stop]) @ v) if i + 1 < len(out) else -np.inf
+        left = float(means(out[i - 1]) @ v) if i > 0 else -np.inf
+        right = float(means(out[i + 1]) @ v) if i + 1 < len(out) else -np.inf
         if left >= right:
             out[i - 1] = range(out[i - 1].start, out[i].stop)
             del out[i]
@@ -197,6 +244,25 @@ def split_over_cap(ranges: Ranges, tokens: np.ndarray, adjacent_sim: np.ndarray,
     return out, flags
 
 
+def _any_edge(v: np.ndarray, a: range, b: range, tau: float) -> bool:
+    """True if some segment of ``a`` and some segment of ``b`` are more similar than ``tau``.
+
+    One matrix product when the block is at most :data:`EDGE_BLOCK_ELEMENTS` (every normal
+    document); otherwise tiles of that size, stopping at the first edge, so two huge neighbouring
+    clusters cost bounded memory."""
+    rows, cols = len(a), len(b)
+    if rows * cols <= EDGE_BLOCK_ELEMENTS:
+        return bool((v[a.start : a.stop] @ v[b.start : b.stop].T).max() > tau)
+    col_step = min(cols, EDGE_BLOCK_ELEMENTS)
+    row_step = max(1, EDGE_BLOCK_ELEMENTS // col_step)
+    for c in range(b.start, b.stop, col_step):
+        right = v[c : min(c + col_step, b.stop)].T
+        for r in range(a.start, a.stop, row_step):
+            if (v[r : min(r + row_step, a.stop)] @ right).max() > tau:
+                return True
+    return False
+
+
 def cluster_segments(
     vectors: np.ndarray,
     k: float,
@@ -204,6 +270,7 @@ def cluster_segments(
     tokens: Sequence[int] | None = None,
     max_cluster_tokens: int | None = None,
     method: str = "edges",
+    stats: tuple[float, float] | None = None,
 ) -> ClusterPlan:
     """Cluster the segments of one document with threshold parameter ``k``.
 
@@ -213,6 +280,8 @@ def cluster_segments(
         tokens: tokens per segment, needed for ``max_cluster_tokens``.
         max_cluster_tokens: hard cap; a larger cluster is cut at its weakest adjacent similarity.
         method: ``"edges"`` (default) or ``"cliques"`` (literal networkx path, same result).
+        stats: ``similarity_stats(vectors)`` when the caller already has it (:func:`search_k`
+            clusters the same vectors dozens of times).
 
     Example:
         >>> import numpy as np
@@ -228,11 +297,11 @@ def cluster_segments(
         raise ValueError("tokens are required with max_cluster_tokens")
     if n == 0:
         return ClusterPlan((), k, float("nan"), ())
-    mean, std = similarity_stats(v)
+    mean, std = stats if stats is not None else similarity_stats(v)
     tau = mean + k * std
     adjacent_sim = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0, np.float32)
     if method == "edges":
-        ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: bool((v[a.start : a.stop] @ v[b.start : b.stop].T).max() > tau))
+        ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: _any_edge(v, a, b, tau))
     else:
         sims = v @ v.T
         np.fill_diagonal(sims, -np.inf)
@@ -269,9 +338,12 @@ def search_k(
     goal = float(target_tokens)
     best: ClusterPlan | None = None
     best_err = math.inf
+    vectors = np.asarray(vectors, dtype=np.float32)
+    stats = similarity_stats(vectors)  # the same for every k: computed once, not ~100 times
     for _ in range(rounds):
-        k = _bisect_k(vectors, total, goal, k_range, iterations, method)
-        plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method)
+        k = _bisect_k(vectors, total, goal, k_range, iterations, method, stats)
+        plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
+                                stats=stats)
         mean_size = total / max(len(plan.ranges), 1)
         err = abs(math.log(mean_size / target_tokens))
         if err < best_err:
@@ -283,7 +355,8 @@ def search_k(
 
 
 def _bisect_k(
-    vectors: np.ndarray, total: int, goal: float, k_range: tuple[float, float], iterations: int, method: str
+    vectors: np.ndarray, total: int, goal: float, k_range: tuple[float, float], iterations: int, method: str,
+    stats: tuple[float, float] | None = None,
 ) -> float:
     """The k whose uncapped clusters have a mean size closest to ``goal`` tokens."""
     lo, hi = k_range
@@ -291,7 +364,7 @@ def _bisect_k(
 
     def mean_at(k: float) -> float:
         nonlocal best_k, best_err
-        mean_size = total / max(len(cluster_segments(vectors, k, method=method).ranges), 1)
+        mean_size = total / max(len(cluster_segments(vectors, k, method=method, stats=stats).ranges), 1)
         err = abs(math.log(mean_size / goal))
         if err < best_err:
             best_k, best_err = k, err

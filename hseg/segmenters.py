@@ -55,21 +55,29 @@ def adjacent_similarity(embeddings: np.ndarray) -> np.ndarray:
 def window_similarity(embeddings: np.ndarray, window: int) -> np.ndarray:
     """Cosine of the mean of the ``window`` sentences before each gap with the ``window`` after.
 
-    Windows are clipped at the document edges. Cumulative sums keep it O(n·d).
+    Windows are clipped at the document edges. Cumulative sums keep it O(n·d); gaps are taken
+    ``_GAP_BLOCK`` at a time so the float64 temporaries stay small on books (60k sentences).
     """
     e = np.asarray(embeddings, dtype=np.float32)
     n = len(e)
     if n < 2:
         return np.zeros(0, dtype=np.float32)
     csum = np.vstack([np.zeros((1, e.shape[1]), dtype=np.float64), np.cumsum(e, axis=0, dtype=np.float64)])
-    gaps = np.arange(1, n)  # gap g sits between sentence g-1 and g
-    lo = np.maximum(gaps - window, 0)
-    hi = np.minimum(gaps + window, n)
-    left = csum[gaps] - csum[lo]
-    right = csum[hi] - csum[gaps]
-    num = np.einsum("ij,ij->i", left, right)
-    den = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
-    return (num / np.where(den == 0, 1.0, den)).astype(np.float32)
+    out = np.empty(n - 1, dtype=np.float32)
+    for first in range(1, n, _GAP_BLOCK):
+        gaps = np.arange(first, min(first + _GAP_BLOCK, n))  # gap g sits between sentence g-1 and g
+        lo = np.maximum(gaps - window, 0)
+        hi = np.minimum(gaps + window, n)
+        left = csum[gaps] - csum[lo]
+        right = csum[hi] - csum[gaps]
+        num = np.einsum("ij,ij->i", left, right)
+        den = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
+        out[first - 1 : gaps[-1]] = num / np.where(den == 0, 1.0, den)
+    return out
+
+
+#: gaps per block in :func:`window_similarity`
+_GAP_BLOCK = 8192
 
 
 def depth_scores(similarity: np.ndarray) -> np.ndarray:

@@ -41,9 +41,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +58,7 @@ from hseg.units import UNITS, search_units
 __all__ = [
     "SCHEMA_VERSION",
     "HierarchicalStore",
+    "check_schema",
     "ParentHit",
     "Record",
     "MODES",
@@ -92,8 +95,11 @@ def flatten_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str | int 
     Rules: ``None`` values are dropped; numpy scalars become Python scalars; nested mappings become
     dotted keys (``{"a": {"b": 1}}`` → ``{"a.b": 1}``); lists, tuples and arrays become JSON
     strings (Chroma rejects empty and mixed lists, LlamaIndex rejects every list, so one encoding
-    works everywhere); any other type, a non-string or empty key, a key starting with ``#`` and keys
-    with the reserved ``hseg_`` prefix raise ``ValueError``.
+    works everywhere); any other type, a non-string or empty key, a key starting with ``#`` or
+    ``$`` and keys with the reserved ``hseg_`` prefix raise ``ValueError``, and so do values Chroma
+    would store wrongly or reject with a stack trace: NaN and infinite floats (read back as
+    ``None``), ints outside 64 bits (read back as rounded floats) and strings that are not valid
+    Unicode (lone surrogates, e.g. from ``errors="surrogateescape"``).
 
     Example:
         >>> flatten_metadata({"src": "a.md", "page": None, "tags": ["x", "y"], "meta": {"year": 2024}})
@@ -115,8 +121,9 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
         full = prefix + key
         if full.startswith(RESERVED_PREFIX):
             raise ValueError(f"metadata key {full!r} uses the reserved prefix {RESERVED_PREFIX!r}")
-        if full.startswith("#"):
-            raise ValueError(f"metadata key {full!r}: Chroma rejects keys starting with '#'")
+        if full.startswith(("#", "$")):
+            raise ValueError(f"metadata key {full!r}: Chroma rejects keys starting with '#' or '$'")
+        check_unicode(f"metadata key {full!r}", full)
         if value is None:
             continue
         if isinstance(value, np.generic):
@@ -124,6 +131,7 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
         if isinstance(value, (bool, int, float, str)):
             if full in out:
                 raise ValueError(f"metadata key {full!r} appears twice after flattening nested keys")
+            _check_scalar(full, value)
             out[full] = value
         elif isinstance(value, Mapping):
             _flatten_into(out, value, full + ".")
@@ -132,11 +140,38 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
                 out[full] = json.dumps(_jsonable(value), ensure_ascii=False)
             except TypeError as exc:
                 raise ValueError(f"metadata[{full!r}]: list items must be JSON scalars ({exc})") from None
+            check_unicode(f"metadata[{full!r}]", out[full])
         else:
             raise ValueError(
                 f"metadata[{full!r}]: unsupported type {type(value).__name__}; use str, int, float, bool, "
                 "a dict or a list"
             )
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def check_unicode(what: str, text: str) -> None:
+    """``ValueError`` naming ``what`` if ``text`` cannot be encoded as UTF-8 (lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what}: not valid Unicode (a lone surrogate {text[exc.start]!r} at offset {exc.start}); Chroma "
+            "stores UTF-8 only: decode the source with errors='replace'"
+        ) from None
+
+
+def _check_scalar(key: str, value: Any) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"metadata[{key!r}]: int {value} does not fit Chroma's 64 bits; store it as a string")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"metadata[{key!r}]: {value} cannot be stored (Chroma reads NaN/inf back as None); "
+                         "use None to leave the key out")
+    if isinstance(value, str):
+        check_unicode(f"metadata[{key!r}]", value)
 
 
 def _jsonable(value: Any) -> Any:
@@ -168,7 +203,8 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     """All records of one document: per cluster, the cluster record then its segment records.
 
     Raises ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or
-    of a different dimension than the others, or if the metadata cannot be flattened.
+    of a different dimension than the others, if the text is not valid Unicode, or if the metadata
+    cannot be flattened.
 
     Example:
         >>> recs = records_for(chunking, {"source": "a.md"})  # doctest: +SKIP
@@ -177,6 +213,8 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     """
     user = flatten_metadata(metadata)
     doc_id = chunking.doc_id
+    check_unicode(f"doc_id {doc_id!r}", doc_id)
+    check_unicode(f"document {doc_id!r}", chunking.text)
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:
@@ -202,7 +240,114 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     return records
 
 
+def _dedupe(items: list[Chunking], metas: list[Any]) -> tuple[list[Chunking], list[Any]]:
+    """Drop repeats of a document (same id, text, chunks and metadata); refuse an id given twice
+    with different content."""
+    first: dict[str, int] = {}
+    out_items: list[Chunking] = []
+    out_metas: list[Any] = []
+    for ch, md in zip(items, metas):
+        j = first.get(ch.doc_id)
+        if j is None:
+            first[ch.doc_id] = len(out_items)
+            out_items.append(ch)
+            out_metas.append(md)
+            continue
+        other, other_md = out_items[j], out_metas[j]
+        if other.text != ch.text:
+            why = "different texts"
+        elif [u.id for u in (*other.clusters, *other.segments)] != [u.id for u in (*ch.clusters, *ch.segments)]:
+            why = "the same text chunked differently"
+        elif flatten_metadata(other_md) != flatten_metadata(md):
+            why = "different metadata"
+        else:
+            continue
+        raise ValueError(f"doc_ids: duplicate doc_id {ch.doc_id!r} in one add with {why}; give each document once")
+    return out_items, out_metas
+
+
+def _write_batches(
+    per_doc: list[list[Record]], doc_ids: list[str], batch: int
+) -> Iterator[tuple[list[Record], list[str], str | None]]:
+    """Upsert calls of at most ``batch`` records that never split a document that fits one call.
+
+    Yields ``(records, documents completed by this call, document split across calls or None)``.
+    A document too large for one call goes alone, cluster records first (each is a whole parent)."""
+    part: list[Record] = []
+    members: list[str] = []
+    for doc_id, recs in zip(doc_ids, per_doc):
+        if len(recs) > batch:
+            if part or members:
+                yield part, members, None
+                part, members = [], []
+            ordered = [r for r in recs if r.metadata["hseg_level"] == "cluster"] + \
+                      [r for r in recs if r.metadata["hseg_level"] != "cluster"]
+            for i in range(0, len(ordered), batch):
+                last = i + batch >= len(ordered)
+                yield ordered[i : i + batch], [doc_id] if last else [], doc_id
+            continue
+        if part and len(part) + len(recs) > batch:
+            yield part, members, None
+            part, members = [], []
+        part += recs
+        members.append(doc_id)  # a blank document has no records: it is done with this call
+    if part or members:
+        yield part, members, None
+
+
+def _write_failure(total: int, done: list[str], partial: str | None) -> str:
+    state = (f"document {partial!r} has more records than one call holds and may be partly written; "
+             if partial is not None else "no document is partly written; ")
+    return (f"writing {total} documents ({len(done)} written completely before the failure; {state}"
+            "add them again to complete the rest)")
+
+
+def server_address(collection: Any) -> str | None:
+    """``"host:port"`` of the Chroma server behind a collection, ``None`` for an embedded client."""
+    api = getattr(collection, "_client", None)
+    get_url = getattr(api, "get_api_url", None)
+    if get_url is None:
+        return None
+    try:
+        from urllib.parse import urlsplit
+
+        url = urlsplit(str(get_url()))
+        return f"{url.hostname}:{url.port}" if url.port else str(url.hostname or url.netloc)
+    except Exception:  # an unusual client: no address to name
+        return None
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - chromadb depends on httpx
+        return False
+    return isinstance(exc, httpx.TransportError)
+
+
 # --------------------------------------------------------------------------- the store
+
+
+def check_schema(collection_name: str, schema: Any) -> None:
+    """Refuse a collection written with a newer (or unreadable) record schema than this hseg's.
+
+    ``None`` (a collection hseg has not written to yet, or one made by another tool) is accepted."""
+    if schema is None:
+        return
+    try:
+        version = int(schema) if not isinstance(schema, bool) and float(schema) == int(schema) else None
+    except (TypeError, ValueError, OverflowError):
+        version = None
+    if version is None:
+        raise ValueError(f"collection {collection_name!r}: unreadable hseg_schema {schema!r} in its metadata "
+                         f"(this hseg reads schema {SCHEMA_VERSION})")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"collection {collection_name!r} was written with hseg schema {version}, newer than the schema "
+            f"{SCHEMA_VERSION} this version of hseg reads; upgrade hseg (pip install -U hseg) to use it"
+        )
 
 
 def _collection_space(collection: Any) -> str:
@@ -267,7 +412,10 @@ class HierarchicalStore:
             if path is not None:
                 client = chromadb.PersistentClient(path=str(path))
             elif host is not None:
-                client = chromadb.HttpClient(host=host, port=port)
+                try:
+                    client = chromadb.HttpClient(host=host, port=port)
+                except Exception as exc:  # chromadb says "Could not connect ..." without the address
+                    raise ConnectionError(f"cannot reach the Chroma server at {host}:{port} ({exc})") from exc
             else:
                 logger.info("no path, client or host given: using an in-memory EphemeralClient")
                 client = chromadb.EphemeralClient()
@@ -277,7 +425,8 @@ class HierarchicalStore:
         if hnsw.get("space") != "cosine":
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
         enc = _as_encoder(encoder) if encoder is not None else None
-        collection = self._get_or_create(client, collection_name, hnsw, enc)
+        with self._connect_errors(client):
+            collection = self._get_or_create(client, collection_name, hnsw, enc)
         self._init(collection, client, enc, oversample, allow_encoder_mismatch)
 
     @classmethod
@@ -304,8 +453,24 @@ class HierarchicalStore:
         return self
 
     @staticmethod
+    @contextmanager
+    def _connect_errors(client: Any) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            settings = getattr(client, "get_settings", lambda: None)()
+            host = getattr(settings, "chroma_server_host", None)
+            if not host or not _is_connection_error(exc):
+                raise
+            where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
+            raise ConnectionError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
+
+    @staticmethod
     def _get_or_create(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:
-        from chromadb.errors import InternalError, NotFoundError, UniqueConstraintError
+        from chromadb.errors import InternalError, InvalidArgumentError, NotFoundError, UniqueConstraintError
+
+        if not isinstance(name, str):
+            raise ValueError(f"collection_name must be a string, got {type(name).__name__}")
 
         try:
             return client.get_collection(name, embedding_function=None)
@@ -317,6 +482,8 @@ class HierarchicalStore:
         try:
             logger.info("creating collection %r with %s", name, hnsw)
             return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
+        except InvalidArgumentError as exc:  # e.g. a name Chroma does not accept
+            raise ValueError(f"collection_name {name!r}: Chroma refuses it ({exc})") from None
         except (UniqueConstraintError, InternalError):  # created concurrently by another process
             return client.get_collection(name, embedding_function=None)
 
@@ -330,9 +497,7 @@ class HierarchicalStore:
                 "(the space is fixed at creation: create a new collection)"
             )
         meta = collection.metadata or {}
-        schema = meta.get("hseg_schema")
-        if isinstance(schema, int) and schema > SCHEMA_VERSION:
-            raise ValueError(f"collection {collection.name!r} has hseg schema {schema}, newer than {SCHEMA_VERSION}")
+        check_schema(collection.name, meta.get("hseg_schema"))
         self.collection = collection
         self.client = client
         self.oversample = oversample
@@ -383,6 +548,19 @@ class HierarchicalStore:
         merged.update(wanted)
         self.collection.modify(metadata=merged)
 
+    # ----------------------------------------------------------------- server errors
+
+    @contextmanager
+    def _remote_errors(self, action: str) -> Iterator[None]:
+        """Turn a lost connection to a Chroma server into a ``ConnectionError`` naming host:port."""
+        try:
+            yield
+        except Exception as exc:
+            where = server_address(self.collection)
+            if where is None or not _is_connection_error(exc):
+                raise
+            raise ConnectionError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})") from exc
+
     # ----------------------------------------------------------------- writes
 
     def max_batch_size(self) -> int:
@@ -403,46 +581,68 @@ class HierarchicalStore:
         the new chunking no longer has are deleted, and user metadata keys it no longer has are
         removed. All records are built (and validated) before the first write.
 
+        A document given twice with the same text, chunks and metadata is written once; the same
+        ``doc_id`` with different content raises ``ValueError``. A blank document (no chunks) writes
+        nothing and removes what the store held for its id.
+
+        Crash safety: documents are packed whole into upsert calls (at most :meth:`max_batch_size`
+        records each) and Chroma applies one call as a whole, so a process killed mid-``add`` or a
+        server that goes away leaves every document either complete or absent. Only a document with
+        more records than one call holds (several thousand: megabytes of text) is split; its cluster
+        records go first, each carrying its full parent text, so a reader of a partly written
+        document still gets whole parents, and adding it again completes it. Records of a re-added
+        document that its new chunking lacks are deleted after the upserts.
+
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
             57
         """
         items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
+        for i, item in enumerate(items):
+            if not isinstance(item, Chunking):
+                raise ValueError(f"chunkings[{i}] must be a Chunking (from HierarchicalChunker), got {type(item).__name__}")
         if metadatas is None or isinstance(metadatas, Mapping):
             metas: list[Any] = [metadatas] * len(items)
+        elif isinstance(metadatas, (str, bytes)):
+            raise ValueError(f"metadatas must be a dict, a list of dicts or None, got {type(metadatas).__name__}")
         else:
             metas = list(metadatas)
             if len(metas) != len(items):
                 raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
+        items, metas = _dedupe(items, metas)
         doc_ids = [c.doc_id for c in items]
-        if len(set(doc_ids)) != len(doc_ids):
-            dup = sorted({d for d in doc_ids if doc_ids.count(d) > 1})
-            raise ValueError(f"chunkings: duplicate doc_id(s) in one add: {dup}")
-        records = [r for ch, md in zip(items, metas) for r in records_for(ch, md)]
-        self._check_dimension(records)
+        per_doc = [records_for(ch, md) for ch, md in zip(items, metas)]
+        records = [r for recs in per_doc for r in recs]
+        with self._remote_errors("reading the collection"):
+            self._check_dimension(records)
         enc_name = self._ingest_encoder_name(items)
         if enc_name is not None:
             self._check_encoder_name(enc_name)
         if not items:
             return 0
 
-        old = self._existing(doc_ids)
+        with self._remote_errors("reading the collection"):
+            old = self._existing(doc_ids)
+            batch = self.max_batch_size()
         new_ids = {r.id for r in records}
         stale = [rid for rid in old if rid not in new_ids]
-        batch = self.max_batch_size()
-        for i in range(0, len(records), batch):
-            part = records[i : i + batch]
-            self.collection.upsert(
-                ids=[r.id for r in part],
-                embeddings=[r.embedding for r in part],
-                documents=[r.document for r in part],
-                # upsert merges metadata: a key the document no longer has is removed by sending None
-                metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
-                           for r in part],
-            )
-        for i in range(0, len(stale), batch):
-            self.collection.delete(ids=stale[i : i + batch])
-        self._record_collection_meta(enc_name)
+        done: list[str] = []  # documents whose every record is written
+        for part, complete, partial in _write_batches(per_doc, doc_ids, batch):
+            if part:
+                with self._remote_errors(_write_failure(len(doc_ids), done, partial)):
+                    self.collection.upsert(
+                        ids=[r.id for r in part],
+                        embeddings=[r.embedding for r in part],
+                        documents=[r.document for r in part],
+                        # upsert merges metadata: a key the document no longer has is removed by sending None
+                        metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
+                                   for r in part],
+                    )
+            done += complete
+        with self._remote_errors(f"deleting stale records after writing all {len(doc_ids)} documents"):
+            for i in range(0, len(stale), batch):
+                self.collection.delete(ids=stale[i : i + batch])
+            self._record_collection_meta(enc_name)
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
         return len(records)
@@ -479,10 +679,11 @@ class HierarchicalStore:
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
-        batch = self.max_batch_size()
-        for i in range(0, len(ids), batch):
-            self.collection.delete(ids=ids[i : i + batch])
+        with self._remote_errors(f"deleting document {doc_id!r}"):
+            ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
+            batch = self.max_batch_size()
+            for i in range(0, len(ids), batch):
+                self.collection.delete(ids=ids[i : i + batch])
         logger.info("delete: %d records of document %r", len(ids), doc_id)
         return len(ids)
 
@@ -490,7 +691,8 @@ class HierarchicalStore:
 
     def count(self) -> int:
         """Number of records in the collection (both levels, and records of other writers)."""
-        return int(self.collection.count())
+        with self._remote_errors("count"):
+            return int(self.collection.count())
 
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
@@ -566,16 +768,17 @@ class HierarchicalStore:
         if unit != "cluster" and mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
         vec = self._query_vector(query)
-        if unit != "cluster":
-            return search_units(
-                self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
-                where_document=where_document, cluster_weight=float(cluster_weight),
-                neighbour_weight=float(neighbour_weight),
+        with self._remote_errors("search"):
+            if unit != "cluster":
+                return search_units(
+                    self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
+                    where_document=where_document, cluster_weight=float(cluster_weight),
+                    neighbour_weight=float(neighbour_weight),
+                )
+            return search_collection(
+                self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,
+                budget_tokens=budget_tokens, oversample=self.oversample,
             )
-        return search_collection(
-            self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,
-            budget_tokens=budget_tokens, oversample=self.oversample,
-        )
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):

@@ -42,3 +42,42 @@ class HashingEncoder:
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._vector(text)
+
+
+_TOPICS = [
+    "river delta sediment flood plain water channel silt tide estuary current basin bank",
+    "engine piston cylinder fuel valve crank torque exhaust spark gear shaft bearing",
+    "court judge appeal verdict statute clause witness trial counsel ruling motion jury",
+    "orbit planet comet gravity telescope star galaxy nebula moon eclipse photon light",
+    "bread flour yeast oven dough crust bake knead sugar butter salt loaf",
+    "vaccine virus immune cell antibody dose trial fever infection protein blood clinic",
+    "market price demand supply trade tariff export inflation wage bond equity credit",
+    "glacier ice snow moraine crevasse summit ridge valley avalanche slope frost peak",
+]
+_GLUE = "the a of and in to with for on by from as that this it was is".split()
+
+
+def synthetic_book(n_chars: int, seed: int = 0) -> str:
+    """A long deterministic "book": chapters with headings, paragraphs of sentences drawn from one
+    topic vocabulary per section (so topics shift), with numbers so sentences rarely repeat."""
+    import random
+
+    rnd = random.Random(seed)
+    parts: list[str] = []
+    size, chapter = 0, 0
+    while size < n_chars:
+        chapter += 1
+        topic = _TOPICS[rnd.randrange(len(_TOPICS))].split()
+        head = f"## Chapter {chapter}: {rnd.choice(topic).title()}\n\n"
+        parts.append(head)
+        size += len(head)
+        for _ in range(rnd.randint(3, 8)):
+            sentences = []
+            for _ in range(rnd.randint(3, 7)):
+                words = [rnd.choice(topic) if rnd.random() < 0.55 else rnd.choice(_GLUE) for _ in range(rnd.randint(8, 20))]
+                words.insert(rnd.randrange(len(words)), str(rnd.randint(1, 99999)))
+                sentences.append(" ".join(words).capitalize() + rnd.choice(".....?!"))
+            para = " ".join(sentences) + "\n\n"
+            parts.append(para)
+            size += len(para)
+    return "".join(parts)[:n_chars]

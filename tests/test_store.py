@@ -328,8 +328,9 @@ def test_no_partial_document_on_build_error(ephemeral_store, make_chunking):
     ephemeral_store.add(good)
     with pytest.raises(ValueError, match="dimension"):
         ephemeral_store.add(make_chunking("wide", rng, dim=8))
-    with pytest.raises(ValueError, match="duplicate doc_id"):
-        ephemeral_store.add([good, good])
+    assert ephemeral_store.add([good, good]) == ephemeral_store.count()  # the same document twice: once
+    with pytest.raises(ValueError, match="duplicate doc_id 'good'"):
+        ephemeral_store.add([good, make_chunking("good", rng)])  # the same id, other content
     assert ephemeral_store.doc_ids() == ["good"]
 
 
