@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import socket
 import sys
 import time
@@ -22,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
+
+from hseg.cli_args import positive_int, finite_float
 
 __all__ = ["register"]
 
@@ -33,28 +34,8 @@ class CliError(ValueError):
     """A complete one-line message for the user (printed as is, exit code 1)."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
 def _port(text: str) -> int:
-    value = _positive_int(text)
+    value = positive_int(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}")
     return value
@@ -85,17 +66,17 @@ def register(sub: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or glob patterns")
     _add_location(p, db_help="directory of the embedded Chroma database (created if missing)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=_positive_int, default=None, metavar="N",
+    size.add_argument("--target-tokens", type=positive_int, default=None, metavar="N",
                       help="mean cluster size to aim for (default 512)")
-    size.add_argument("--k", type=_finite_float, default=None, metavar="K",
+    size.add_argument("--k", type=finite_float, default=None, metavar="K",
                       help="explicit clustering threshold k (tau = mu + k*sigma) instead of --target-tokens")
-    p.add_argument("--max-cluster-tokens", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--max-cluster-tokens", type=positive_int, default=None, metavar="N",
                    help="hard cap per cluster (default 1.5x the target)")
     p.add_argument("--segmenter", default=None, metavar="NAME", help="segmenter: bilstm (default) or texttiling")
     p.add_argument("--encoder", default=None, metavar="MODEL",
                    help="sentence-transformers model name (default: the one the collection was built with, "
                         "else all-MiniLM-L6-v2)")
-    p.add_argument("--batch-docs", type=_positive_int, default=32, metavar="N",
+    p.add_argument("--batch-docs", type=positive_int, default=32, metavar="N",
                    help="documents chunked together and written together (default 32)")
     p.add_argument("--force", action="store_true", help="re-chunk documents even when stored unchanged")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -111,8 +92,8 @@ def register(sub: Any) -> None:
     q.add_argument("question", metavar="QUESTION", help="the query text")
     _add_location(q, db_help="directory of the embedded Chroma database written by 'hseg index'")
     amount = q.add_mutually_exclusive_group()
-    amount.add_argument("-k", type=_positive_int, default=None, metavar="K", help="number of results (default 4)")
-    amount.add_argument("--budget-tokens", type=_positive_int, default=None, metavar="B",
+    amount.add_argument("-k", type=positive_int, default=None, metavar="K", help="number of results (default 4)")
+    amount.add_argument("--budget-tokens", type=positive_int, default=None, metavar="B",
                         help="return results in rank order while their total tokens fit B (instead of -k)")
     q.add_argument("--mode", choices=("segment+cluster", "cluster", "segment"), default="segment+cluster",
                    help="vectors that score a parent (unit cluster only; default segment+cluster)")

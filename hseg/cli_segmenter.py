@@ -14,17 +14,9 @@ import argparse
 import time
 from pathlib import Path
 
+from hseg.cli_args import positive_int
+
 __all__ = ["register"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _directory(text: str) -> Path:
@@ -49,8 +41,8 @@ def register(subparsers) -> None:
                        help="Wiki-727K-format folder(s) for early stopping and the threshold; the score is "
                             "the mean over folders, so each folder (domain) weighs the same")
     train.add_argument("--out", required=True, type=Path, metavar="PATH", help="weights file to write (.pt)")
-    train.add_argument("--epochs", type=_positive_int, default=12, help="maximum epochs (default 12)")
-    train.add_argument("--patience", type=_positive_int, default=3, help="epochs without dev improvement (default 3)")
+    train.add_argument("--epochs", type=positive_int, default=12, help="maximum epochs (default 12)")
+    train.add_argument("--patience", type=positive_int, default=3, help="epochs without dev improvement (default 3)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
     train.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
@@ -66,7 +58,7 @@ def register(subparsers) -> None:
     ev.add_argument("directory", type=_directory, metavar="DIR", help="Wiki-727K-format folder")
     ev.add_argument("--segmenter", default=None,
                     help="'texttiling', 'bilstm', ... or a path to saved weights (default: the package default)")
-    ev.add_argument("--limit", type=_positive_int, default=None, metavar="N", help="first N documents only")
+    ev.add_argument("--limit", type=positive_int, default=None, metavar="N", help="first N documents only")
     ev.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
     ev.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
     ev.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -12,17 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hseg.cli_args import positive_int
+
 __all__ = ["register"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -36,10 +28,10 @@ def register(sub: Any) -> None:
     p.add_argument("file", metavar="FILE", help="UTF-8 text or markdown file; '-' for stdin")
     p.add_argument("--html", required=True, metavar="PATH", help="HTML file to write ('-' writes to stdout)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=_positive_int, default=None,
+    size.add_argument("--target-tokens", type=positive_int, default=None,
                       help="mean cluster size to aim for (default 512)")
     size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
-    p.add_argument("--max-cluster-tokens", type=_positive_int, default=None, help="hard cap per cluster (default 2x target)")
+    p.add_argument("--max-cluster-tokens", type=positive_int, default=None, help="hard cap per cluster (default 1.5x target)")
     p.add_argument("--segmenter", default=None, help="segmenter name (default: the package default)")
     p.add_argument("--title", default=None, help="page title (default 'hseg: FILE')")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no summary line")
