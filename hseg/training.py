@@ -239,7 +239,7 @@ def train_segmenter(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     start = time.perf_counter()
-    train, dev = _prepare(train_docs, train_emb), _prepare(dev_docs, dev_emb)
+    train = _prepare(train_docs, train_emb)  # dev documents are scored by the segmenter itself
     dim = int(train[0][0].shape[1])
     pos = sum(int(lab[:-1].sum()) for _, lab in train)
     neg = sum(len(lab) - 1 for _, lab in train) - pos
