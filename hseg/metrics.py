@@ -102,17 +102,12 @@ def pk(reference: Sequence[int], hypothesis: Sequence[int], k: int | None = None
         >>> round(pk([2, 7], [3, 7], k=2, boundary_format="ends"), 4)  # masses [3, 5] vs [4, 4]
         0.3333
     """
-    ref, hyp, k = _prepare(reference, hypothesis, k, boundary_format)
-    n = len(ref)
-    if n <= k:
+    counts = _window_counts(reference, hypothesis, k, boundary_format)
+    if counts is None:
         return 0.0
-    # a boundary lies between sentences i and i+k iff some end label among i..i+k-1 is set
-    rc = np.concatenate([[0], np.cumsum(ref)])
-    hc = np.concatenate([[0], np.cumsum(hyp)])
-    i = np.arange(n - k)
-    ref_apart = (rc[i + k] - rc[i]) > 0
-    hyp_apart = (hc[i + k] - hc[i]) > 0
-    return float(np.mean(ref_apart != hyp_apart))
+    # sentences i and i+k lie in different segments iff some end label among i..i+k-1 is set
+    ref, hyp = counts
+    return float(np.mean((ref > 0) != (hyp > 0)))
 
 
 def windowdiff(reference: Sequence[int], hypothesis: Sequence[int], k: int | None = None, *,
@@ -123,11 +118,22 @@ def windowdiff(reference: Sequence[int], hypothesis: Sequence[int], k: int | Non
         >>> windowdiff([2, 4, 4], [2, 8], k=2)
         0.25
     """
+    counts = _window_counts(reference, hypothesis, k, boundary_format)
+    if counts is None:
+        return 0.0
+    ref, hyp = counts
+    return float(np.mean(ref != hyp))
+
+
+def _window_counts(reference: Sequence[int], hypothesis: Sequence[int], k: int | None,
+                   boundary_format: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Boundary counts of reference and hypothesis in every window of ``k`` gaps; ``None`` when
+    the document is no longer than ``k`` (no window fits)."""
     ref, hyp, k = _prepare(reference, hypothesis, k, boundary_format)
     n = len(ref)
     if n <= k:
-        return 0.0
+        return None
     rc = np.concatenate([[0], np.cumsum(ref)])
     hc = np.concatenate([[0], np.cumsum(hyp)])
     i = np.arange(n - k)
-    return float(np.mean((rc[i + k] - rc[i]) != (hc[i + k] - hc[i])))
+    return rc[i + k] - rc[i], hc[i + k] - hc[i]
