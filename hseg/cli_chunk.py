@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from hseg.cli_args import chunker_from_args
 from hseg.chunks import Chunking
 
 
@@ -61,17 +62,7 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
     if not texts:
         return 1
-    if args.quiet:
-        quiet_model_loading()
-    from hseg.chunker import HierarchicalChunker
-
-    chunker = HierarchicalChunker(
-        k=args.k,
-        target_tokens=args.target_tokens,
-        max_cluster_tokens=args.max_cluster_tokens,
-        segmenter=args.segmenter,
-        show_progress=not args.quiet,
-    )
+    chunker = chunker_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("always", message=r"document .* is blank")
         results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
@@ -87,15 +78,6 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             sys.stdout.write(to_markdown(r))
     return 1 if failed else 0
-
-
-def quiet_model_loading() -> None:
-    """Silence transformers' weight-loading bar (the CLI owns the process, so this is its call)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        return
-    hf_logging.disable_progress_bar()
 
 
 def to_json(result: Chunking) -> dict[str, Any]:

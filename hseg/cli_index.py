@@ -186,7 +186,7 @@ def _existing_collection(args: argparse.Namespace) -> Any:
 
 
 def _quiet_models() -> None:
-    from hseg.cli_chunk import quiet_model_loading
+    from hseg.cli_args import quiet_model_loading
 
     quiet_model_loading()
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hseg.cli_args import positive_int
+from hseg.cli_args import chunker_from_args, positive_int
 
 __all__ = ["register"]
 
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hseg.cli_chunk import quiet_model_loading, read_input
+    from hseg.cli_chunk import read_input
 
     text = read_input(args.file)  # fail before loading the model
     out = None if args.html == "-" else Path(args.html)
@@ -48,18 +48,9 @@ def run(args: argparse.Namespace) -> int:
             raise IsADirectoryError(f"{args.html}: is a directory")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{args.html}: directory {str(out.parent)!r} does not exist")
-    if args.quiet:
-        quiet_model_loading()
-    from hseg.chunker import HierarchicalChunker
     from hseg.viewer import render_html
 
-    chunker = HierarchicalChunker(
-        k=args.k,
-        target_tokens=args.target_tokens,
-        max_cluster_tokens=args.max_cluster_tokens,
-        segmenter=args.segmenter,
-        show_progress=not args.quiet,
-    )
+    chunker = chunker_from_args(args)
     doc_id = "stdin" if args.file == "-" else args.file
     result = chunker.chunk(text, doc_id)
     page = render_html(result, title=args.title)
