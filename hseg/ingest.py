@@ -294,7 +294,8 @@ def ingest(
             metas = [{"source": c.doc_id, "content_sha256": shas[c.doc_id], "chunk_settings": settings}
                      for c in chunkings]
             try:
-                summary.vectors += store.add(chunkings, metas) if chunkings else 0
+                vectors, chunkings = _write_batch(store, chunkings, metas, problem)
+                summary.vectors += vectors
             except Exception as exc:
                 raise IngestWriteError(
                     f"writing a batch of {len(chunkings)} documents failed ({type(exc).__name__}: {exc}); "
@@ -311,6 +312,30 @@ def ingest(
         for bar in bars.values():
             bar.close()
     return summary
+
+
+def _write_batch(
+    store: Any, chunkings: list[Any], metas: list[dict[str, Any]], problem: Callable[[str, str], None]
+) -> tuple[int, list[Any]]:
+    """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
+    before anything is written), write the documents one by one and skip only those refused.
+    Other errors (a server gone away) propagate: the run cannot go on."""
+    if not chunkings:
+        return 0, []
+    try:
+        return store.add(chunkings, metas), chunkings
+    except ValueError:
+        if len(chunkings) == 1:
+            raise
+    vectors, written = 0, []
+    for chunking, meta in zip(chunkings, metas):
+        try:
+            vectors += store.add([chunking], [meta])
+        except ValueError as exc:
+            problem(chunking.doc_id, f"not written: {exc}")
+            continue
+        written.append(chunking)
+    return vectors, written
 
 
 def _chunk_batch(

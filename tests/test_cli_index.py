@@ -279,3 +279,32 @@ def test_server_mode_index_query_stats(chroma_server, fake, capsys):
     assert main(["query", "moon and sea", *where, "--json", "-k", "1"]) == 0
     hit = json.loads(capsys.readouterr().out)[0]
     assert hit["text"] == (fake / hit["doc_id"]).read_text(encoding="utf-8")[hit["start"] : hit["end"]]
+
+
+def test_a_document_the_store_refuses_costs_only_itself(fake, capsys, monkeypatch):
+    import dataclasses
+
+    import numpy as np
+
+    from hseg.chunker import HierarchicalChunker
+
+    original = HierarchicalChunker.chunk_many
+
+    def poisoned(self, texts, doc_ids=None):
+        out = original(self, texts, doc_ids)
+        # a NaN vector, as a broken encoder would give for one document: the store refuses it
+        return [dataclasses.replace(c, clusters=tuple(
+                    dataclasses.replace(cl, embedding=np.full_like(cl.embedding, np.nan)) for cl in c.clusters))
+                if "poison" in c.doc_id else c for c in out]
+
+    monkeypatch.setattr(HierarchicalChunker, "chunk_many", poisoned)
+    _write(fake / "docs" / "a.md", TIDES * 3)
+    _write(fake / "docs" / "poison.md", CATS * 3)
+    _write(fake / "docs" / "b.md", CATS * 2 + TIDES)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 1
+    out, err = capsys.readouterr()
+    assert "docs/poison.md: not written" in err
+    assert "2 indexed" in out and "1 failed" in out
+    col = chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
+    sources = {m["source"] for m in col.get(include=["metadatas"])["metadatas"]}
+    assert sources == {"docs/a.md", "docs/b.md"}
