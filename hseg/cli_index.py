@@ -22,7 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from hseg.cli_args import positive_int, finite_float
+from hseg.cli_args import finite_float, positive_int
+from hseg.search import MODES
+from hseg.units import UNITS
 
 __all__ = ["register"]
 
@@ -95,9 +97,9 @@ def register(sub: Any) -> None:
     amount.add_argument("-k", type=positive_int, default=None, metavar="K", help="number of results (default 4)")
     amount.add_argument("--budget-tokens", type=positive_int, default=None, metavar="B",
                         help="return results in rank order while their total tokens fit B (instead of -k)")
-    q.add_argument("--mode", choices=("segment+cluster", "cluster", "segment"), default="segment+cluster",
+    q.add_argument("--mode", choices=MODES, default="segment+cluster",
                    help="vectors that score a parent (unit cluster only; default segment+cluster)")
-    q.add_argument("--unit", choices=("cluster", "segment", "auto"), default="cluster",
+    q.add_argument("--unit", choices=UNITS, default="cluster",
                    help="a result is a whole cluster (default), a passage of segments, or chosen by budget (auto)")
     q.add_argument("--source", default=None, metavar="PATH", help="only search the document with this source/id")
     q.add_argument("--encoder", default=None, metavar="MODEL",
