@@ -198,7 +198,10 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
 
     The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
     segment records present, so a document left half-written by a killed process is not mistaken
-    for a complete one.
+    for a complete one. Nor is one still holding records of its previous version (a process killed
+    between ``add``'s upserts and its deletes of the old records): they carry another hash or
+    settings, or, from another chunking of the same text, a cluster that breaks the tiling or a
+    segment no cluster lists.
     """
     if not records or any(m.get("content_sha256") != sha or m.get("chunk_settings") != settings
                           for m in records.values()):

@@ -403,8 +403,14 @@ class HierarchicalStore:
         server that goes away leaves every document either complete or absent. Only a document with
         more records than one call holds (several thousand: megabytes of text) is split; its cluster
         records go first, each carrying its full parent text, so a reader of a partly written
-        document still gets whole parents, and adding it again completes it. Records of a re-added
-        document that its new chunking lacks are deleted after the upserts.
+        document still gets whole parents, and adding it again completes it.
+
+        Records of a re-added document that its new chunking lacks are deleted after the upserts. A
+        process killed between the two leaves both versions of that document, and :meth:`search` may
+        return hits of either, until the document is added again: the next ``add`` of it deletes
+        every stored record its chunking lacks, whichever version wrote them. ``hseg index`` does not
+        skip such a document as unchanged (records of another text, other settings or another
+        chunking make it incomplete: :func:`hseg.ingest.is_complete`), so re-running it cleans up.
 
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP

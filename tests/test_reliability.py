@@ -33,7 +33,7 @@ from hseg import clustering
 from hseg.chunker import HierarchicalChunker
 from hseg.chunks import Chunking, Cluster, Segment
 from hseg.sentences import split_sentences
-from hseg.store import SCHEMA_VERSION, HierarchicalStore, flatten_metadata
+from hseg.store import SCHEMA_VERSION, HierarchicalStore, flatten_metadata, records_for
 from tests.fakes import HashingEncoder, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
@@ -727,6 +727,95 @@ def test_kill_9_mid_batch_leaves_complete_documents_and_a_rerun_finishes(tmp_pat
     for doc_id, records in final.items():
         assert document_problems(records, files[doc_id]) == [], doc_id
     assert col.count() == _expected_records(files)  # exactly a clean run's records: no duplicates
+
+
+def test_a_crash_between_upserts_and_stale_deletes_is_cleaned_by_the_next_add(chunker, monkeypatch):
+    """``add`` of a changed document upserts first and deletes the old records its new chunking
+    lacks afterwards; when it dies in between, the next ``add`` of that document removes them."""
+    store = ephemeral_store()
+    old, new = synthetic_book(3_000, seed=1), synthetic_book(2_600, seed=2)
+    store.add(chunker.chunk(old, "d"))
+    changed = chunker.chunk(new, "d")
+    real_delete = store.collection.delete
+
+    def killed(**kwargs):
+        raise KeyboardInterrupt  # as if the process died right after the upserts
+
+    monkeypatch.setattr(store.collection, "delete", killed)
+    with pytest.raises(KeyboardInterrupt):
+        store.add(changed)
+    left = stored_documents_of(store, "d")
+    assert len(left) > len(changed.segments) + len(changed.clusters)  # both versions are there
+    assert document_problems(left, new) != []
+
+    monkeypatch.setattr(store.collection, "delete", real_delete)
+    store.add(changed)  # the same chunking again: nothing to upsert that is not there already
+    final = stored_documents_of(store, "d")
+    assert set(final) == {u.id for u in (*changed.clusters, *changed.segments)}
+    assert document_problems(final, new) == []
+    assert all(h.text == new[h.start : h.end] for h in store.search("river flood water", k=20))
+
+
+def test_is_complete_refuses_a_document_holding_records_of_two_chunkings():
+    """Same text and settings fingerprint but another chunking (e.g. a new hseg version): records
+    left over from the older one make the document incomplete, so ``hseg index`` redoes it."""
+    from hseg.ingest import is_complete
+
+    text = synthetic_book(3_000, seed=3)
+    meta = {"content_sha256": "sha", "chunk_settings": "settings"}
+    other = small_chunker(target_tokens=200, max_segment_tokens=32)  # other segments, other clusters
+    first = {r.id: r.metadata for r in records_for(small_chunker().chunk(text, "d"), meta)}
+    second = {r.id: r.metadata for r in records_for(other.chunk(text, "d"), meta)}
+    assert set(first) != set(second)
+    assert is_complete(first, "sha", "settings", len(text)) and is_complete(second, "sha", "settings", len(text))
+    # what a crash between the upserts of `second` and the deletes of `first` leaves behind
+    assert not is_complete({**first, **second}, "sha", "settings", len(text))
+    stale_segment = next(rid for rid, m in first.items() if rid not in second and m["hseg_level"] == "segment")
+    assert not is_complete({**second, stale_segment: first[stale_segment]}, "sha", "settings", len(text))
+
+
+KILL_AT_DELETE = r"""
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from chromadb.api.models.Collection import Collection
+from hseg import ingest
+from hseg.cli import main
+from tests.fakes import HashingEncoder
+
+ingest.load_encoder = lambda name=None: HashingEncoder()
+# kill -9 after the upserts of a changed document, before its stale records are deleted
+Collection.delete = lambda self, *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_kill_9_between_upserts_and_stale_deletes_and_a_rerun_cleans_up(tmp_path):
+    files = {"docs/a.md": synthetic_book(3_000, seed=11), "docs/b.md": synthetic_book(2_000, seed=12)}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    plain, killer = tmp_path / "child.py", tmp_path / "kill_at_delete.py"
+    plain.write_text(CHILD.format(repo=str(REPO)))
+    killer.write_text(KILL_AT_DELETE.format(repo=str(REPO)))
+    args = ["index", "docs", "--db", "db", *FAKE_CLI]
+    assert _run_child(plain, args, tmp_path).returncode == 0
+
+    files["docs/a.md"] = synthetic_book(2_500, seed=13)  # a new version: other spans, other ids
+    (tmp_path / "docs/a.md").write_text(files["docs/a.md"], encoding="utf-8")
+    crashed = _run_child(killer, args, tmp_path)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    shutil.copytree(tmp_path / "db", tmp_path / "crashed")  # opened by this process only
+    left = stored_documents(chromadb.PersistentClient(path=str(tmp_path / "crashed")).get_collection("hseg"))
+    assert document_problems(left["docs/a.md"], files["docs/a.md"]) != []  # both versions of a.md
+    assert sum(map(len, left.values())) > _expected_records(files)
+
+    rerun = _run_child(plain, args, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "1 indexed, 1 unchanged" in rerun.stdout  # a.md is not taken for unchanged
+    col = chromadb.PersistentClient(path=str(tmp_path / "db")).get_collection("hseg")
+    final = stored_documents(col)
+    assert all(document_problems(final[d], files[d]) == [] for d in files)
+    assert col.count() == _expected_records(files)  # the old version's records are gone
 
 
 def _ingest_thread(store: HierarchicalStore, chunker: HierarchicalChunker, docs: dict[str, str], errors: list):
