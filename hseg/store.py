@@ -517,17 +517,20 @@ class HierarchicalStore:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
         seen: set[str] = set()
         page, offset = 5000, 0
-        while True:
-            got = self.collection.get(where={"hseg_level": "cluster"}, include=["metadatas"], limit=page, offset=offset)
-            seen.update(str(m["hseg_doc_id"]) for m in got["metadatas"] if m)
-            if len(got["ids"]) < page:
-                return sorted(seen)
-            offset += page
+        with self._remote_errors("listing the documents"):
+            while True:
+                got = self.collection.get(where={"hseg_level": "cluster"}, include=["metadatas"], limit=page,
+                                          offset=offset)
+                seen.update(str(m["hseg_doc_id"]) for m in got["metadatas"] if m)
+                if len(got["ids"]) < page:
+                    return sorted(seen)
+                offset += page
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
+        with self._remote_errors(f"reading document {doc_id!r}"):
+            got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
         embs = got.get("embeddings")
         recs = [
             Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -863,6 +864,29 @@ def test_chroma_server_going_away_mid_run_is_a_clear_error_and_leaves_no_partial
     assert 5 <= len(after) < len(docs)
     for doc_id, records in after.items():
         assert document_problems(records, docs[doc_id]) == [], doc_id
+
+
+def test_reads_from_a_killed_chroma_server_name_it(tmp_path, chunker):
+    """Every read of the store turns a gone server into a ``ConnectionError`` naming host:port."""
+    from tests.chroma_server import ChromaServer, chroma_binary
+
+    if chroma_binary() is None:
+        pytest.skip("the 'chroma' command is not installed")
+    server = ChromaServer(tmp_path / "server-data").start()
+    try:
+        store = HierarchicalStore("reads", host=server.host, port=server.port, encoder=HashingEncoder())
+        store.add(chunker.chunk(synthetic_book(1_500, seed=7), "d"))
+        assert store.doc_ids() == ["d"] and store.get_records("d")
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=30)
+        reads = {"listing the documents": store.doc_ids, "reading document 'd'": lambda: store.get_records("d"),
+                 "count": store.count, "search": lambda: store.search("river", k=2)}
+        for action, read in reads.items():
+            with pytest.raises(ConnectionError, match=re.escape(f"Chroma server at {server.host}:{server.port}: "
+                                                                f"{action} failed")):
+                read()
+    finally:
+        server.stop()
 
 
 def test_cli_index_server_going_away_names_it_and_a_rerun_completes(tmp_path, monkeypatch, capsys):
