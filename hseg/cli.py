@@ -15,7 +15,7 @@ from collections.abc import Sequence
 __all__ = ["main", "build_parser"]
 
 #: modules that contribute subcommands, in the order ``hseg --help`` lists them
-COMMAND_MODULES = ("hseg.cli_index", "hseg.cli_chunk", "hseg.cli_segmenter", "hseg.cli_show")
+COMMAND_MODULES = ("hseg.cli_index", "hseg.cli_query", "hseg.cli_chunk", "hseg.cli_segmenter", "hseg.cli_show")
 
 
 class _Parser(argparse.ArgumentParser):

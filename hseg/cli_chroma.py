@@ -1,0 +1,112 @@
+"""Where an index lives, for ``hseg index``, ``query`` and ``stats``: the location options, the
+Chroma client, and one-line errors that name the database or server.
+
+The embedded ``chromadb.PersistentClient`` at ``--db DIR`` is the default; ``--host/--port``
+talk to a Chroma server (``chroma run``) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hseg.cli_args import positive_int
+
+__all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "server_errors",
+           "client", "existing_collection"]
+
+CONNECT_TIMEOUT_S = 5.0
+
+
+class CliError(ValueError):
+    """A complete one-line message for the user (printed as is, exit code 1)."""
+
+
+def _port(text: str) -> int:
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}")
+    return value
+
+
+def add_location(p: argparse.ArgumentParser, *, db_help: str) -> None:
+    """``--db`` or ``--host`` (one required), ``--port`` and ``--collection``."""
+    location = p.add_mutually_exclusive_group(required=True)
+    location.add_argument("--db", metavar="DIR", help=db_help)
+    location.add_argument("--host", metavar="HOST", help="a Chroma server (chroma run) instead of --db")
+    p.add_argument("--port", type=_port, default=None, metavar="PORT", help="the server's port (default 8000)")
+    p.add_argument("--collection", default="hseg", metavar="NAME", help="Chroma collection (default 'hseg')")
+    p.set_defaults(_parser=p)
+
+
+def check_location(args: argparse.Namespace) -> None:
+    """Exit 2 for a ``--port`` without ``--host`` (argparse cannot express it)."""
+    if args.port is not None and args.host is None:
+        args._parser.error("--port needs --host")
+
+
+def location_label(args: argparse.Namespace) -> str:
+    """``host:port`` of the server, or the ``--db`` directory."""
+    return f"{args.host}:{args.port or 8000}" if args.host else str(args.db)
+
+
+@contextmanager
+def server_errors(args: argparse.Namespace) -> Iterator[None]:
+    """Name the server in every failure to talk to it (connection refused, gone mid-run, ...)."""
+    if args.host is None:
+        yield
+        return
+    try:
+        yield
+    except (OSError, ValueError, RuntimeError) as exc:
+        if isinstance(exc, (CliError, FileNotFoundError)):
+            raise
+        raise CliError(f"Chroma server at {location_label(args)}: {exc}") from exc
+
+
+def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
+    """The chromadb client of ``--host/--port`` or ``--db`` (``must_exist``: refuse a missing ``--db``)."""
+    if args.host is not None:
+        port = args.port or 8000
+        try:  # fail in bounded time, and clearly, before chromadb's own attempts
+            socket.create_connection((args.host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else str(exc) or type(exc).__name__
+            raise CliError(f"cannot reach the Chroma server at {args.host}:{port} ({reason}); is 'chroma run' "
+                             "running there?") from None
+        import chromadb
+
+        with server_errors(args):
+            return chromadb.HttpClient(host=args.host, port=port)
+    db = Path(args.db)
+    if db.exists() and not db.is_dir():
+        raise CliError(f"--db {args.db}: not a directory")
+    if must_exist and not db.is_dir():
+        raise CliError(f"no index at {args.db} (run 'hseg index PATH --db {args.db}' first)")
+    import chromadb
+
+    # an absolute path: chromadb shares one system per path string within a process
+    return chromadb.PersistentClient(path=str(db.resolve()))
+
+
+def existing_collection(args: argparse.Namespace) -> Any:
+    """The ``--collection`` of an index written before; a ``CliError`` naming what is there if absent."""
+    from chromadb.errors import NotFoundError
+
+    chroma = client(args, must_exist=True)
+    with server_errors(args):
+        try:
+            collection = chroma.get_collection(args.collection, embedding_function=None)
+        except (NotFoundError, ValueError):
+            names = sorted(c if isinstance(c, str) else c.name for c in chroma.list_collections())
+            have = f"collections there: {', '.join(names)}" if names else "it holds no collections"
+            raise CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); "
+                             "run 'hseg index' first") from None
+    from hseg.store import check_schema
+
+    check_schema(collection.name, (collection.metadata or {}).get("hseg_schema"))  # refuse a newer schema
+    return collection

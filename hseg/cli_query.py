@@ -1,0 +1,186 @@
+"""``hseg query`` and ``hseg stats``: ask an index written by ``hseg index``, and count what it holds.
+
+Example::
+
+    hseg query "How are clusters formed?" --db ./hseg-db -k 3
+    hseg stats --db ./hseg-db
+
+The embedded ``chromadb.PersistentClient`` at ``--db DIR`` is the default; ``--host/--port``
+talk to a Chroma server (``chroma run``) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from hseg.cli_args import positive_int, quiet_model_loading
+from hseg.cli_chroma import (CliError, add_location, check_location, existing_collection, location_label,
+                             server_errors)
+from hseg.search import MODES
+from hseg.units import UNITS
+
+__all__ = ["register", "format_hit", "collection_stats"]
+
+_BOLD_UNDERLINE, _RESET = "\x1b[1;4m", "\x1b[0m"
+
+
+def register(sub: Any) -> None:
+    q = sub.add_parser(
+        "query",
+        help="retrieve the parents (or passages) that best answer a question",
+        description="Embed QUESTION and print the best parents with rank, score, document, character span and "
+                    "text, the matched segment highlighted (bold/underlined on a terminal, >>> <<< otherwise).",
+        epilog="Example: hseg query 'What is precession?' --db ./hseg-db -k 3 --unit auto",
+    )
+    q.add_argument("question", metavar="QUESTION", help="the query text")
+    add_location(q, db_help="directory of the embedded Chroma database written by 'hseg index'")
+    amount = q.add_mutually_exclusive_group()
+    amount.add_argument("-k", type=positive_int, default=None, metavar="K", help="number of results (default 4)")
+    amount.add_argument("--budget-tokens", type=positive_int, default=None, metavar="B",
+                        help="return results in rank order while their total tokens fit B (instead of -k)")
+    q.add_argument("--mode", choices=MODES, default="segment+cluster",
+                   help="vectors that score a parent (unit cluster only; default segment+cluster)")
+    q.add_argument("--unit", choices=UNITS, default="cluster",
+                   help="a result is a whole cluster (default), a passage of segments, or chosen by budget (auto)")
+    q.add_argument("--source", default=None, metavar="PATH", help="only search the document with this source/id")
+    q.add_argument("--encoder", default=None, metavar="MODEL",
+                   help="query encoder (default: the model recorded in the collection)")
+    q.add_argument("--json", action="store_true", help="print a JSON list of hits (all fields)")
+    q.set_defaults(func=run_query)
+
+    s = sub.add_parser(
+        "stats",
+        help="count documents, segments, clusters and vectors of an index",
+        description="Print the documents, segments, clusters and vectors of a collection, its encoder and the "
+                    "mean cluster and segment sizes in tokens.",
+        epilog="Example: hseg stats --db ./hseg-db --json",
+    )
+    add_location(s, db_help="directory of the embedded Chroma database written by 'hseg index'")
+    s.add_argument("--json", action="store_true", help="print a JSON object")
+    s.set_defaults(func=run_stats)
+
+
+# --------------------------------------------------------------------------- query
+
+
+def run_query(args: argparse.Namespace) -> int:
+    check_location(args)
+    if not args.question.strip():
+        args._parser.error("QUESTION is empty")
+    if args.unit != "cluster" and args.mode != "segment+cluster":
+        args._parser.error(f"--mode {args.mode} applies to --unit cluster only")
+    collection = existing_collection(args)
+    with server_errors(args):
+        if collection.count() == 0:
+            raise CliError(f"collection {args.collection!r} at {location_label(args)} is empty; "
+                           "run 'hseg index' first")
+        recorded = (collection.metadata or {}).get("hseg_encoder")
+    quiet_model_loading()  # the answer is the output: no weight-loading bar
+    from hseg import ingest
+    from hseg.store import HierarchicalStore
+
+    encoder = ingest.load_encoder(args.encoder or recorded)
+    with server_errors(args):
+        store = HierarchicalStore.from_collection(collection, encoder=encoder,
+                                                  allow_encoder_mismatch=bool(args.encoder))
+        where = None if args.source is None else {"source": args.source}
+        hits = store.search(args.question, k=args.k, budget_tokens=args.budget_tokens, mode=args.mode,
+                            unit=args.unit, where=where)
+    if args.json:
+        json.dump([asdict(h) for h in hits], sys.stdout, ensure_ascii=False, indent=1, default=float)
+        sys.stdout.write("\n")
+        return 0
+    if not hits:
+        print("no results" + (f" in source {args.source!r}" if args.source else ""))
+        return 0
+    tty = sys.stdout.isatty()
+    for rank, hit in enumerate(hits, 1):
+        print(format_hit(rank, hit, tty=tty))
+    return 0
+
+
+def format_hit(rank: int, hit: Any, *, tty: bool = False) -> str:
+    """A hit as a header line and its text, indented, with the matched segment marked."""
+    source = hit.metadata.get("source", hit.doc_id)
+    what = "cluster" if hit.unit == "cluster" else f"passage of {len(hit.segment_ids)} segment(s)"
+    if hit.matched_level == "segment":
+        matched = f"matched segment {hit.matched_start}-{hit.matched_end}"
+    else:
+        matched = "matched the cluster vector"
+    header = (f"#{rank}  score {hit.score:.4f}  {source}  chars {hit.start}-{hit.end}  "
+              f"({what}, {hit.token_count} tokens; {matched})")
+    text = hit.text
+    if hit.matched_level == "segment" and hit.start <= hit.matched_start < hit.matched_end <= hit.end:
+        a, b = hit.matched_start - hit.start, hit.matched_end - hit.start
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            on, off = (_BOLD_UNDERLINE, _RESET) if tty else (">>> ", " <<<")
+            text = text[:a] + on + text[a:b] + off + text[b:]
+    body = "\n".join("    " + line if line.strip() else "" for line in text.strip("\n").splitlines())
+    return f"{header}\n{body}\n"
+
+
+# --------------------------------------------------------------------------- stats
+
+
+def collection_stats(collection: Any, page: int = 5000) -> dict[str, Any]:
+    """Counts and mean token sizes of the hseg records in a collection, read page by page."""
+    docs: set[str] = set()
+    tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
+    other, offset = 0, 0
+    while True:
+        got = collection.get(include=["metadatas"], limit=page, offset=offset)
+        for meta in got["metadatas"]:
+            level = (meta or {}).get("hseg_level")
+            if level not in tokens:
+                other += 1
+                continue
+            docs.add(str(meta["hseg_doc_id"]))
+            tokens[level].append(int(meta.get("hseg_tokens", 0)))
+        if len(got["ids"]) < page:
+            break
+        offset += page
+    meta = collection.metadata or {}
+
+    def mean(xs: list[int]) -> float | None:
+        return round(sum(xs) / len(xs), 1) if xs else None
+
+    return {
+        "collection": collection.name,
+        "encoder": meta.get("hseg_encoder"),
+        "schema": meta.get("hseg_schema"),
+        "documents": len(docs),
+        "clusters": len(tokens["cluster"]),
+        "segments": len(tokens["segment"]),
+        "vectors": len(tokens["cluster"]) + len(tokens["segment"]),
+        "other_records": other,
+        "mean_cluster_tokens": mean(tokens["cluster"]),
+        "mean_segment_tokens": mean(tokens["segment"]),
+    }
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    check_location(args)
+    collection = existing_collection(args)
+    with server_errors(args):
+        stats = collection_stats(collection)
+    stats["location"] = location_label(args)
+    if args.json:
+        print(json.dumps(stats, indent=1))
+        return 0
+    fmt = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+    print(f"collection {stats['collection']!r} at {stats['location']}")
+    print(f"encoder    {stats['encoder'] or '(not recorded)'}")
+    print(f"documents  {stats['documents']}")
+    print(f"clusters   {stats['clusters']}  (mean {fmt(stats['mean_cluster_tokens'])} tokens)")
+    print(f"segments   {stats['segments']}  (mean {fmt(stats['mean_segment_tokens'])} tokens)")
+    print(f"vectors    {stats['vectors']}" + (f"  (+{stats['other_records']} records of other writers)"
+                                              if stats["other_records"] else ""))
+    return 0
