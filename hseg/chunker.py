@@ -85,7 +85,7 @@ class HierarchicalChunker:
         cache: bool = True,
         show_progress: bool = False,
         device: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
     ) -> None:
         if k is not None and target_tokens is not None:
             raise ValueError(f"give k or target_tokens, not both (k={k!r}, target_tokens={target_tokens!r})")

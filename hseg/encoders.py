@@ -90,7 +90,8 @@ class SentenceTransformerEncoder:
         model: a model name (default ``sentence-transformers/all-MiniLM-L6-v2``, served from the
             bundled offline package when installed) or a loaded ``SentenceTransformer``.
         device: ``"cpu"``, ``"cuda"``, ... ; ``None`` picks the best available.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass (32: sentences are short, and on CPU 32 measured ~10% faster
+            than 64; raise it on a GPU).
         show_progress: show sentence-transformers' progress bar on long inputs.
 
     Example:
@@ -104,7 +105,7 @@ class SentenceTransformerEncoder:
         model: str | Any = DEFAULT_MODEL,
         *,
         device: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
         show_progress: bool = False,
     ) -> None:
         if batch_size <= 0:
@@ -273,7 +274,7 @@ class CachingEncoder:
         self._cache.clear()
 
 
-def as_encoder(encoder: Any = None, *, device: str | None = None, batch_size: int = 64) -> Encoder:
+def as_encoder(encoder: Any = None, *, device: str | None = None, batch_size: int = 32) -> Encoder:
     """Turn what a user passes into an :class:`Encoder`.
 
     Accepts ``None`` (the default model), a model name, a ``SentenceTransformer``, a LangChain

@@ -39,7 +39,7 @@ CHUNKER_DEFAULTS: dict[str, Any] = {
     "cache": True,
     "show_progress": False,
     "device": None,
-    "batch_size": 64,
+    "batch_size": 32,
 }
 
 
@@ -159,7 +159,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         cache: bool = True,
         show_progress: bool = False,
         device: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
         chunker: HierarchicalChunker | None = None,
         chunk_overlap: int = 0,
         **kwargs: Any,

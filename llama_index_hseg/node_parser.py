@@ -122,7 +122,7 @@ class HierarchicalSegmentNodeParser(NodeParser):
     cache: bool = Field(default=True, description="Keep an in-memory text -> vector cache across calls.")
     show_progress: bool = Field(default=False, description="tqdm bars while chunking.")
     device: str | None = Field(default=None, description="Device of the default sentence-transformers encoder.")
-    batch_size: int = Field(default=64, description="Encoder batch size.")
+    batch_size: int = Field(default=32, description="Encoder batch size (32: fastest measured for sentences on CPU).")
     include_segments: bool = Field(default=True, description="Emit segment nodes (needed for retrieval).")
     hseg_version: str = Field(default=HSEG_VERSION, description="hseg version (part of the cache key).")
 
