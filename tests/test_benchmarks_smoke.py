@@ -48,3 +48,16 @@ def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
     assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg"]
     assert float(rows[0][3]) == 1.0  # the floor is its own unit
     assert all(float(r[1]) > 0 and int(r[4]) > 0 for r in rows)
+
+
+def test_paired_comparison_smoke(shared_dir, tmp_path):
+    data = shared_dir / "data" / "chroma_eval"
+    stdout = run(["benchmarks/paired.py", "hseg_sc_256", "hseg_c_256", "--data", str(data), "--corpora", "chatlogs",
+                  "--budgets", "1024", "--ks", "5"], tmp_path)
+    rows = [r for r in table_rows(stdout) if not r[0].startswith("setting")]
+    assert [r[0] for r in rows] == ["k=5", "B=1024"]
+    for r in rows:
+        a, b, diff = float(r[1]), float(r[2]), float(r[3])
+        assert abs((a - b) - diff) <= 0.1 + 1e-9  # A − B of the means, each rounded to 0.1
+        wins, losses = map(int, r[4].split("/"))
+        assert wins + losses <= 45 and 0 <= float(r[5]) <= 1  # chatlogs has 45 queries
