@@ -5,9 +5,10 @@
 - :func:`ingest` reads, chunks and writes them in batches of documents. A file that cannot be read
   or chunked is reported and skipped; a batch's records are written only after the chunking of the
   whole batch succeeded, so a document is never half-chunked in the store.
-- Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings``
-  (encoder, segmenter, sizes) as user metadata; a document whose stored records are complete and
-  carry the same hash and settings is skipped, so re-running after a crash only does the rest.
+- Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings`` (hseg
+  version, encoder, tokenizer, segmenter and its configuration, sizes) as user metadata; a document
+  whose stored records are complete and carry the same hash and settings is skipped, so re-running
+  after a crash only does the rest, and an upgrade or another setting re-chunks.
 
 Example:
     >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP
@@ -18,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -30,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "discover", "read_text_file",
-           "load_encoder", "LazyEncoder", "chunk_settings", "is_complete", "ingest"]
+           "load_encoder", "LazyEncoder", "chunk_settings", "token_counter_name", "segmenter_config", "is_complete",
+           "ingest"]
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
 
@@ -180,17 +183,96 @@ class LazyEncoder:
 
 
 def chunk_settings(chunker: Any) -> str:
-    """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents."""
+    """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents.
+
+    Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the
+    token counter, the segmenter's configuration (see :func:`segmenter_config`) and the sizes.
+    """
+    import hseg
+
     parts = {
+        "hseg": hseg.__version__,
         "encoder": getattr(chunker.encoder, "name", "?"),
-        "segmenter": getattr(chunker.segmenter, "name", type(chunker.segmenter).__name__),
+        "tokenizer": token_counter_name(getattr(chunker, "count_tokens", None)),
+        "segmenter": segmenter_config(chunker.segmenter),
         "k": chunker.k,
         "target_tokens": chunker.target_tokens,
         "max_cluster_tokens": chunker.max_cluster_tokens,
         "segment_tokens": [chunker.min_segment_tokens, chunker.max_segment_tokens],
         "segment_vector": chunker.segment_vector,
+        "clique_method": getattr(chunker, "clique_method", None),
     }
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+def token_counter_name(counter: Any) -> str | None:
+    """What a chunker measures sizes in: ``tiktoken:<encoding>``, a counter's ``name``, or the
+    callable's qualified name (the best a plain function offers)."""
+    if counter is None:
+        return None
+    encoding = getattr(counter, "encoding", None)
+    if isinstance(encoding, str):
+        return f"tiktoken:{encoding}"
+    name = getattr(counter, "name", None)
+    if isinstance(name, str):
+        return name
+    target = counter if hasattr(counter, "__qualname__") else type(counter)
+    return f"{getattr(target, '__module__', '?')}.{target.__qualname__}"
+
+
+#: segmenter attributes read when present (TextTiling's and the BiLSTM's). Device, threads and the
+#: like are left out on purpose: they change speed, not boundaries.
+_SEGMENTER_PARAMS = ("threshold", "threshold_std", "window", "overlap", "min_sentences")
+
+
+def segmenter_config(segmenter: Any) -> dict[str, Any]:
+    """A segmenter's name and the settings that change its boundaries, as JSON-ready values.
+
+    Read from public attributes (a segmenter need not describe itself): the init fields of a
+    dataclass segmenter, the known parameters in ``_SEGMENTER_PARAMS``, ``weights_sha256`` of a
+    trained ``model`` (its state dict, so the same weights from another path compare equal), and the
+    ``fallback`` segmenter's own configuration.
+    """
+    config: dict[str, Any] = {"name": getattr(segmenter, "name", type(segmenter).__name__)}
+    fields = [f.name for f in dataclasses.fields(segmenter) if f.init and not f.name.startswith("_")] \
+        if dataclasses.is_dataclass(segmenter) else []
+    for attr in (*fields, *_SEGMENTER_PARAMS):
+        value = _json_scalar(getattr(segmenter, attr, None))
+        if value is not None:
+            config[attr] = value
+    weights = _weights_sha256(getattr(segmenter, "model", None))
+    if weights is not None:
+        config["weights_sha256"] = weights
+    fallback = getattr(segmenter, "fallback", None)
+    if fallback is not None:
+        config["fallback"] = segmenter_config(fallback)
+    return config
+
+
+def _json_scalar(value: Any) -> bool | int | float | str | None:
+    """``value`` as a JSON scalar, or ``None`` for anything else (objects, tensors, callables)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # a numpy/torch scalar
+        return _json_scalar(value.item())
+    return None
+
+
+def _weights_sha256(model: Any) -> str | None:
+    """SHA-256 over a torch module's state dict (names, dtypes, shapes and values), or ``None``."""
+    state_dict = getattr(model, "state_dict", None)
+    if not callable(state_dict):
+        return None
+    digest = hashlib.sha256()
+    for key, tensor in sorted(state_dict().items()):
+        tensor = tensor.detach().cpu().contiguous()
+        try:
+            array = tensor.numpy()
+        except TypeError:  # a dtype numpy lacks (bfloat16): hash its float32 values
+            array = tensor.float().numpy()
+        digest.update(f"{key}|{array.dtype}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int) -> bool:

@@ -122,6 +122,20 @@ def test_rerun_skips_unchanged_and_repairs_partial_documents(fake, capsys):
     assert _stats(capsys, "--db", "db") == after
 
 
+def test_an_upgraded_hseg_reindexes_what_an_older_one_wrote(fake, capsys, monkeypatch):
+    import hseg
+
+    _write(fake / "a.md", TIDES * 3 + CATS * 3)
+    args = ["index", "a.md", "--db", "db", *FAKE]
+    assert main(args) == 0 and main(args) == 0
+    assert "0 indexed, 1 unchanged" in capsys.readouterr().out
+    monkeypatch.setattr(hseg, "__version__", "999.0.0")  # the chunking algorithm may have changed
+    assert main(args) == 0
+    assert "1 indexed, 0 unchanged" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "0 indexed, 1 unchanged" in capsys.readouterr().out
+
+
 def test_globs_and_chunking_failure_isolated(fake, capsys, monkeypatch):
     from hseg.chunker import HierarchicalChunker
 
