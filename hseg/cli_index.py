@@ -31,8 +31,9 @@ def register(sub: Any) -> None:
                     "globs take .txt, .md and .markdown files; a file named explicitly is read whatever its "
                     "suffix. The document id (and metadata 'source') is the path relative to the current "
                     "directory. Documents already stored with the same text and settings are skipped, so "
-                    "re-running a command only does what is missing. Unreadable files are reported and "
-                    "skipped; the exit code is 1 if any file failed.",
+                    "re-running a command only does what is missing; --prune also removes the documents whose "
+                    "files were deleted or renamed. Unreadable files are reported and skipped; the exit code "
+                    "is 1 if any file failed.",
         epilog="Example: hseg index examples/data 'notes/**/*.md' --db ./hseg-db --target-tokens 384",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or glob patterns")
@@ -51,7 +52,11 @@ def register(sub: Any) -> None:
     p.add_argument("--batch-docs", type=positive_int, default=32, metavar="N",
                    help="documents chunked together and written together (default 32)")
     p.add_argument("--force", action="store_true", help="re-chunk documents even when stored unchanged")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--prune", action="store_true",
+                   help="after indexing, remove the stored documents whose source lies under the PATHs (inside a "
+                        "folder, matching a pattern, or a named file) but whose file is gone (deleted or renamed); "
+                        "documents from other paths or other writers are kept")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or progress messages (the summary is still printed)")
     p.set_defaults(func=run_index)
 
 
@@ -72,11 +77,12 @@ def run_index(args: argparse.Namespace) -> int:
     files, problems = ingest.discover(args.paths)
     for arg, message in problems:
         report(f"{arg}: {message}")
-    if not files:
+    if not files and not args.prune:
         raise CliError("nothing to index: no readable .txt/.md/.markdown files in the given paths")
     if args.quiet:
         quiet_model_loading()
-    chroma = client(args, must_exist=False)
+    # with no files, only pruning is left to do: it needs an index already there
+    chroma = client(args, must_exist=not files)
     from chromadb.errors import NotFoundError
 
     recorded = None
@@ -85,7 +91,9 @@ def run_index(args: argparse.Namespace) -> int:
             existing = chroma.get_collection(args.collection, embedding_function=None)
             recorded = (existing.metadata or {}).get("hseg_encoder")
         except (NotFoundError, ValueError):  # absent: created below
-            pass
+            if not files:
+                raise CliError(f"nothing to index, and no collection {args.collection!r} at {location_label(args)} "
+                               "to prune") from None
     if args.encoder and recorded and args.encoder != recorded:
         raise CliError(f"collection {args.collection!r} was built with encoder {recorded!r}, not {args.encoder!r}; "
                          "use another --collection")
@@ -110,12 +118,18 @@ def run_index(args: argparse.Namespace) -> int:
                                     progress=not args.quiet, report=report)
         except ingest.IngestWriteError as exc:
             raise ValueError(str(exc)) from exc
+        pruned = None
+        if args.prune:
+            pruned = ingest.prune(store, args.paths, [f.doc_id for f in files],
+                                  report=None if args.quiet else lambda d: report_line(f"pruned {d}: its file is gone"))
         total = store.count()
     failed = len(summary.failed) + len(problems)
     sec = summary.seconds
     extra = [f"{summary.unchanged} unchanged (skipped)"] + ([f"{summary.empty} empty"] if summary.empty else []) \
         + [f"{failed} failed"]
     print(f"documents  {summary.documents} indexed, {', '.join(extra)}")
+    if pruned is not None:
+        print(f"pruned     {len(pruned)} documents whose files are gone")
     print(f"segments   {summary.segments}")
     print(f"clusters   {summary.clusters}")
     print(f"vectors    {summary.vectors} written; collection {args.collection!r} at {location_label(args)} "

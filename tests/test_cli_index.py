@@ -136,6 +136,50 @@ def test_an_upgraded_hseg_reindexes_what_an_older_one_wrote(fake, capsys, monkey
     assert "0 indexed, 1 unchanged" in capsys.readouterr().out
 
 
+def _doc_ids(db: Path) -> list[str]:
+    from hseg.store import HierarchicalStore
+
+    return HierarchicalStore("hseg", path=str(db.resolve()), encoder=HashingEncoder()).doc_ids()
+
+
+def test_prune_removes_only_documents_whose_files_are_gone(fake, capsys):
+    for name, text in (("docs/a.md", TIDES * 3), ("docs/sub/b.txt", CATS * 3), ("notes/n.md", TIDES + CATS)):
+        _write(fake / name, text)
+    _write(fake / "docs" / "keep.rst", CATS + TIDES)  # named explicitly: the folder walk does not see it
+    loud = [a for a in FAKE if a != "--quiet"]
+    assert main(["index", "docs", "notes", "docs/keep.rst", "--db", "db", *FAKE]) == 0
+    assert "pruned" not in capsys.readouterr().out  # no --prune, no pruning line
+
+    (fake / "docs" / "sub" / "b.txt").unlink()
+    assert main(["index", "docs", "--db", "db", "--prune", *loud]) == 0
+    out, err = capsys.readouterr()
+    assert "pruned     1 documents whose files are gone" in out and "1 unchanged" in out
+    assert "pruned docs/sub/b.txt" in err
+    assert _doc_ids(fake / "db") == ["docs/a.md", "docs/keep.rst", "notes/n.md"]
+
+    (fake / "docs" / "a.md").rename(fake / "docs" / "renamed.md")
+    assert main(["index", "docs", "--db", "db", "--prune", *FAKE]) == 0
+    out, err = capsys.readouterr()
+    assert "1 indexed" in out and "pruned     1 documents" in out and "pruned" not in err  # --quiet
+    assert _doc_ids(fake / "db") == ["docs/keep.rst", "docs/renamed.md", "notes/n.md"]
+
+    # the last file a pattern matched is gone: nothing to index, but still something to prune
+    (fake / "notes" / "n.md").unlink()
+    assert main(["index", "notes/*.md", "--db", "db", "--prune", *FAKE]) == 1
+    out, err = capsys.readouterr()
+    assert "pattern matches no" in err and "0 indexed" in out and "pruned     1 documents" in out
+    assert _doc_ids(fake / "db") == ["docs/keep.rst", "docs/renamed.md"]
+
+
+def test_prune_without_an_index_creates_nothing(fake, capsys):
+    assert main(["index", "gone.md", "--db", "nowhere", "--prune", *FAKE]) == 1
+    _one_line_error(capsys.readouterr().err.splitlines()[-1], "no index at nowhere")
+    assert not (fake / "nowhere").exists()
+    chromadb.PersistentClient(path=str((fake / "db").resolve()))  # a database without the collection
+    assert main(["index", "gone.md", "--db", "db", "--prune", *FAKE]) == 1
+    _one_line_error(capsys.readouterr().err.splitlines()[-1], "no collection 'hseg'", "to prune")
+
+
 def test_globs_and_chunking_failure_isolated(fake, capsys, monkeypatch):
     from hseg.chunker import HierarchicalChunker
 
@@ -280,6 +324,58 @@ def test_end_to_end_index_query_stats(real_db, capsys):
     assert main([*argv, "--force", "--batch-docs", "1"]) == 0  # re-chunked: same ids, same count
     assert "2 indexed" in capsys.readouterr().out
     assert _stats(capsys, "--db", "db") == stats
+
+
+MOON = ("The moon orbits the earth once a month. Its phases run from new moon to full moon and back. "
+        "Astronauts first walked on the moon in 1969.\n\n")
+
+
+@pytest.mark.model
+def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, encoder, capsys):
+    from hseg.chunker import HierarchicalChunker
+    from hseg.store import HierarchicalStore
+
+    monkeypatch.setattr(ingest, "load_encoder", lambda name=None: encoder)
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "docs" / "tides.txt", TIDES * 3)
+    _write(tmp_path / "docs" / "cats.txt", CATS * 3)
+    _write(tmp_path / "other" / "moon.md", MOON * 3)
+    assert main(["index", "docs", "--db", "db", "--quiet"]) == 0
+    assert main(["index", "other", "--db", "db", "--quiet"]) == 0
+    store = HierarchicalStore("hseg", path=str((tmp_path / "db").resolve()), encoder=encoder)
+    # other writers: an hseg document under docs/ without 'source', and a plain Chroma record
+    ghost = HierarchicalChunker(encoder=encoder).chunk("Bread is baked from flour, water and yeast. " * 5,
+                                                       doc_id="docs/ghost.md")
+    store.add([ghost])
+    store.collection.add(ids=["raw-1"], embeddings=[encoder.encode(["a note"])[0].tolist()],
+                         documents=["a note of another writer"], metadatas=[{"source": "docs/raw.md"}])
+    assert store.doc_ids() == ["docs/cats.txt", "docs/ghost.md", "docs/tides.txt", "other/moon.md"]
+    capsys.readouterr()
+
+    def cat_hits() -> list[dict]:
+        hits = []
+        for unit in ("cluster", "segment"):
+            assert main(["query", "Why do cats hunt mice and birds?", "--db", "db", "-k", "10", "--json",
+                         "--unit", unit]) == 0
+            hits += json.loads(capsys.readouterr().out)
+        return hits
+
+    (tmp_path / "docs" / "cats.txt").unlink()
+    assert main(["index", "docs", "--db", "db", "--quiet"]) == 0  # without --prune: kept, still found
+    assert "pruned" not in capsys.readouterr().out
+    assert "docs/cats.txt" in store.doc_ids()
+    assert any(h["doc_id"] == "docs/cats.txt" for h in cat_hits())
+
+    assert main(["index", "docs", "--db", "db", "--quiet", "--prune"]) == 0
+    assert "0 indexed, 1 unchanged" in (out := capsys.readouterr().out) and "pruned     1 documents" in out
+    assert store.doc_ids() == ["docs/ghost.md", "docs/tides.txt", "other/moon.md"]
+    assert store.collection.get(where={"source": "docs/cats.txt"})["ids"] == []
+    assert store.collection.get(ids=["raw-1"])["ids"] == ["raw-1"]
+    hits = cat_hits()
+    assert hits and not any(h["doc_id"] == "docs/cats.txt" or "Cats" in h["text"] for h in hits)
+
+    assert main(["index", "docs", "--db", "db", "--quiet", "--prune"]) == 0
+    assert "pruned     0 documents" in capsys.readouterr().out
 
 
 @pytest.mark.integration

@@ -125,3 +125,31 @@ def test_a_custom_segmenter_is_described_by_its_public_settings():
             return [len(sentences) - 1]
 
     assert ingest.segmenter_config(Fixed()) == {"name": "Fixed", "threshold": 0.7}
+
+
+# --------------------------------------------------------------------------- pruning scope
+
+
+def test_prune_scope_follows_what_each_path_argument_covers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for folder in ("docs/sub", "notes/x/deep", "other"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "one.md").write_text("x", encoding="utf-8")
+
+    docs = ingest.prune_scope(["docs"])
+    assert all(map(docs, ["docs/a.md", "docs/sub/b.txt", "docs/notes.rst", "./docs/a.md"]))
+    assert not any(map(docs, ["docs", "docsx/a.md", "other/a.md", "a.md", "../docs/a.md"]))
+    assert ingest.prune_scope([str(tmp_path / "docs")])("docs/a.md")  # an absolute argument
+
+    here = ingest.prune_scope(["."])
+    assert here("a.md") and here("docs/sub/b.txt") and not here("../a.md")
+
+    recursive = ingest.prune_scope(["notes/**/*.md"])
+    assert recursive("notes/a.md") and recursive("notes/x/deep/b.md")
+    assert not any(map(recursive, ["notes/a.txt", "notes/.hidden/a.md", "other/notes/a.md", "docs/a.md"]))
+    folders = ingest.prune_scope(["notes/*"])  # matches the folder notes/x, which discover walks
+    assert folders("notes/x/deep/c.md") and folders("notes/gone.md") and not folders("notes/.git/c.md")
+
+    named = ingest.prune_scope(["one.md", "gone.md", "vanished"])  # files, existing or not
+    assert named("one.md") and named("./gone.md") and named("vanished")
+    assert not named("vanished/a.md")  # a missing folder (an unmounted disk?) covers nothing inside
