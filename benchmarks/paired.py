@@ -5,7 +5,8 @@
 
 A pooled recall difference of one point is three queries of 276. For every setting (k chunks, or
 a token budget with the benchmark's first-misfit rule) this prints the mean recall of each
-method, the mean difference A − B, how many queries each method answers better (wins), the
+method, the mean difference A − B, how many queries each method answers better (wins: any
+difference counts, so a method that adds a few characters of a reference wins that query), the
 two-sided exact sign test on those wins, and a 95% bootstrap interval of the difference
 (queries resampled, 5,000 draws, fixed seed). Methods come from ``benchmarks/retrieval.py``'s
 registry and run exactly as there (same encoder, same pooled index).
@@ -52,13 +53,19 @@ def per_query_recall(lists: Sequence[Sequence[Chunk]], queries: Sequence[Query],
 
 
 def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encoder, ks, budgets) -> dict[str, list]:
-    """``{setting: ranked lists}``; a budget-aware method answers each setting itself."""
-    out = retrieval.METHODS[name](corpora, queries, encoder, **(
-        {"budgets": budgets, "k": max(ks)} if "budgets" in inspect.signature(retrieval.METHODS[name]).parameters
-        else {}))
-    ranked = out.ranked if hasattr(out, "ranked") else out
-    own = getattr(out, "per_setting", None) or {}
-    return {"ranked": ranked, **own}
+    """``{setting: ranked lists}``; ``"ranked"`` is the method's long list, cut to each setting.
+
+    A budget-aware method answers every setting itself (asked once per k: its answer for k=5 is
+    not the first five of its answer for a budget)."""
+    fn = retrieval.METHODS[name]
+    if "budgets" not in inspect.signature(fn).parameters:
+        out = fn(corpora, queries, encoder)
+        return {"ranked": out.ranked if hasattr(out, "ranked") else out}
+    lists: dict[str, list] = {}
+    for k in ks:
+        out = fn(corpora, queries, encoder, budgets=budgets, k=k)
+        lists.update({"ranked": out.ranked, **out.per_setting})
+    return lists
 
 
 def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int]) -> list[str]:
