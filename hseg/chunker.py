@@ -6,8 +6,9 @@ Pipeline per document (the encoder runs once over all sentences of a batch of do
    maximum sequence length nor ``max_segment_tokens``;
 2. sentence embeddings (cached by text, so repeated sentences are encoded once);
 3. segment ends from the segmenter, then :func:`hseg.segmenters.enforce_length_limits`;
-4. segment vectors: the normalised mean of their sentence vectors (``segment_vector="mean"``,
-   no second encoder pass) or an encoding of the segment text (``"encode"``);
+4. segment vectors: the normalised token-weighted mean of their sentence vectors
+   (``segment_vector="mean"``, no second encoder pass) or an encoding of the segment text
+   (``"encode"``); a cluster vector is the token-weighted mean of its segment vectors;
 5. :func:`hseg.clustering.cluster_segments` with an explicit ``k``, or :func:`hseg.clustering.search_k`
    for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
 
@@ -56,7 +57,7 @@ class HierarchicalChunker:
         min_segment_tokens, max_segment_tokens: segment length limits applied after the segmenter.
         tokenizer: what sizes are measured in: a tiktoken encoding name (default ``cl100k_base``,
             offline) or any ``str -> int`` callable.
-        segment_vector: ``"mean"`` of sentence vectors or ``"encode"`` the segment text.
+        segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"`` the segment text.
         clique_method: ``"edges"`` (fast, default) or ``"cliques"`` (literal networkx enumeration).
         cache: keep an in-memory text → vector cache across calls.
         show_progress: tqdm bars over documents and encoding batches.
@@ -260,7 +261,7 @@ class HierarchicalChunker:
         with self._stage("segmenter"):
             ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
         with self._stage("segments"):
-            segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength)
+            segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens)
             seg_vectors = np.stack([s.embedding for s in segments])
         with self._stage("clustering"):
             plan = self._plan(seg_vectors, [s.token_count for s in segments])
@@ -270,7 +271,8 @@ class HierarchicalChunker:
         return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info)
 
     def _segments(
-        self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray
+        self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray,
+        tokens: list[int],
     ) -> list[Segment]:
         firsts = [0] + [e + 1 for e in ends[:-1]]
         bounds = [0] + [spans[f].start for f in firsts[1:]] + [len(text)]
@@ -278,7 +280,7 @@ class HierarchicalChunker:
         if self.segment_vector == "encode":
             seg_vecs = self.encoder.encode([text[spans[f].start : spans[e].end] for f, e in zip(firsts, ends)])
         else:
-            seg_vecs = np.stack([mean_vector(vectors[f : e + 1]) for f, e in zip(firsts, ends)])
+            seg_vecs = np.stack([mean_vector(vectors[f : e + 1], tokens[f : e + 1]) for f, e in zip(firsts, ends)])
         token_counts = count_many(self.count_tokens, texts)
         return [
             Segment(
@@ -332,7 +334,7 @@ class HierarchicalChunker:
                     text=text[a:b],
                     token_count=int(n),
                     segments=segs,
-                    embedding=mean_vector(vecs[r.start : r.stop]),
+                    embedding=mean_vector(vecs[r.start : r.stop], seg_tokens[r.start : r.stop]),
                     split_by_cap=flag,
                 )
             )

@@ -8,7 +8,8 @@ off-diagonal pairwise similarities). Then:
 2. *merge*: adjacent clusters are merged when a clique holds a segment of each;
 3. *final merge*: every single-segment cluster joins the neighbouring cluster whose (mean) vector
    is more cosine-similar;
-4. the cluster vector is the L2-normalised mean of its segment vectors.
+4. the cluster vector is the L2-normalised mean of its segment vectors (weighted by their tokens in
+   the chunker; see :func:`mean_vector`).
 
 Two vertices lie in a common maximal clique exactly when they share an edge (the edge is a clique,
 and every clique extends to a maximal one). So steps 1–2 need only edges: adjacent pairs for step 1
@@ -131,13 +132,30 @@ def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
     return merge_runs(n, adjacent, share)
 
 
-def mean_vector(vectors: np.ndarray) -> np.ndarray:
-    """L2-normalised mean of unit vectors (the cluster vector).
+def mean_vector(vectors: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """L2-normalised (weighted) mean of unit vectors: a segment's or a cluster's vector.
+
+    ``weights`` are the members' token counts in the chunker: all-MiniLM-L6-v2 (like most
+    sentence-transformers) mean-pools its token vectors, so the vector of a joined text weighs every
+    token alike, and a two-word sentence should not pull a unit's vector as hard as a long one.
+    Non-positive weights count as 1.
 
     When the vectors cancel out exactly (two opposite sentence vectors), the mean has no direction;
-    the first non-zero member stands in, so a unit never gets a zero vector a store must refuse."""
+    the first non-zero member stands in, so a unit never gets a zero vector a store must refuse.
+
+    Example:
+        >>> mean_vector(np.eye(2), weights=np.array([3, 1])).round(3).tolist()
+        [0.949, 0.316]
+    """
     v = np.asarray(vectors, dtype=np.float64)
-    m = v.mean(axis=0)
+    if weights is None:
+        m = v.mean(axis=0)
+    else:
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if w.shape[0] != v.shape[0]:
+            raise ValueError(f"weights: {w.shape[0]} weights for {v.shape[0]} vectors")
+        w = np.where(w > 0, w, 1.0)
+        m = (w[:, None] * v.reshape(len(v), -1)).sum(axis=0) / w.sum()
     norm = np.linalg.norm(m)
     if norm == 0 and len(v):
         norms = np.linalg.norm(v.reshape(len(v), -1), axis=1)

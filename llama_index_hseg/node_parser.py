@@ -117,7 +117,7 @@ class HierarchicalSegmentNodeParser(NodeParser):
     min_segment_tokens: int = Field(default=48, description="Smallest segment after the segmenter.")
     max_segment_tokens: int = Field(default=192, description="Largest segment after the segmenter.")
     tokenizer: Any = Field(default=None, description="Size unit: tiktoken encoding name (cl100k_base) or callable.")
-    segment_vector: str = Field(default="mean", description="'mean' of sentence vectors or 'encode' the segment.")
+    segment_vector: str = Field(default="mean", description="'mean': token-weighted mean of sentence vectors, or 'encode' the segment.")
     clique_method: str = Field(default="edges", description="'edges' or 'cliques'.")
     cache: bool = Field(default=True, description="Keep an in-memory text -> vector cache across calls.")
     show_progress: bool = Field(default=False, description="tqdm bars while chunking.")
@@ -311,7 +311,7 @@ def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
 
 
 class ClusterVectorizer(TransformComponent):
-    """Resets each cluster node's embedding to the normalised mean of its segment nodes' embeddings.
+    """Resets each cluster node's embedding to the normalised token-weighted mean of its segment nodes' embeddings.
 
     An embedding model in an ``IngestionPipeline`` overwrites every node's embedding, including the
     mean-pooled cluster vector (CONVENTIONS 1.4). Put this transformation after it. Clusters whose
@@ -327,15 +327,16 @@ class ClusterVectorizer(TransformComponent):
         return "ClusterVectorizer"
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
-        members: dict[str, list[Any]] = {}
+        members: dict[str, list[tuple[Any, int]]] = {}
         for n in nodes:
             if n.metadata.get("hseg_level") == "segment" and n.embedding is not None:
-                members.setdefault(n.metadata["hseg_cluster_id"], []).append(n.embedding)
+                members.setdefault(n.metadata["hseg_cluster_id"], []).append((n.embedding, n.metadata.get("hseg_tokens", 1)))
         for n in nodes:
             if n.metadata.get("hseg_level") != "cluster":
                 continue
-            vectors = members.get(n.metadata.get("hseg_cluster_id", ""))
-            if vectors:
-                # unit rows first: the core's cluster vector is the mean of unit segment vectors
-                n.embedding = mean_vector(l2_normalize(np.asarray(vectors, dtype=np.float32))).tolist()
+            rows = members.get(n.metadata.get("hseg_cluster_id", ""))
+            if rows:
+                # unit rows first: the core's cluster vector is the token-weighted mean of unit segment vectors
+                vectors = l2_normalize(np.asarray([v for v, _ in rows], dtype=np.float32))
+                n.embedding = mean_vector(vectors, np.asarray([t for _, t in rows])).tolist()
         return nodes

@@ -99,3 +99,25 @@ def test_real_model_target_size_and_cap(encoder, example_text):
     assert max(sizes) <= chunker.max_cluster_tokens
     seg_sizes = [s.token_count for s in result.segments]
     assert np.median(seg_sizes) <= chunker.max_segment_tokens
+
+
+def test_unit_vectors_are_token_weighted_means(fast_chunker):
+    # a short sentence must not pull a segment's vector as hard as a long one (the encoder mean-pools tokens)
+    text = ("Tides rise. " + "The ocean tide follows the moon and its gravity across the whole planet every day. " * 2
+            + "\n\n" + "Cats sleep a lot. Cats purr when they are content and warm in the afternoon sun. " * 3)
+    result = fast_chunker.chunk(text, doc_id="w")
+    from hseg.sentences import split_sentences
+
+    spans = split_sentences(text)
+    vectors = fast_chunker.encoder.encode([s.of(text) for s in spans])
+    tokens = np.array([fast_chunker.count_tokens(s.of(text)) for s in spans], dtype=float)
+    for seg in result.segments:
+        w = tokens[seg.sentence_start : seg.sentence_end]
+        m = (w[:, None] * vectors[seg.sentence_start : seg.sentence_end]).sum(0)
+        np.testing.assert_allclose(seg.embedding, m / np.linalg.norm(m), atol=1e-5)
+    weighted = [s for s in result.segments if len(set(tokens[s.sentence_start : s.sentence_end])) > 1]
+    assert weighted  # the check above would pass for an unweighted mean otherwise
+    for c in result.clusters:
+        w = np.array([s.token_count for s in c.segments], dtype=float)
+        m = (w[:, None] * np.stack([s.embedding for s in c.segments])).sum(0)
+        np.testing.assert_allclose(c.embedding, m / np.linalg.norm(m), atol=1e-5)

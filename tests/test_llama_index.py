@@ -148,8 +148,10 @@ def test_metadata_merged_and_hseg_keys_excluded(parsed, docs):
 def test_embeddings_are_unit_vectors_and_cluster_means(parsed):
     _, nodes = parsed
     seg = {n.id_: np.asarray(n.embedding) for n in nodes if n.metadata["hseg_level"] == "segment"}
+    tokens = {n.id_: n.metadata["hseg_tokens"] for n in nodes if n.metadata["hseg_level"] == "segment"}
     for c in (n for n in nodes if n.metadata["hseg_level"] == "cluster"):
-        mean = np.mean([seg[s] for s in json.loads(c.metadata["hseg_segment_ids"])], axis=0)
+        ids = json.loads(c.metadata["hseg_segment_ids"])
+        mean = np.average([seg[s] for s in ids], axis=0, weights=[tokens[s] for s in ids])
         np.testing.assert_allclose(c.embedding, mean / np.linalg.norm(mean), atol=1e-6)
     assert all(abs(np.linalg.norm(n.embedding) - 1) < 1e-5 for n in nodes)
 
@@ -291,9 +293,11 @@ def test_cluster_vectorizer_means(parsed):
         n.embedding = (rng.standard_normal(5) * 3).tolist()  # not unit length, like some embed models
     ClusterVectorizer()(nodes)
     seg = {n.id_: np.asarray(n.embedding) for n in nodes if n.metadata["hseg_level"] == "segment"}
+    tokens = {n.id_: n.metadata["hseg_tokens"] for n in nodes if n.metadata["hseg_level"] == "segment"}
     for c in (n for n in nodes if n.metadata["hseg_level"] == "cluster"):
-        unit = [seg[s] / np.linalg.norm(seg[s]) for s in json.loads(c.metadata["hseg_segment_ids"])]
-        mean = np.mean(unit, axis=0)
+        ids = json.loads(c.metadata["hseg_segment_ids"])
+        unit = [seg[s] / np.linalg.norm(seg[s]) for s in ids]
+        mean = np.average(unit, axis=0, weights=[tokens[s] for s in ids])  # weighted by tokens, as the core
         np.testing.assert_allclose(c.embedding, mean / np.linalg.norm(mean), atol=1e-6)
 
 
