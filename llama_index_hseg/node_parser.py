@@ -115,7 +115,9 @@ class HierarchicalSegmentNodeParser(NodeParser):
     target_tokens: int | None = Field(default=None, description="Mean cluster size to aim for (512 when k is None).")
     max_cluster_tokens: int | None = Field(default=None, description="Hard cap on a cluster (1.5 x target).")
     min_segment_tokens: int = Field(default=48, description="Smallest segment after the segmenter.")
-    max_segment_tokens: int = Field(default=192, description="Largest segment after the segmenter.")
+    max_segment_tokens: int | None = Field(
+        default=None, description="Largest segment after the segmenter (None: 192, at most half the target)."
+    )
     tokenizer: Any = Field(default=None, description="Size unit: tiktoken encoding name (cl100k_base) or callable.")
     segment_vector: str = Field(default="mean", description="'mean': token-weighted mean of sentence vectors, or 'encode' the segment.")
     clique_method: str = Field(default="edges", description="'edges' or 'cliques'.")

@@ -121,3 +121,25 @@ def test_unit_vectors_are_token_weighted_means(fast_chunker):
         w = np.array([s.token_count for s in c.segments], dtype=float)
         m = (w[:, None] * np.stack([s.embedding for s in c.segments])).sum(0)
         np.testing.assert_allclose(c.embedding, m / np.linalg.norm(m), atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({}, 192),                                   # default target 512
+    ({"target_tokens": 1024}, 192),
+    ({"target_tokens": 256}, 128),               # a parent holds two segments or more
+    ({"target_tokens": 64}, 48),                 # never below min_segment_tokens
+    ({"target_tokens": 64, "min_segment_tokens": 8}, 32),
+    ({"k": 0.7}, 192),
+    ({"target_tokens": 256, "max_segment_tokens": 200}, 200),  # explicit wins
+])
+def test_default_max_segment_tokens_is_at_most_half_the_target(kwargs, expected):
+    assert HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", **kwargs).max_segment_tokens == expected
+
+
+def test_default_segments_fit_twice_in_a_small_target(encoder, example_text):
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=256)
+    result = chunker.chunk(example_text)
+    assert chunker.max_segment_tokens == 128
+    # the limit is applied to summed sentence sizes; the joined text can differ by a token per seam
+    assert max(s.token_count for s in result.segments) <= 128 + 2
+    assert np.mean([len(c.segments) for c in result.clusters]) >= 2
