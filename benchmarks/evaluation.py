@@ -186,6 +186,18 @@ def budget(ranked: Sequence[Chunk], limit: int, token_counts: Sequence[int]) -> 
 POOLED = "pooled"
 
 
+def chunk_sizes(count: Callable[[str], int]) -> Callable[[Chunk], int]:
+    """``count`` of a chunk's text, memoised by text (ranked lists repeat the same chunks)."""
+    sizes: dict[str, int] = {}
+
+    def size(chunk: Chunk) -> int:
+        if chunk.text not in sizes:
+            sizes[chunk.text] = count(chunk.text)
+        return sizes[chunk.text]
+
+    return size
+
+
 def evaluate(
     method_name: str,
     queries: Sequence[Query],
@@ -211,13 +223,7 @@ def evaluate(
     """
     if len(ranked_per_query) != len(queries):
         raise ValueError(f"{len(ranked_per_query)} ranked lists for {len(queries)} queries")
-    sizes: dict[str, int] = {}
-
-    def size(chunk: Chunk) -> int:
-        if chunk.text not in sizes:
-            sizes[chunk.text] = count(chunk.text)
-        return sizes[chunk.text]
-
+    size = chunk_sizes(count)
     selectors: list[tuple[str, Callable[[Sequence[Chunk]], list[Chunk]]]] = [(f"k={k}", lambda r: top_k(r, k))]
     for b in budgets:
         selectors.append((f"B={b}", lambda r, b=b: budget(r, b, [size(c) for c in r])))

@@ -15,7 +15,6 @@ registry and run exactly as there (same encoder, same pooled index).
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import sys
@@ -29,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import retrieval  # noqa: E402  (registers every method)
 from baselines import counter  # noqa: E402
-from evaluation import Chunk, Query, budget, load_eval, score  # noqa: E402
+from evaluation import Chunk, Query, budget, chunk_sizes, load_eval, score  # noqa: E402
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -58,7 +57,7 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
     A budget-aware method answers every setting itself (asked once per k: its answer for k=5 is
     not the first five of its answer for a budget)."""
     fn = retrieval.METHODS[name]
-    if "budgets" not in inspect.signature(fn).parameters:
+    if not retrieval.takes_budgets(fn):
         out = fn(corpora, queries, encoder)
         return {"ranked": out.ranked if hasattr(out, "ranked") else out}
     lists: dict[str, list] = {}
@@ -69,14 +68,7 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
 
 
 def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int]) -> list[str]:
-    count = counter()
-    sizes: dict[str, int] = {}
-
-    def size(c: Chunk) -> int:
-        if c.text not in sizes:
-            sizes[c.text] = count(c.text)
-        return sizes[c.text]
-
+    size = chunk_sizes(counter())
     lists = {m: ranked_lists(m, corpora, queries, encoder, ks, budgets) for m in (a, b)}
     settings = [(f"k={k}", lambda r, k=k: list(r[:k])) for k in ks]
     settings += [(f"B={n}", lambda r, n=n: budget(r, n, [size(c) for c in r])) for n in budgets]

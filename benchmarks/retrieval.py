@@ -102,13 +102,16 @@ def check_ranked(name: str, corpora: dict[str, str], queries: Sequence[Query], r
                 raise ValueError(f"{name}: chunk {c.corpus_id}:{c.start}:{c.end} is not an exact span")
 
 
+def takes_budgets(fn: Method) -> bool:
+    """A budget-aware method takes the run's budgets (and k) and answers each setting itself."""
+    return "budgets" in inspect.signature(fn).parameters
+
+
 def run_method(name: str, corpora: dict[str, str], queries: list[Query], encoder: Any,
                k: int, budgets: Sequence[int]) -> list[dict[str, Any]]:
     t0 = time.perf_counter()
     fn = METHODS[name]
-    # budget-aware methods take the budgets (and k) of the run to answer each setting themselves
-    takes_budgets = "budgets" in inspect.signature(fn).parameters
-    out = fn(corpora, queries, encoder, budgets=budgets, k=k) if takes_budgets else fn(corpora, queries, encoder)
+    out = fn(corpora, queries, encoder, budgets=budgets, k=k) if takes_budgets(fn) else fn(corpora, queries, encoder)
     # duck-typed: a plugin may hold a Retrieval class from a second import of this module (__main__)
     ranked, units = (out.ranked, out.units) if hasattr(out, "ranked") else (out, None)
     per_setting = getattr(out, "per_setting", None)
