@@ -281,7 +281,8 @@ def _weights_sha256(model: Any) -> str | None:
     return digest.hexdigest()
 
 
-def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int) -> bool:
+def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
+                units: set[str] | None = None) -> bool:
     """True if a document's stored records (``{id: metadata}``) are all there and came from this text and settings.
 
     The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
@@ -289,7 +290,9 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     for a complete one. Nor is one still holding records of its previous version (a process killed
     between ``add``'s upserts and its deletes of the old records): they carry another hash or
     settings, or, from another chunking of the same text, a cluster that breaks the tiling or a
-    segment no cluster lists.
+    segment no cluster lists. With ``units`` (the segment ids the store's unit index holds for the
+    document), the index must hold exactly the document's segments: a process killed after the
+    records but before their unit-index records leaves the document incomplete.
     """
     if not records or any(m.get("content_sha256") != sha or m.get("chunk_settings") != settings
                           for m in records.values()):
@@ -303,7 +306,8 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
             return False
         pos = c.get("hseg_end")
         listed += json.loads(c.get("hseg_segment_ids") or "[]")
-    return pos == length and len(listed) == len(segments) and set(listed) == segments
+    return pos == length and len(listed) == len(segments) and set(listed) == segments and \
+        (units is None or units == segments)
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -370,7 +374,9 @@ def ingest(
             shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, (_, t) in texts.items()}
             if texts and not force:
                 stored = _stored_records(store, list(texts))
-                for d in [d for d in texts if is_complete(stored.get(d, {}), shas[d], settings, len(texts[d][1]))]:
+                units = store.unit_segment_ids(list(texts)) if store.unit_index is not None else {}
+                for d in [d for d in texts if is_complete(stored.get(d, {}), shas[d], settings, len(texts[d][1]),
+                                                          units.get(d))]:
                     del texts[d]
                     summary.unchanged += 1
             skipped = len(batch) - len(texts)

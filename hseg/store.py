@@ -9,6 +9,11 @@ The records and their metadata schema are built by :mod:`hseg.records`.
 
 The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
 
+Beside it lives the **unit index** (:mod:`hseg.unit_index`), a companion collection with one
+vector per segment whose cosine with a query is the segment's ``unit="auto"`` score; :meth:`add`
+and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
+they point to, so it never names a record the collection lacks).
+
 Example:
     >>> store = HierarchicalStore("docs", path="./chroma")  # doctest: +SKIP
     >>> store.add(HierarchicalChunker().chunk(text, doc_id="report"))  # doctest: +SKIP
@@ -32,7 +37,9 @@ import numpy as np
 from hseg.chunks import Chunking
 from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
 from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
-from hseg.units import UNITS, search_units
+from hseg.unit_index import UnitKey, companion_name, unit_records
+from hseg.unit_search import search_units
+from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -240,7 +247,7 @@ class HierarchicalStore:
         enc = _as_encoder(encoder) if encoder is not None else None
         with self._connect_errors(client):
             collection = self._get_or_create(client, collection_name, hnsw, enc)
-        self._init(collection, client, enc, oversample, allow_encoder_mismatch)
+            self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
 
     @classmethod
     def from_collection(
@@ -262,7 +269,8 @@ class HierarchicalStore:
             >>> store = HierarchicalStore.from_collection(vs._collection, encoder=emb)  # doctest: +SKIP
         """
         self = cls.__new__(cls)
-        self._init(collection, getattr(collection, "_client", None), encoder, oversample, allow_encoder_mismatch)
+        self._init(collection, getattr(collection, "_client", None), encoder, oversample, allow_encoder_mismatch,
+                   DEFAULT_HNSW)
         return self
 
     @staticmethod
@@ -300,7 +308,8 @@ class HierarchicalStore:
         except (UniqueConstraintError, InternalError):  # created concurrently by another process
             return client.get_collection(name, embedding_function=None)
 
-    def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool) -> None:
+    def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool,
+              hnsw: Mapping[str, Any]) -> None:
         if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
             raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
         space = _collection_space(collection)
@@ -320,6 +329,122 @@ class HierarchicalStore:
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
+        self.unit_index = self._open_unit_index(collection, hnsw)
+        self._unit_index_complete: bool | None = None  # checked on the first unit="auto" search
+
+    # ----------------------------------------------------------------- the unit index
+
+    @staticmethod
+    def _open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
+        """The companion collection of the unit index, created empty when absent, through the
+        collection's own connection (``None`` for an object that is not a chromadb collection:
+        ``unit="auto"`` then gathers its candidates)."""
+        from chromadb.api.models.Collection import Collection
+
+        api = getattr(collection, "_client", None)
+        if api is None or not hasattr(api, "get_or_create_collection"):
+            return None
+        meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
+                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
+        model = api.get_or_create_collection(
+            name=companion_name(collection.name), configuration={"hnsw": dict(hnsw)}, metadata=meta,
+            tenant=collection.tenant, database=collection.database,
+        )
+        return Collection(client=api, model=model, embedding_function=None)
+
+    @property
+    def unit_weights(self) -> tuple[float, float] | None:
+        """``(cluster_weight, neighbour_weight)`` the unit index was built with (``None``: no index)."""
+        if self.unit_index is None:
+            return None
+        meta = self.unit_index.metadata or {}
+        return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
+                float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
+
+    def _usable_unit_index(self, cluster_weight: float, neighbour_weight: float) -> Any:
+        """The unit index if it serves a search with these weights and covers every segment."""
+        if self.unit_index is None or self.unit_weights != (cluster_weight, neighbour_weight):
+            return None
+        if self._unit_index_complete is None:
+            # once per store object: the index must hold one record per segment record, or a
+            # search through it would silently miss documents written by another tool
+            units = self.unit_index.count()
+            segments = len(self.collection.get(where={"hseg_level": "segment"}, include=[])["ids"]) \
+                if units or self.collection.count() else 0
+            if units == segments == 0:
+                return self.unit_index  # empty: decide again once something is stored
+            self._unit_index_complete = units == segments
+            if units != segments:
+                logger.warning("collection %r: the unit index holds %d records for %d segments (documents written "
+                               "by another tool or an older hseg); unit='auto' takes the slower path until "
+                               "sync_unit_index() is run", self.collection.name, units, segments)
+        return self.unit_index if self._unit_index_complete else None
+
+    def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the unit index of these documents (default: all) from the stored records; returns
+        the number of unit records written.
+
+        Needed only for documents written into the collection by another tool (e.g. a LlamaIndex
+        ``IngestionPipeline`` into a ``ChromaVectorStore``) or by hseg before 0.3; :meth:`add`
+        keeps the index in step by itself.
+
+        Example:
+            >>> store.sync_unit_index()  # doctest: +SKIP
+            2576
+        """
+        if self.unit_index is None:
+            raise ValueError(f"collection {self.collection.name!r}: no unit index (the store has no Chroma client)")
+        docs = list(self.doc_ids() if doc_ids is None else doc_ids)
+        written = 0
+        for i in range(0, len(docs), 100):
+            part = docs[i : i + 100]
+            with self._remote_errors("rebuilding the unit index"):
+                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
+                got = self.collection.get(where=where, include=["embeddings", "metadatas"])
+                records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
+                           for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
+                written += self._write_units(records, part)
+        self._unit_index_complete = None
+        return written
+
+    def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the unit index holds}`` for these documents."""
+        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        if self.unit_index is None:
+            return out
+        with self._remote_errors("reading the unit index"):
+            for i in range(0, len(doc_ids), 500):
+                part = list(doc_ids[i : i + 500])
+                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
+                got = self.unit_index.get(where=where, include=["metadatas"])
+                for uid, meta in zip(got["ids"], got["metadatas"]):
+                    out.setdefault(str((meta or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
+        return out
+
+    def _write_units(self, records: list[Record], doc_ids: list[str]) -> int:
+        """Upsert the unit records of these whole documents and delete the index's other records of them."""
+        by_doc: dict[str, list[Record]] = {}
+        for r in records:
+            by_doc.setdefault(str(r.metadata["hseg_doc_id"]), []).append(r)
+        w, v = self.unit_weights or (DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT)
+        units = [u for recs in by_doc.values() for u in unit_records(recs, w, v)]
+        batch = self.max_batch_size()
+        for i in range(0, len(units), batch):
+            part = units[i : i + batch]
+            self.unit_index.upsert(ids=[u.id for u in part], embeddings=[u.embedding for u in part],
+                                   metadatas=[u.metadata for u in part])
+        self._delete_units(doc_ids, keep={u.id for u in units})
+        return len(units)
+
+    def _delete_units(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
+        if self.unit_index is None:
+            return
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
+            stale = [u for u in self.unit_index.get(where=where, include=[])["ids"] if u not in keep]
+            for j in range(0, len(stale), self.max_batch_size()):
+                self.unit_index.delete(ids=stale[j : j + self.max_batch_size()])
 
     # ----------------------------------------------------------------- encoder
 
@@ -458,6 +583,9 @@ class HierarchicalStore:
                                    for r in part],
                     )
             done += complete
+        with self._remote_errors(f"writing the unit index of {len(doc_ids)} documents"):
+            if self.unit_index is not None:
+                self._write_units(records, doc_ids)  # also drops the index's records of stale segments
         with self._remote_errors(f"deleting stale records after writing all {len(doc_ids)} documents"):
             for i in range(0, len(stale), batch):
                 self.collection.delete(ids=stale[i : i + batch])
@@ -499,6 +627,7 @@ class HierarchicalStore:
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
         with self._remote_errors(f"deleting document {doc_id!r}"):
+            self._delete_units([doc_id])  # first: the index never names a record the collection lacks
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
             batch = self.max_batch_size()
             for i in range(0, len(ids), batch):
@@ -551,8 +680,8 @@ class HierarchicalStore:
         budget_tokens: int | None = None,
         where_document: Mapping[str, Any] | None = None,
         unit: str = "cluster",
-        cluster_weight: float = 0.5,
-        neighbour_weight: float = 0.2,
+        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
+        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
     ) -> list[ParentHit]:
         """Top parents by max cosine over their vectors (paper eq. 2), best first.
 
@@ -592,10 +721,12 @@ class HierarchicalStore:
         vec = self._query_vector(query)
         with self._remote_errors("search"):
             if unit != "cluster":
+                index = self._usable_unit_index(float(cluster_weight), float(neighbour_weight)) \
+                    if unit == "auto" else None
                 return search_units(
                     self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
                     where_document=where_document, cluster_weight=float(cluster_weight),
-                    neighbour_weight=float(neighbour_weight),
+                    neighbour_weight=float(neighbour_weight), unit_index=index,
                 )
             return search_collection(
                 self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,

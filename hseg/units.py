@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from hseg.search import ParentHit
-
-__all__ = ["UNITS", "UnitCandidates", "select_auto", "merge_runs_of_segments", "search_units"]
+__all__ = [
+    "UNITS", "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs_of_segments",
+]
 
 #: what one search result is: the paper's parent cluster, a lone segment, or the budget-aware unit
 UNITS = ("cluster", "segment", "auto")
@@ -75,6 +75,96 @@ class UnitCandidates:
         return out
 
 
+@dataclass(frozen=True)
+class ClusterSize:
+    """What a whole cluster holds: its number of segments and the sum of their tokens."""
+
+    segments: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of :func:`walk`: candidate indices in the order taken, and the clusters taken
+    whole as ``(len(taken) when it was expanded, cluster id)``."""
+
+    taken: list[int]
+    expanded: list[tuple[int, str]]
+
+
+def walk(
+    score: np.ndarray,
+    cluster: Sequence[str],
+    tokens: Sequence[int],
+    sizes: Mapping[str, ClusterSize],
+    budget_tokens: int | None,
+    *,
+    max_units: int | None = None,
+    whole_cluster_min: int = DEFAULT_WHOLE_CLUSTER_MIN,
+    whole_cluster_share: float = DEFAULT_WHOLE_CLUSTER_SHARE,
+    floor: float = -np.inf,
+) -> Selection | None:
+    """Rules 2 and 3 of the module docstring over candidates ranked by ``score``.
+
+    ``sizes`` describes the clusters that may be taken whole (others never are); a cluster taken
+    whole counts all its segments towards ``max_units`` and its untaken segments' tokens
+    (``size.tokens`` minus what was taken of it) against the budget, and its later candidates are
+    skipped. ``floor`` bounds the score of every segment that is *not* a candidate: if the walk
+    would have to look at or below it before stopping, an unseen segment might belong in the
+    answer, so ``None`` is returned and the caller fetches more candidates.
+
+    Always takes at least one segment when there is a candidate, even one larger than the budget.
+    ``budget_tokens=None`` takes the first ``max_units`` segments instead.
+    """
+    if budget_tokens is None and max_units is None:
+        raise ValueError("give budget_tokens or max_units")
+    if budget_tokens is not None and budget_tokens <= 0:
+        raise ValueError(f"budget_tokens must be > 0, got {budget_tokens!r}")
+    score = np.asarray(score, dtype=np.float64)
+    if score.size == 0:
+        return Selection([], [])
+    toks = np.asarray(tokens, dtype=np.int64)
+    taken: list[int] = []
+    expanded: list[tuple[int, str]] = []
+    whole: set[str] = set()
+    per_cluster: dict[str, tuple[int, int]] = {}  # segments and tokens taken of each cluster
+    units = 0
+    left = budget_tokens if budget_tokens is not None else np.iinfo(np.int64).max
+    decided = False
+    for i in np.argsort(-score, kind="stable"):
+        if max_units is not None and units >= max_units:
+            decided = True
+            break
+        c = cluster[i]
+        if c in whole:
+            continue
+        if score[i] <= floor:
+            break
+        if toks[i] > left and taken:
+            decided = True
+            break  # the equal-reader-input rule: in rank order while the total fits
+        taken.append(int(i))
+        left -= int(toks[i])
+        units += 1
+        n, t = per_cluster.get(c, (0, 0))
+        n, t = n + 1, t + int(toks[i])
+        per_cluster[c] = (n, t)
+        size = sizes.get(c)
+        if n == whole_cluster_min and size is not None and n < size.segments:
+            cost = size.tokens - t
+            if cost <= whole_cluster_share * left:
+                whole.add(c)
+                expanded.append((len(taken), c))
+                left -= cost
+                units += size.segments - n
+        if left <= 0:
+            decided = True
+            break
+    if not decided and floor > -np.inf:
+        return None
+    return Selection(taken, expanded)
+
+
 def select_auto(
     cands: UnitCandidates,
     budget_tokens: int | None,
@@ -85,59 +175,22 @@ def select_auto(
     whole_cluster_share: float = DEFAULT_WHOLE_CLUSTER_SHARE,
     floor: float = -np.inf,
 ) -> list[int] | None:
-    """Indices of the candidates to return, best first (see the module docstring).
-
-    ``floor`` bounds the fused score of every segment that is *not* a candidate. If the walk would
-    have to look at or below it before stopping, an unseen segment might belong in the answer, so
-    ``None`` is returned and the caller fetches more candidates.
-
-    Always returns at least one segment when there is a candidate, even one larger than the budget.
-    ``budget_tokens=None`` takes the first ``max_units`` segments instead.
-    """
-    if budget_tokens is None and max_units is None:
-        raise ValueError("give budget_tokens or max_units")
-    if budget_tokens is not None and budget_tokens <= 0:
-        raise ValueError(f"budget_tokens must be > 0, got {budget_tokens!r}")
-    n = len(cands.ids)
-    if n == 0:
-        return []
-    fused = cands.fused(cluster_weight)
-    order = np.argsort(-fused, kind="stable")
-    tokens = np.asarray(cands.tokens, dtype=np.int64)
-    taken: list[int] = []
-    is_taken = np.zeros(n, dtype=bool)
-    per_cluster: dict[str, int] = {}
-    left = budget_tokens if budget_tokens is not None else np.iinfo(np.int64).max
-    decided = False
-    for i in order:
-        if max_units is not None and len(taken) >= max_units:
-            decided = True
-            break
-        if is_taken[i]:
-            continue
-        if fused[i] <= floor:
-            break
-        if tokens[i] > left and taken:
-            decided = True
-            break  # the equal-reader-input rule: in rank order while the total fits
-        taken.append(int(i))
-        is_taken[i] = True
-        left -= int(tokens[i])
-        c = cands.cluster[i]
-        per_cluster[c] = per_cluster.get(c, 0) + 1
-        if per_cluster[c] == whole_cluster_min and c in cands.siblings:
-            rest = [j for j in cands.siblings[c] if not is_taken[j]]
-            cost = int(tokens[rest].sum()) if rest else 0
-            if rest and cost <= whole_cluster_share * left:
-                taken += rest
-                is_taken[rest] = True
-                left -= cost
-        if left <= 0:
-            decided = True
-            break
-    if not decided and floor > -np.inf:
+    """Indices of the candidates to return, best first (see the module docstring and :func:`walk`);
+    a cluster taken whole brings the rest of its ``cands.siblings`` right after the segment that
+    triggered it."""
+    sizes = {c: ClusterSize(len(members), int(sum(int(cands.tokens[j]) for j in members)))
+             for c, members in cands.siblings.items()}
+    sel = walk(cands.fused(cluster_weight), cands.cluster, cands.tokens, sizes, budget_tokens, max_units=max_units,
+               whole_cluster_min=whole_cluster_min, whole_cluster_share=whole_cluster_share, floor=floor)
+    if sel is None:
         return None
-    return taken
+    out: list[int] = []
+    done = 0
+    for at, c in sel.expanded:
+        out += sel.taken[done:at]
+        done = at
+        out += [j for j in cands.siblings[c] if j not in set(out)]
+    return out + sel.taken[done:]
 
 
 def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_weight: float) -> list[list[int]]:
@@ -155,176 +208,3 @@ def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_
             runs.append([i])
     runs.sort(key=lambda run: -max(fused[j] for j in run))
     return runs
-
-
-# --------------------------------------------------------------------------- on a Chroma collection
-
-
-def _and(*parts: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    items = [dict(p) for p in parts if p]
-    if not items:
-        return None
-    return items[0] if len(items) == 1 else {"$and": items}
-
-
-def _cosines(query: np.ndarray, embeddings: Any) -> np.ndarray:
-    e = np.asarray(embeddings, dtype=np.float64)
-    if e.size == 0:
-        return np.zeros(0)
-    norms = np.linalg.norm(e, axis=1)
-    return (e @ query.astype(np.float64)) / np.where(norms == 0, 1.0, norms)
-
-
-def _query(collection: Any, q: np.ndarray, n: int, where: dict[str, Any] | None, wdoc: Any, include: list[str]):
-    res = collection.query(query_embeddings=[q.astype(np.float32)], n_results=n, where=where,
-                           where_document=dict(wdoc) if wdoc else None, include=include)
-    ids = list(res["ids"][0]) if res["ids"] else []
-    metas = list(res["metadatas"][0]) if ids else []
-    dists = list(res["distances"][0]) if ids else []
-    docs = list(res["documents"][0]) if ids and "documents" in include else [None] * len(ids)
-    return ids, metas, dists, docs
-
-
-@dataclass
-class _Gathered:
-    cands: UnitCandidates
-    docs: list[str]
-    metas: list[dict[str, Any]]
-    floor: float
-
-
-def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
-    return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
-
-
-def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> dict[str, tuple]:
-    if not ids:
-        return {}
-    got = collection.get(ids=ids, where=where, include=["metadatas", "documents", "embeddings"])
-    return {rid: (dict(m), d, float(sim))
-            for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
-
-
-def _gather(
-    collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
-) -> _Gathered:
-    """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
-    term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
-    counts); plus a bound on the fused score of all other segments."""
-    seg_where = _and({"hseg_level": "segment"}, where)
-    ids, metas, dists, docs = _query(collection, q, n_seg, seg_where, wdoc, ["metadatas", "distances", "documents"])
-    rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
-    seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
-    if nweight:  # a segment next to a near one may rank high through its neighbour
-        around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
-        rows.update(_fetch_scored(collection, q, around, seg_where))
-    cluster_score: dict[str, float] = {}
-    nearest: set[str] = set()
-    clu_floor = -np.inf
-    if weight:
-        cids, _, cdists, _ = _query(collection, q, n_clu, _and({"hseg_level": "cluster"}, where), wdoc,
-                                    ["metadatas", "distances"])
-        cluster_score = {c: 1.0 - float(d) for c, d in zip(cids, cdists)}
-        nearest = set(cids)
-        clu_floor = (1.0 - float(cdists[-1])) if len(cids) >= n_clu else -np.inf
-        if cids:  # all segments of the nearest clusters (they may rank high through their cluster)
-            got = collection.get(where=_and({"hseg_level": "segment"}, {"hseg_cluster_id": {"$in": cids}}, where),
-                                 include=["metadatas", "documents", "embeddings"])
-            for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"])):
-                rows.setdefault(rid, (dict(m), d, float(sim)))
-        unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
-        if unknown:
-            got = collection.get(ids=unknown, include=["embeddings"])
-            cluster_score.update(zip(got["ids"], (float(s) for s in _cosines(q, got["embeddings"]))))
-    # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster
-    floor = seg_floor * (1.0 + nweight) + (weight * clu_floor if weight else 0.0)
-    ids = list(rows)
-    metas = [rows[r][0] for r in ids]
-    neighbour_score = None
-    if nweight:
-        context = {r: v[2] for r, v in rows.items()}
-        missing = sorted({n for m in metas for n in _neighbour_ids(m)} - set(context))
-        context.update({r: v[2] for r, v in _fetch_scored(collection, q, missing, None).items()})
-        neighbour_score = np.array([
-            np.mean([context[n] for n in _neighbour_ids(m) if n in context] or [rows[r][2]])
-            for r, m in zip(ids, metas)
-        ])
-    siblings: dict[str, list[int]] = {}
-    if weight:
-        for i, m in enumerate(metas):
-            if m["hseg_cluster_id"] in nearest:
-                siblings.setdefault(m["hseg_cluster_id"], []).append(i)
-        for members in siblings.values():
-            members.sort(key=lambda i: metas[i]["hseg_index"])
-    cands = UnitCandidates(
-        ids=ids,
-        cluster=[m["hseg_cluster_id"] for m in metas],
-        position=[int(m["hseg_index"]) for m in metas],
-        tokens=[int(m["hseg_tokens"]) for m in metas],
-        segment_score=np.array([rows[r][2] for r in ids]),
-        cluster_score=np.array([cluster_score.get(m["hseg_cluster_id"], 0.0) for m in metas]),
-        siblings=siblings,
-        neighbour_score=neighbour_score,
-        neighbour_weight=nweight,
-    )
-    return _Gathered(cands, [rows[r][1] or "" for r in ids], metas, floor)
-
-
-def search_units(
-    collection: Any,
-    query_vector: np.ndarray,
-    *,
-    unit: str,
-    k: int | None,
-    budget_tokens: int | None,
-    where: Mapping[str, Any] | None = None,
-    where_document: Mapping[str, Any] | None = None,
-    cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
-    neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-) -> list[ParentHit]:
-    """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone).
-
-    Exact with respect to Chroma's neighbours: candidates are widened until the selection never
-    reaches the bound on the fused score of the segments not fetched.
-    """
-    weight = cluster_weight if unit == "auto" else 0.0
-    nweight = neighbour_weight if unit == "auto" else 0.0
-    need = k if budget_tokens is None else max(8, budget_tokens // 48 + 4)
-    n_seg, n_clu = 2 * need + 4, need + 2
-    for _ in range(64):  # each round doubles; 64 doublings exceed any collection
-        g = _gather(collection, query_vector, n_seg, n_clu, where, where_document, weight, nweight)
-        taken = select_auto(g.cands, budget_tokens, max_units=k if budget_tokens is None else None,
-                            cluster_weight=weight, floor=g.floor,
-                            whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
-        if taken is not None:
-            return _passages(g, taken, weight, unit)
-        n_seg, n_clu = 2 * n_seg, 2 * n_clu
-    raise RuntimeError("search_units did not converge")  # pragma: no cover - bounded by collection size
-
-
-def _passages(g: _Gathered, taken: list[int], weight: float, unit: str) -> list[ParentHit]:
-    fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
-    hits = []
-    for run in merge_runs_of_segments(g.cands, taken, weight):
-        best = max(run, key=lambda i: fused[i])
-        first, last = g.metas[run[0]], g.metas[run[-1]]
-        hits.append(
-            ParentHit(
-                cluster_id=first["hseg_cluster_id"],
-                doc_id=str(first["hseg_doc_id"]),
-                text="".join(g.docs[i] for i in run),  # segments tile their document, so this is exact
-                start=int(first["hseg_start"]),
-                end=int(last["hseg_end"]),
-                score=float(fused[best]),
-                token_count=int(sum(g.cands.tokens[i] for i in run)),
-                matched_id=g.cands.ids[best],
-                matched_level="segment",
-                matched_start=int(g.metas[best]["hseg_start"]),
-                matched_end=int(g.metas[best]["hseg_end"]),
-                metadata={key: v for key, v in g.metas[best].items()},
-                segment_scores={g.cands.ids[i]: float(g.cands.segment_score[i]) for i in run},
-                unit=unit,
-                segment_ids=[g.cands.ids[i] for i in run],
-            )
-        )
-    return hits

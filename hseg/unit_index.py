@@ -1,0 +1,157 @@
+"""The unit index: one vector per segment whose cosine with a query *is* its ``unit="auto"`` score.
+
+The budget-aware unit (:mod:`hseg.units`) ranks a segment s of cluster C with neighbours N by
+
+    fused(q, s) = cos(q, s) + w·cos(q, C) + v·mean_{n ∈ N} cos(q, n)
+                = q̂ · F_s,      F_s = ŝ + w·Ĉ + v·mean_{n ∈ N} n̂        (x̂ = x / ‖x‖)
+
+(with no neighbour, the mean is cos(q, s) itself). The score is linear in the unit query, so the
+best segments are a maximum-inner-product search over the F_s. Chroma searches by cosine, which
+divides by ‖F_s‖, so each F_s gets one more coordinate (the usual reduction of inner product to
+cosine search):
+
+    F'_s = [F_s / M, sqrt(1 − ‖F_s / M‖²)],   q' = [q̂, 0],   M = 1 + w + v ≥ ‖F_s‖
+
+Every F'_s is a unit vector and cos(q', F'_s) = q̂ · F_s / M, so a cosine kNN over the F'_s
+returns segments in exact fused order and ``fused = M · (1 − distance)``. M bounds ‖F_s‖ by the
+triangle inequality for every collection, so nothing global has to be kept up to date.
+
+The index lives in a companion collection (:func:`companion_name`): one record per segment record,
+with the segment's id and metadata (so a ``where`` filters both alike) and no document. Its record
+ids also carry the four numbers the selection walk needs (:class:`UnitKey`): Chroma returns ids
+with the distances at no extra cost, while every metadata field costs per record (about 0.05 ms a
+record on 100k records, ``benchmarks/query_latency.py``), so the walk reads a long candidate list
+for the price of a short one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+import numpy as np
+
+from hseg.records import Record
+
+__all__ = [
+    "COMPANION_SUFFIX", "UnitKey", "companion_name", "fused_scale", "query_vector", "segment_ids_of", "unit_records",
+]
+
+#: the companion collection of collection ``name`` is ``name + COMPANION_SUFFIX``
+COMPANION_SUFFIX = "_hseg_units"
+_SEP = "|"
+
+
+def companion_name(collection_name: str) -> str:
+    """Name of the unit-index collection beside ``collection_name``.
+
+    Example:
+        >>> companion_name("docs")
+        'docs_hseg_units'
+    """
+    return collection_name + COMPANION_SUFFIX
+
+
+def fused_scale(cluster_weight: float, neighbour_weight: float) -> float:
+    """M = 1 + w + v: the bound on ‖F_s‖, and the factor from cosine back to fused score."""
+    return 1.0 + float(cluster_weight) + float(neighbour_weight)
+
+
+@dataclass(frozen=True)
+class UnitKey:
+    """The id of a unit-index record: the segment and what the selection walk needs of it.
+
+    ``cluster_segments``/``cluster_tokens`` are the number of segments of the segment's cluster and
+    the sum of their tokens (what taking the rest of the cluster costs).
+
+    Example:
+        >>> key = UnitKey("segment-a1", "cluster-b2", 4, 87, 3, 250)
+        >>> UnitKey.parse(key.encode()) == key
+        True
+    """
+
+    segment_id: str
+    cluster_id: str
+    position: int
+    tokens: int
+    cluster_segments: int
+    cluster_tokens: int
+
+    def __post_init__(self) -> None:
+        for name in ("segment_id", "cluster_id"):
+            if _SEP in getattr(self, name):
+                raise ValueError(f"{name} {getattr(self, name)!r} contains {_SEP!r}, which unit-index ids reserve")
+
+    def encode(self) -> str:
+        return _SEP.join(map(str, (self.segment_id, self.cluster_id, self.position, self.tokens,
+                                   self.cluster_segments, self.cluster_tokens)))
+
+    @classmethod
+    def parse(cls, record_id: str) -> UnitKey:
+        parts = record_id.split(_SEP)
+        if len(parts) != 6:
+            raise ValueError(f"record_id {record_id!r} is not a unit-index id")
+        seg, clu, *nums = parts
+        position, tokens, n, total = (int(x) for x in nums)
+        return cls(seg, clu, position, tokens, n, total)
+
+
+def query_vector(unit_query: np.ndarray) -> np.ndarray:
+    """q' = [q̂, 0] for a unit query vector."""
+    q = np.asarray(unit_query, dtype=np.float32).reshape(-1)
+    return np.append(q, np.float32(0.0))
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_weight: float) -> list[Record]:
+    """Unit-index records of whole documents, from their store records (:func:`hseg.records.records_for`
+    or what the store reads back).
+
+    Raises ``ValueError`` if a segment's cluster or neighbour record is not among ``records``.
+
+    Example:
+        >>> recs = unit_records(records_for(chunking), 0.5, 0.2)  # doctest: +SKIP
+        >>> len(recs) == len(chunking.segments)  # doctest: +SKIP
+        True
+    """
+    by_id = {r.id: r for r in records}
+    segments = [r for r in records if r.metadata.get("hseg_level") == "segment"]
+    members: dict[str, list[Record]] = {}
+    for seg in segments:
+        members.setdefault(str(seg.metadata["hseg_cluster_id"]), []).append(seg)
+    scale = fused_scale(cluster_weight, neighbour_weight)
+    out: list[Record] = []
+    for seg in segments:
+        meta = seg.metadata
+        cid = str(meta["hseg_cluster_id"])
+        cluster = by_id.get(cid)
+        if cluster is None:
+            raise ValueError(f"records: segment {seg.id!r} without its cluster record {cid!r}")
+        fused = _unit(seg.embedding) + cluster_weight * _unit(cluster.embedding)
+        if neighbour_weight:
+            fused += neighbour_weight * _neighbour_mean(seg, by_id)
+        fused /= scale
+        lift = np.sqrt(max(0.0, 1.0 - float(fused @ fused)))
+        siblings = members[cid]
+        key = UnitKey(seg.id, cid, int(meta["hseg_index"]), int(meta["hseg_tokens"]), len(siblings),
+                      sum(int(s.metadata["hseg_tokens"]) for s in siblings))
+        out.append(Record(key.encode(), np.append(fused, lift).astype(np.float32), "", dict(meta)))
+    return out
+
+
+def _neighbour_mean(seg: Record, by_id: Mapping[str, Record]) -> np.ndarray:
+    ids = [n for n in (seg.metadata.get("hseg_prev_id"), seg.metadata.get("hseg_next_id")) if n]
+    missing = [n for n in ids if n not in by_id]
+    if missing:
+        raise ValueError(f"records: segment {seg.id!r} without its neighbour records {missing}")
+    if not ids:
+        return _unit(seg.embedding)
+    return np.mean([_unit(by_id[n].embedding) for n in ids], axis=0)
+
+
+def segment_ids_of(unit_ids: Sequence[str]) -> list[str]:
+    """The segment ids behind unit-index record ids."""
+    return [UnitKey.parse(u).segment_id for u in unit_ids]

@@ -1,0 +1,332 @@
+"""``unit="segment"`` and ``unit="auto"`` searches on Chroma: candidates, the walk, passages.
+
+Three read paths, each exact with respect to the neighbours Chroma returns (the walk of
+:func:`hseg.units.walk` stops only once every segment not fetched scores below what it took):
+
+* ``unit="auto"`` on a store with a unit index (:mod:`hseg.unit_index`): one kNN on the index,
+  asking for distances only, returns segments in fused-score order with what the walk needs in
+  their ids; one ``get`` on the collection then reads the texts of what was taken. A second kNN
+  (twice as deep) runs only when the first page ends before the budget is spent.
+* ``unit="segment"``: one kNN on the collection itself, levels told apart client-side (a Chroma
+  ``where`` on the level costs a metadata scan, ~350 ms on 100k records), widened the same way.
+* ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
+  filter, a collection written by another tool): the fused score is assembled from gathered
+  segments, clusters and neighbours (several round trips; kept for these cases).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hseg.search import ParentHit
+from hseg.unit_index import UnitKey, fused_scale, query_vector
+from hseg.units import (
+    DEFAULT_WHOLE_CLUSTER_MIN,
+    ClusterSize,
+    Selection,
+    UnitCandidates,
+    merge_runs_of_segments,
+    select_auto,
+    walk,
+)
+
+__all__ = ["search_units"]
+
+
+def search_units(
+    collection: Any,
+    query_vector: np.ndarray,
+    *,
+    unit: str,
+    k: int | None,
+    budget_tokens: int | None,
+    where: Mapping[str, Any] | None = None,
+    where_document: Mapping[str, Any] | None = None,
+    cluster_weight: float,
+    neighbour_weight: float,
+    unit_index: Any = None,
+) -> list[ParentHit]:
+    """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone).
+
+    ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
+    or ``None``. Arguments are assumed validated.
+    """
+    if unit == "segment":
+        return _search_segments(collection, query_vector, k, budget_tokens, where, where_document)
+    if unit_index is not None and not where_document:
+        return _search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
+                               cluster_weight, neighbour_weight)
+    return _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
+                            cluster_weight, neighbour_weight)
+
+
+# --------------------------------------------------------------------------- passages
+
+
+@dataclass
+class _Member:
+    """A taken segment: its record and its ranking score on the cosine scale."""
+
+    id: str
+    meta: dict[str, Any]
+    text: str
+    score: float
+
+
+def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str] | None = None,
+             whole_tokens: int = 0) -> ParentHit:
+    """One hit from segments adjacent in one cluster (in document order), or from a whole cluster
+    (``whole`` = its record's metadata and text) of which ``members`` are the segments scored."""
+    best = max(members, key=lambda m: m.score)
+    first, last = members[0].meta, members[-1].meta
+    if whole is not None:
+        meta, text = whole
+        start, end, tokens = int(meta["hseg_start"]), int(meta["hseg_end"]), whole_tokens
+        segment_ids = list(json.loads(meta["hseg_segment_ids"]))
+    else:
+        start, end = int(first["hseg_start"]), int(last["hseg_end"])
+        text = "".join(m.text for m in members)  # segments tile their document, so this is exact
+        tokens = sum(int(m.meta["hseg_tokens"]) for m in members)
+        segment_ids = [m.id for m in members]
+    return ParentHit(
+        cluster_id=str(first["hseg_cluster_id"]),
+        doc_id=str(first["hseg_doc_id"]),
+        text=text,
+        start=start,
+        end=end,
+        score=best.score,
+        token_count=tokens,
+        matched_id=best.id,
+        matched_level="segment",
+        matched_start=int(best.meta["hseg_start"]),
+        matched_end=int(best.meta["hseg_end"]),
+        metadata=dict(best.meta),
+        segment_scores={m.id: m.score for m in members},
+        unit=unit,
+        segment_ids=segment_ids,
+    )
+
+
+def _runs(keys: Sequence[tuple[str, int]], taken: Sequence[int], score: np.ndarray) -> list[list[int]]:
+    """Taken candidates grouped into runs adjacent in one cluster (``keys[i]`` = (cluster, position)),
+    ordered by their best score, ties by cluster id and position."""
+    runs: list[list[int]] = []
+    for i in sorted(taken, key=lambda i: keys[i]):
+        if runs and keys[runs[-1][-1]][0] == keys[i][0] and keys[runs[-1][-1]][1] + 1 == keys[i][1]:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    runs.sort(key=lambda run: -max(score[j] for j in run))
+    return runs
+
+
+# --------------------------------------------------------------------------- unit="auto" on the index
+
+
+def _first_page(k: int | None, budget_tokens: int | None, per_segment: int, least: int) -> int:
+    """Records asked for first: enough for ``k`` segments, or for the budget at ``per_segment``
+    tokens a segment (smaller than the usual segment, so one page nearly always suffices)."""
+    return max(least, 2 * k + least // 2) if budget_tokens is None else budget_tokens // per_segment + least
+
+
+def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
+                    where: Mapping[str, Any] | None, w: float, v: float) -> list[ParentHit]:
+    scale = fused_scale(w, v)
+    qq = query_vector(q)
+    # ids and distances cost ~3 ms for any page up to a few hundred records (metadata would cost
+    # per record), so the first page is deep: 24 tokens a segment
+    n = _first_page(k, budget, 24, 32)
+    while True:
+        res = index.query(query_embeddings=[qq], n_results=n, where=dict(where) if where else None,
+                          include=["distances"])
+        ids = list(res["ids"][0]) if res["ids"] else []
+        keys = [UnitKey.parse(i) for i in ids]
+        score = scale * (1.0 - np.asarray(res["distances"][0] if ids else [], dtype=np.float64))
+        floor = float(score[-1]) if len(ids) >= n else -np.inf
+        sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in keys}
+        sel = walk(score, [key.cluster_id for key in keys], [key.tokens for key in keys], sizes, budget,
+                   max_units=k if budget is None else None, floor=floor)
+        if sel is not None:
+            return _indexed_passages(collection, keys, score / scale, sel)
+        n *= 2
+
+
+def _indexed_passages(collection: Any, keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[ParentHit]:
+    whole = {c for _, c in sel.expanded}
+    wanted = [keys[i].segment_id for i in sel.taken] + sorted(whole)
+    got = collection.get(ids=wanted, include=["documents", "metadatas"]) if wanted else {"ids": []}
+    found = {rid: (dict(m or {}), d or "") for rid, m, d in
+             zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
+    missing = [rid for rid in wanted if rid not in found]
+    if missing:
+        raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
+                          "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
+    runs = _runs([(key.cluster_id, key.position) for key in keys], sel.taken, score)
+    hits: list[ParentHit] = []
+    merged: set[str] = set()
+    for run in runs:
+        cid = keys[run[0]].cluster_id
+        if cid in whole:
+            if cid in merged:
+                continue  # a cluster taken whole is one passage, however its scored segments lie
+            merged.add(cid)
+            run = sorted((i for i in sel.taken if keys[i].cluster_id == cid), key=lambda i: keys[i].position)
+        members = [_Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i])) for i in run]
+        cluster = found[cid] if cid in whole else None
+        hits.append(_passage(members, "auto", cluster, keys[run[0]].cluster_tokens))
+    return hits
+
+
+# --------------------------------------------------------------------------- unit="segment"
+
+
+def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: list[str]):
+    res = collection.query(query_embeddings=[np.asarray(q, dtype=np.float32)], n_results=n,
+                           where=dict(where) if where else None, where_document=dict(wdoc) if wdoc else None,
+                           include=include)
+    ids = list(res["ids"][0]) if res["ids"] else []
+    metas = [dict(m or {}) for m in res["metadatas"][0]] if ids else []
+    dists = list(res["distances"][0]) if ids else []
+    docs = list(res["documents"][0]) if ids and "documents" in include else [None] * len(ids)
+    return ids, metas, dists, docs
+
+
+def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> list[ParentHit]:
+    # segments are ~4/5 of the records; cluster records (and other writers' records) are skipped here
+    n = _first_page(k, budget, 80, 10)
+    while True:
+        ids, metas, dists, docs = _query(collection, q, n, where, wdoc, ["metadatas", "distances", "documents"])
+        rows = [_Member(rid, m, d or "", 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)
+                if m.get("hseg_level") == "segment" and "hseg_cluster_id" in m]
+        # an unseen segment is no closer than the last record returned
+        floor = (1.0 - float(dists[-1])) if len(ids) >= n else -np.inf
+        score = np.array([r.score for r in rows])
+        sel = walk(score, [str(r.meta["hseg_cluster_id"]) for r in rows], [int(r.meta["hseg_tokens"]) for r in rows],
+                   {}, budget, max_units=k if budget is None else None, floor=floor)
+        if sel is not None:
+            keys = [(str(r.meta["hseg_cluster_id"]), int(r.meta["hseg_index"])) for r in rows]
+            return [_passage([rows[i] for i in run], "segment") for run in _runs(keys, sel.taken, score)]
+        n *= 2
+
+
+# --------------------------------------------------------------------------- unit="auto", gathered
+
+
+def _and(*parts: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    items = [dict(p) for p in parts if p]
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else {"$and": items}
+
+
+def _cosines(query: np.ndarray, embeddings: Any) -> np.ndarray:
+    e = np.asarray(embeddings, dtype=np.float64)
+    if e.size == 0:
+        return np.zeros(0)
+    norms = np.linalg.norm(e, axis=1)
+    return (e @ query.astype(np.float64)) / np.where(norms == 0, 1.0, norms)
+
+
+@dataclass
+class _Gathered:
+    cands: UnitCandidates
+    docs: list[str]
+    metas: list[dict[str, Any]]
+    floor: float
+
+
+def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
+    return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
+
+
+def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> dict[str, tuple]:
+    if not ids:
+        return {}
+    got = collection.get(ids=ids, where=where, include=["metadatas", "documents", "embeddings"])
+    return {rid: (dict(m), d, float(sim))
+            for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
+def _gather(
+    collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
+) -> _Gathered:
+    """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
+    term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
+    counts); plus a bound on the fused score of all other segments."""
+    seg_where = _and({"hseg_level": "segment"}, where)
+    ids, metas, dists, docs = _query(collection, q, n_seg, seg_where, wdoc, ["metadatas", "distances", "documents"])
+    rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
+    seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
+    if nweight:  # a segment next to a near one may rank high through its neighbour
+        around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
+        rows.update(_fetch_scored(collection, q, around, seg_where))
+    cluster_score: dict[str, float] = {}
+    nearest: set[str] = set()
+    clu_floor = -np.inf
+    if weight:
+        cids, _, cdists, _ = _query(collection, q, n_clu, _and({"hseg_level": "cluster"}, where), wdoc,
+                                    ["metadatas", "distances"])
+        cluster_score = {c: 1.0 - float(d) for c, d in zip(cids, cdists)}
+        nearest = set(cids)
+        clu_floor = (1.0 - float(cdists[-1])) if len(cids) >= n_clu else -np.inf
+        if cids:  # all segments of the nearest clusters (they may rank high through their cluster)
+            got = collection.get(where=_and({"hseg_level": "segment"}, {"hseg_cluster_id": {"$in": cids}}, where),
+                                 include=["metadatas", "documents", "embeddings"])
+            for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"])):
+                rows.setdefault(rid, (dict(m), d, float(sim)))
+        unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
+        if unknown:
+            got = collection.get(ids=unknown, include=["embeddings"])
+            cluster_score.update(zip(got["ids"], (float(s) for s in _cosines(q, got["embeddings"]))))
+    # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster
+    floor = seg_floor * (1.0 + nweight) + (weight * clu_floor if weight else 0.0)
+    ids = list(rows)
+    metas = [rows[r][0] for r in ids]
+    neighbour_score = None
+    if nweight:
+        context = {r: v[2] for r, v in rows.items()}
+        missing = sorted({n for m in metas for n in _neighbour_ids(m)} - set(context))
+        context.update({r: v[2] for r, v in _fetch_scored(collection, q, missing, None).items()})
+        neighbour_score = np.array([
+            np.mean([context[n] for n in _neighbour_ids(m) if n in context] or [rows[r][2]])
+            for r, m in zip(ids, metas)
+        ])
+    siblings: dict[str, list[int]] = {}
+    if weight:
+        for i, m in enumerate(metas):
+            if m["hseg_cluster_id"] in nearest:
+                siblings.setdefault(m["hseg_cluster_id"], []).append(i)
+        for members in siblings.values():
+            members.sort(key=lambda i: metas[i]["hseg_index"])
+    cands = UnitCandidates(
+        ids=ids,
+        cluster=[m["hseg_cluster_id"] for m in metas],
+        position=[int(m["hseg_index"]) for m in metas],
+        tokens=[int(m["hseg_tokens"]) for m in metas],
+        segment_score=np.array([rows[r][2] for r in ids]),
+        cluster_score=np.array([cluster_score.get(m["hseg_cluster_id"], 0.0) for m in metas]),
+        siblings=siblings,
+        neighbour_score=neighbour_score,
+        neighbour_weight=nweight,
+    )
+    return _Gathered(cands, [rows[r][1] or "" for r in ids], metas, floor)
+
+
+def _search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
+                     nweight: float) -> list[ParentHit]:
+    need = k if budget is None else max(8, budget // 48 + 4)
+    n_seg, n_clu = 2 * need + 4, need + 2
+    while True:  # each round doubles, so it ends once a round holds the whole collection
+        g = _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight)
+        taken = select_auto(g.cands, budget, max_units=k if budget is None else None, cluster_weight=weight,
+                            floor=g.floor, whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
+        if taken is not None:
+            fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
+            return [_passage([_Member(g.cands.ids[i], g.metas[i], g.docs[i], float(fused[i])) for i in run], "auto")
+                    for run in merge_runs_of_segments(g.cands, taken, weight)]
+        n_seg, n_clu = 2 * n_seg, 2 * n_clu

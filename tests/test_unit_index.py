@@ -1,0 +1,141 @@
+"""The unit index: fused scores as cosines, its ids, and how the store keeps it in step."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hseg.records import records_for
+from hseg.store import HierarchicalStore
+from hseg.unit_index import UnitKey, fused_scale, query_vector, unit_records
+from tests.conftest import build_synthetic_chunking
+from tests.fakes import HashingEncoder
+
+
+def fused_by_hand(chunking, q, w, v):
+    """cos(q, s) + w·cos(q, cluster) + v·mean(cos(q, neighbours)) for every segment, by id."""
+    def cos(x):
+        return float(np.dot(x, q) / (np.linalg.norm(x) * np.linalg.norm(q)))
+
+    segs = chunking.segments
+    parent = {s.id: c for c in chunking.clusters for s in c.segments}
+    out = {}
+    for i, s in enumerate(segs):
+        near = [cos(segs[j].embedding) for j in (i - 1, i + 1) if 0 <= j < len(segs)]
+        out[s.id] = cos(s.embedding) + w * cos(parent[s.id].embedding) + v * (np.mean(near) if near else cos(s.embedding))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), w=st.sampled_from([0.0, 0.5, 1.3]), v=st.sampled_from([0.0, 0.2, 2.0]))
+def test_cosine_with_a_unit_record_is_the_fused_score(seed, w, v):
+    rng = np.random.default_rng(seed)
+    chunking = build_synthetic_chunking("d", rng, n_clusters=int(rng.integers(1, 5)), max_segments=4)
+    q = rng.standard_normal(16)
+    units = unit_records(records_for(chunking), w, v)
+    expected = fused_by_hand(chunking, q, w, v)
+    qq = query_vector(q / np.linalg.norm(q)).astype(np.float64)
+    assert len(units) == len(chunking.segments)
+    for u in units:
+        e = u.embedding.astype(np.float64)
+        assert abs(np.linalg.norm(e) - 1.0) < 1e-5  # the cosine space keeps every record as written
+        cosine = float(qq @ e) / np.linalg.norm(e)
+        assert cosine * fused_scale(w, v) == pytest.approx(expected[UnitKey.parse(u.id).segment_id], abs=1e-5)
+
+
+def test_unit_key_round_trip_and_refusal():
+    key = UnitKey("segment-1", "cluster-2", 3, 40, 5, 200)
+    assert UnitKey.parse(key.encode()) == key
+    with pytest.raises(ValueError, match="segment_id"):
+        UnitKey("a|b", "c", 0, 1, 1, 1)
+    with pytest.raises(ValueError, match="record_id"):
+        UnitKey.parse("segment-1")
+
+
+def test_unit_records_refuse_a_partial_document():
+    rng = np.random.default_rng(0)
+    recs = records_for(build_synthetic_chunking("d", rng, n_clusters=2, max_segments=3))
+    with pytest.raises(ValueError, match="cluster record"):
+        unit_records([r for r in recs if r.metadata["hseg_level"] == "segment"], 0.5, 0.2)
+
+
+def unit_segments(store):
+    return sorted(UnitKey.parse(u).segment_id for u in store.unit_index.get(include=[])["ids"])
+
+
+def stored_segments(store):
+    return sorted(store.collection.get(where={"hseg_level": "segment"}, include=[])["ids"])
+
+
+def test_add_readd_and_delete_keep_the_index_in_step(chroma_client, chroma_collection_name, make_chunking):
+    rng = np.random.default_rng(3)
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    first = [make_chunking(f"doc{i}", rng, n_clusters=3, max_segments=4) for i in range(3)]
+    store.add(first, [{"source": f"s{i}"} for i in range(3)])
+    assert unit_segments(store) == stored_segments(store)
+    # another chunking of doc1: its old segments leave the index with their records
+    store.add(make_chunking("doc1", np.random.default_rng(99), n_clusters=2, max_segments=2), {"source": "s1"})
+    assert unit_segments(store) == stored_segments(store)
+    store.delete("doc0")
+    assert unit_segments(store) == stored_segments(store)
+    assert store.unit_segment_ids(["doc2"])["doc2"] == {s.id for s in first[2].segments}
+    # the index carries the records' metadata, so a where filters it alike
+    q = rng.standard_normal(16).astype(np.float32)
+    hits = store.search(q, budget_tokens=10_000, unit="auto", where={"source": "s2"})
+    assert hits and {h.doc_id for h in hits} == {"doc2"}
+
+
+def test_incomplete_index_falls_back_and_sync_rebuilds_it(chroma_collection_name, make_chunking, caplog):
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    rng = np.random.default_rng(5)
+    chunkings = [make_chunking(f"doc{i}", rng, n_clusters=4, max_segments=4) for i in range(3)]
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    store.add(chunkings)
+    q = rng.standard_normal(16).astype(np.float32)
+    expected = [h.segment_ids for h in store.search(q, budget_tokens=200, unit="auto")]
+    # as if another tool had written doc2 into the collection: its unit records are missing
+    store.unit_index.delete(ids=[u for u in store.unit_index.get(include=[])["ids"]
+                                 if UnitKey.parse(u).segment_id in {s.id for s in chunkings[2].segments}])
+    reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    with caplog.at_level(logging.WARNING, logger="hseg.store"):
+        assert reopened._usable_unit_index(0.5, 0.2) is None
+    assert "sync_unit_index" in caplog.text
+    assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected  # slower, exact
+    assert reopened.sync_unit_index() == sum(len(c.segments) for c in chunkings)
+    assert reopened._usable_unit_index(0.5, 0.2) is not None
+    assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected
+    # other weights than the index's are served exactly by the gathering path
+    assert reopened._usable_unit_index(0.3, 0.2) is None
+    reopened.search(q, budget_tokens=200, unit="auto", cluster_weight=0.3)
+
+
+def test_index_lists_only_stored_records_at_every_step(chroma_collection_name, make_chunking, monkeypatch):
+    """A process killed anywhere in add: the index never names a record the collection lacks."""
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    rng = np.random.default_rng(11)
+    store.add([make_chunking(f"doc{i}", rng) for i in range(2)])
+    snapshots = []
+    for col in (store.collection, store.unit_index):
+        for name in ("upsert", "delete"):
+            original = getattr(type(col), name)
+
+            def spy(self, *a, _original=original, **kw):
+                out = _original(self, *a, **kw)
+                snapshots.append((set(unit_segments(store)), set(store.collection.get(include=[])["ids"])))
+                return out
+
+            monkeypatch.setattr(type(col), name, spy)
+    store.add([make_chunking("doc0", np.random.default_rng(42), n_clusters=5), make_chunking("doc2", rng)])
+    monkeypatch.undo()
+    assert len(snapshots) >= 4
+    for units, stored in snapshots:
+        assert units <= stored
