@@ -78,6 +78,14 @@ def load_eval(data_dir: str | Path) -> tuple[dict[str, str], list[Query]]:
     return corpora, queries
 
 
+#: alignments kept per chunk by :func:`recover_spans` (and copies tried inside one predecessor)
+SPAN_BEAM = 16
+
+
+def _non_space(text: str) -> int:
+    return len("".join(text.split()))
+
+
 def recover_spans(corpus_id: str, corpus: str, texts: Iterable[str]) -> list[Chunk]:
     """Exact spans for splitter outputs that are substrings of ``corpus``, in document order.
 
@@ -86,26 +94,69 @@ def recover_spans(corpus_id: str, corpus: str, texts: Iterable[str]) -> list[Chu
     chunk_overlap`` with ``chunk_overlap`` in *length_function* units (tokens here), not
     characters, so it can skip past the true start and land on a later copy or on -1.
 
-    Chunk starts strictly increase, so each chunk is searched forward from just after the previous
-    chunk's start (this allows any overlap). Whatever lies between the end of the text covered so
-    far and the next start must be whitespace (the splitters strip chunks); that check catches a
-    match landing on a wrong, later copy of a short repeated text.
+    A split's chunks start in non-decreasing order and may overlap; between them only dropped
+    separators or stripped whitespace are missing. A text that occurs more than once (a repeated
+    footer line, or a short piece of one) can sit at several places in that order, and its first
+    copy after the previous chunk's start may lie inside the previous chunk although the splitter
+    took a later one. So the sequence is aligned as a whole, by a beam search over placements
+    ranked by: fewest non-whitespace characters left uncovered between consecutive chunks and at
+    both ends of the corpus (a dropped separator costs its length, whitespace nothing), then
+    fewest chunks ending no later than their predecessor (a repeated chunk goes to the next copy,
+    not back onto the one just covered), then the earliest starts. Each chunk is tried at the
+    copies starting inside or at the end of its predecessor (overlap, adjacency; at most
+    :data:`SPAN_BEAM`) and at the first copy after it (a gap). Whenever the true placement is among
+    those tried, the chosen alignment leaves no more of the corpus uncovered than the split did.
+
+    Never fails on a split whose starts are non-decreasing: a backward pass bounds each chunk by
+    the latest start from which the rest can still be placed, and a placement within that bound
+    always has a successor (the first copy of the next text at or after it), so the beam never
+    empties. Raises ``ValueError`` only for impossible input: a chunk that does not occur at or
+    after the earliest possible start of its predecessor.
     """
-    chunks: list[Chunk] = []
-    lo, covered = 0, 0
+    texts = [t for t in texts if t]
+    if not texts:
+        return []
+    lo = 0
     for text in texts:
-        if not text:
-            continue
         start = corpus.find(text, lo)
         if start < 0:
-            raise ValueError(f"{corpus_id}: chunk not found after offset {lo}: {text[:60]!r}")
-        if start > covered and corpus[covered:start].strip():
-            raise ValueError(f"{corpus_id}: non-whitespace gap {covered}:{start} before {text[:60]!r}")
-        end = start + len(text)
-        assert corpus[start:end] == text
+            raise ValueError(f"{corpus_id}: chunk not found at or after offset {lo}: {text[:60]!r}")
+        lo = start
+    latest = [0] * len(texts)
+    bound = len(corpus)
+    for i in range(len(texts) - 1, -1, -1):
+        # the last copy starting at or before the next chunk's latest start (found: the forward
+        # pass placed every chunk at or before the next one)
+        bound = latest[i] = corpus.rfind(texts[i], 0, bound + len(texts[i]))
+
+    # a state: (cost, start, end, previous state); the start of the corpus is an empty predecessor
+    beam: list[tuple[tuple[int, int, int], int, int, Any]] = [((0, 0, 0), 0, 0, None)]
+    for text, last in zip(texts, latest):
+        n = len(text)
+        best: dict[int, tuple[tuple[int, int, int], int, int, Any]] = {}
+        for state in beam:
+            cost, q, q_end, _ = state
+            starts = []
+            p = corpus.find(text, q, min(q_end, last) + n)
+            while p >= 0 and len(starts) < SPAN_BEAM:
+                starts.append(p)
+                p = corpus.find(text, p + 1, min(q_end, last) + n)
+            p = corpus.find(text, q_end + 1, last + n)
+            if p >= 0:
+                starts.append(p)
+            for p in starts:
+                step = (cost[0] + (_non_space(corpus[q_end:p]) if p > q_end else 0),
+                        cost[1] + (p + n <= q_end), cost[2] + p)
+                if p not in best or step < best[p][0]:
+                    best[p] = (step, p, p + n, state)
+        beam = sorted(best.values(), key=lambda s: (s[0], s[1]))[:SPAN_BEAM]
+
+    state = min(beam, key=lambda s: ((s[0][0] + _non_space(corpus[s[2]:]), *s[0][1:]), s[1]))
+    chunks: list[Chunk] = []
+    for text in reversed(texts):
+        _, start, end, state = state
         chunks.append(Chunk(corpus_id, start, end, text))
-        lo, covered = start + 1, max(covered, end)
-    return chunks
+    return chunks[::-1]
 
 
 # --------------------------------------------------------------------------- metric

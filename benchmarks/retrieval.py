@@ -10,6 +10,11 @@ row per method × corpus-or-pooled × setting) and ``<out>/retrieval.png`` (pool
 against the token budget). All selected corpora share one index, as in the report; ``--corpora``
 restricts both the index and the queries.
 
+Each method's rows reach disk as soon as it finishes, so a long run that dies keeps what it
+finished: they are appended to ``<out>/retrieval.csv`` and its tables go to
+``<out>/methods/<method>.md``. A method that raises is logged with its traceback and skipped; the
+run goes on with the others and exits non-zero at the end, naming the failed methods.
+
 Adding a method — the registry contract
 ---------------------------------------
 A method is ``fn(corpora: dict[str, str], queries: list[Query], encoder) -> ranked`` where
@@ -33,8 +38,10 @@ import argparse
 import csv
 import inspect
 import os
+import re
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -143,6 +150,34 @@ def markdown(rows: list[dict[str, Any]], corpus: str, k: int, budgets: Sequence[
     return "\n".join(lines) + "\n\nPΩ: the report's Precision_Ω. *: some ranked lists ran out before k/the budget."
 
 
+def report(rows: list[dict[str, Any]], queries: Sequence[Query], n_corpora: int, k: int,
+           budgets: Sequence[int]) -> str:
+    """The markdown tables: pooled, then one per corpus of the queries."""
+    parts = [f"## pooled ({len(queries)} queries, {n_corpora} corpora in one index)\n\n",
+             markdown(rows, POOLED, k, budgets), "\n"]
+    for cid in sorted({q.corpus_id for q in queries}):
+        n = sum(q.corpus_id == cid for q in queries)
+        parts += [f"\n## {cid} ({n} queries)\n\n", markdown(rows, cid, k, budgets), "\n"]
+    return "".join(parts)
+
+
+def save_method(out: Path, rows: list[dict[str, Any]], queries: Sequence[Query], n_corpora: int, k: int,
+                budgets: Sequence[int]) -> None:
+    """One finished method: its rows appended to ``retrieval.csv`` (header when the file is new)
+    and its tables in ``methods/<method>.md``."""
+    csv_path = out / "retrieval.csv"
+    new = not csv_path.exists() or csv_path.stat().st_size == 0
+    with open(csv_path, "a", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+    name = rows[0]["method"]
+    stem = re.sub(r"[^\w.+-]", "_", name)  # a plugin's method name need not be a file name
+    text = f"# {name}\n\n" + report(rows, queries, n_corpora, k, budgets)
+    (out / "methods" / f"{stem}.md").write_text(text, encoding="utf-8")
+
+
 def plot(rows: list[dict[str, Any]], budgets: Sequence[int], path: Path) -> None:
     import matplotlib
 
@@ -190,30 +225,31 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
 
     from hseg.encoders import CachingEncoder, as_encoder
 
+    out = Path(args.out)
+    (out / "methods").mkdir(parents=True, exist_ok=True)
+    (out / "retrieval.csv").unlink(missing_ok=True)  # this run's methods are appended to it
     t0 = time.perf_counter()
     encoder = CachingEncoder(as_encoder())
     rows: list[dict[str, Any]] = []
+    failed: list[str] = []
     for name in methods:
-        rows += run_method(name, corpora, queries, encoder, args.k, args.budgets)
+        try:
+            method_rows = run_method(name, corpora, queries, encoder, args.k, args.budgets)
+        except Exception:  # one broken method must not cost the others' results
+            print(f"[{name}] FAILED\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            failed.append(name)
+            continue
+        save_method(out, method_rows, queries, len(corpora), args.k, args.budgets)
+        rows += method_rows
     total = time.perf_counter() - t0
 
-    corpus_ids = sorted({q.corpus_id for q in queries})
-    print(f"## pooled ({len(queries)} queries, {len(corpora)} corpora in one index)\n")
-    print(markdown(rows, POOLED, args.k, args.budgets))
-    for cid in corpus_ids:
-        n = sum(q.corpus_id == cid for q in queries)
-        print(f"\n## {cid} ({n} queries)\n")
-        print(markdown(rows, cid, args.k, args.budgets))
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "retrieval.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    plot(rows, args.budgets, out / "retrieval.png")
-    print(f"\nwrote {out / 'retrieval.csv'} and {out / 'retrieval.png'}; total {total:.0f}s "
-          f"(encoder load included), {encoder.misses} texts encoded", file=sys.stderr)
+    if rows:
+        print(report(rows, queries, len(corpora), args.k, args.budgets), end="")
+        plot(rows, args.budgets, out / "retrieval.png")
+        print(f"\nwrote {out / 'retrieval.csv'}, {out / 'retrieval.png'} and {out / 'methods'}/; total {total:.0f}s "
+              f"(encoder load included), {encoder.misses} texts encoded", file=sys.stderr)
+    if failed:
+        raise SystemExit(f"{len(failed)} of {len(methods)} methods failed (tracebacks above): {', '.join(failed)}")
     return rows
 
 

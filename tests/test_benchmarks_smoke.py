@@ -37,6 +37,8 @@ def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
         assert 0 <= float(r[4]) <= 100 and 0 <= float(r[7]) <= 100
     csv = (tmp_path / "retrieval.csv").read_text().splitlines()
     assert len(csv) == 1 + 3 * 2 * 2  # header + methods x (chatlogs, pooled) x (k=5, B=1024)
+    assert sorted(p.name for p in (tmp_path / "methods").iterdir()) == [
+        "hseg_auto_512.md", "hseg_sc_512.md", "lc_recursive_200_0.md"]
     assert (tmp_path / "retrieval.png").stat().st_size > 1000
 
 
