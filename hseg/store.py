@@ -436,6 +436,13 @@ class HierarchicalStore:
         self._delete_units(doc_ids, keep={u.id for u in units})
         return len(units)
 
+    def clear_unit_index(self, doc_ids: Sequence[str]) -> None:
+        """Remove these documents from the unit index, before another writer deletes their records
+        (the index must never name a record the collection lacks); :meth:`sync_unit_index` puts
+        them back once their new records are written."""
+        with self._remote_errors("clearing the unit index"):
+            self._delete_units(doc_ids)
+
     def _delete_units(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
         if self.unit_index is None:
             return

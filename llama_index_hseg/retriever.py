@@ -186,18 +186,24 @@ class HierarchicalSegmentRetriever(BaseRetriever):
 
 
 def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:
-    """Delete the documents' old records, then add the nodes in batches Chroma accepts.
+    """Delete the documents' old records, then add the nodes in batches Chroma accepts, then
+    rebuild their part of the store's unit index (taken out first, so it never names a deleted record).
 
     ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
     (Chroma's ``add`` silently keeps an existing id), CONVENTIONS 1.8 and 3.1.
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
+    hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})
+    if store.unit_index is not None:
+        store.clear_unit_index(hseg_ids)
     for i in range(0, len(ref_ids), 500):
         part = ref_ids[i : i + 500]
         store.collection.delete(where={"document_id": part[0]} if len(part) == 1 else {"document_id": {"$in": part}})
     batch = store.max_batch_size()
     for i in range(0, len(nodes), batch):
         vector_store.add(nodes[i : i + batch])
+    if store.unit_index is not None:
+        store.sync_unit_index(hseg_ids)
 
 
 def _to_node(hit: ParentHit) -> TextNode:
