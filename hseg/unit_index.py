@@ -27,7 +27,7 @@ for the price of a short one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 import numpy as np
 
 from hseg.records import Record
@@ -56,12 +56,12 @@ def fused_scale(cluster_weight: float, neighbour_weight: float) -> float:
     return 1.0 + float(cluster_weight) + float(neighbour_weight)
 
 
-@dataclass(frozen=True)
-class UnitKey:
+class UnitKey(NamedTuple):
     """The id of a unit-index record: the segment and what the selection walk needs of it.
 
     ``cluster_segments``/``cluster_tokens`` are the number of segments of the segment's cluster and
-    the sum of their tokens (what taking the rest of the cluster costs).
+    the sum of their tokens (what taking the rest of the cluster costs). A named tuple: a search
+    parses a few hundred of these per query.
 
     Example:
         >>> key = UnitKey("segment-a1", "cluster-b2", 4, 87, 3, 250)
@@ -76,23 +76,19 @@ class UnitKey:
     cluster_segments: int
     cluster_tokens: int
 
-    def __post_init__(self) -> None:
+    def encode(self) -> str:
         for name in ("segment_id", "cluster_id"):
             if _SEP in getattr(self, name):
                 raise ValueError(f"{name} {getattr(self, name)!r} contains {_SEP!r}, which unit-index ids reserve")
-
-    def encode(self) -> str:
-        return _SEP.join(map(str, (self.segment_id, self.cluster_id, self.position, self.tokens,
-                                   self.cluster_segments, self.cluster_tokens)))
+        return _SEP.join(map(str, self))
 
     @classmethod
     def parse(cls, record_id: str) -> UnitKey:
         parts = record_id.split(_SEP)
         if len(parts) != 6:
             raise ValueError(f"record_id {record_id!r} is not a unit-index id")
-        seg, clu, *nums = parts
-        position, tokens, n, total = (int(x) for x in nums)
-        return cls(seg, clu, position, tokens, n, total)
+        seg, clu, position, tokens, n, total = parts
+        return cls(seg, clu, int(position), int(tokens), int(n), int(total))
 
 
 def query_vector(unit_query: np.ndarray) -> np.ndarray:

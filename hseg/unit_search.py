@@ -138,9 +138,9 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
                     where: Mapping[str, Any] | None, w: float, v: float) -> list[ParentHit]:
     scale = fused_scale(w, v)
     qq = query_vector(q)
-    # ids and distances cost ~3 ms for any page up to a few hundred records (metadata would cost
-    # per record), so the first page is deep: 24 tokens a segment
-    n = _first_page(k, budget, 24, 32)
+    # a page of ids and distances costs about the same up to a few hundred records (metadata
+    # would cost per record), so the first page is deep: 32 tokens a segment, a quarter of the usual
+    n = _first_page(k, budget, 32, 16)
     while True:
         res = index.query(query_embeddings=[qq], n_results=n, where=dict(where) if where else None,
                           include=["distances"])
@@ -185,6 +185,50 @@ def _indexed_passages(collection: Any, keys: list[UnitKey], score: np.ndarray, s
 # --------------------------------------------------------------------------- unit="segment"
 
 
+def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> list[ParentHit]:
+    # the ranking comes from a cheap kNN of ids and distances; records are read in rank order, a
+    # slice at a time, until the walk is decided (reading costs per record, ~0.06 ms). Cluster
+    # records and other writers' records in the ranking are skipped.
+    n = _first_page(k, budget, 32, 16)
+    while True:
+        res = collection.query(query_embeddings=[np.asarray(q, dtype=np.float32)], n_results=n,
+                               where=dict(where) if where else None,
+                               where_document=dict(wdoc) if wdoc else None, include=["distances"])
+        ids = list(res["ids"][0]) if res["ids"] else []
+        if not ids:
+            return []
+        sims = [1.0 - float(d) for d in res["distances"][0]]
+        rows: list[_Member] = []
+        read, m = 0, _first_page(k, budget, 96, 8)
+        while True:
+            part = ids[read : read + m]
+            got = collection.get(ids=part, include=["metadatas", "documents"])
+            found = {rid: (dict(meta or {}), doc or "") for rid, meta, doc in
+                     zip(got["ids"], got["metadatas"], got["documents"])}
+            for rid, sim in zip(part, sims[read : read + m]):
+                meta, doc = found.get(rid, ({}, ""))  # absent: deleted since the kNN
+                if meta.get("hseg_level") == "segment" and "hseg_cluster_id" in meta:
+                    rows.append(_Member(rid, meta, doc, sim))
+            read += len(part)
+            # an unread record is no closer than the first one not read (or the page's last)
+            floor = sims[read] if read < len(ids) else (sims[-1] if len(ids) >= n else -np.inf)
+            score = np.array([r.score for r in rows])
+            sel = walk(score, [str(r.meta["hseg_cluster_id"]) for r in rows],
+                       [int(r.meta["hseg_tokens"]) for r in rows], {}, budget,
+                       max_units=k if budget is None else None, floor=floor)
+            if sel is not None:
+                keys = [(str(r.meta["hseg_cluster_id"]), int(r.meta["hseg_index"])) for r in rows]
+                return [_passage([rows[i] for i in run], "segment") for run in _runs(keys, sel.taken, score)]
+            if read >= len(ids):
+                break
+            m *= 2
+        n *= 2
+
+
+# --------------------------------------------------------------------------- unit="auto", gathered
+
+
 def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: list[str]):
     res = collection.query(query_embeddings=[np.asarray(q, dtype=np.float32)], n_results=n,
                            where=dict(where) if where else None, where_document=dict(wdoc) if wdoc else None,
@@ -194,28 +238,6 @@ def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, includ
     dists = list(res["distances"][0]) if ids else []
     docs = list(res["documents"][0]) if ids and "documents" in include else [None] * len(ids)
     return ids, metas, dists, docs
-
-
-def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> list[ParentHit]:
-    # segments are ~4/5 of the records; cluster records (and other writers' records) are skipped here
-    n = _first_page(k, budget, 80, 10)
-    while True:
-        ids, metas, dists, docs = _query(collection, q, n, where, wdoc, ["metadatas", "distances", "documents"])
-        rows = [_Member(rid, m, d or "", 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)
-                if m.get("hseg_level") == "segment" and "hseg_cluster_id" in m]
-        # an unseen segment is no closer than the last record returned
-        floor = (1.0 - float(dists[-1])) if len(ids) >= n else -np.inf
-        score = np.array([r.score for r in rows])
-        sel = walk(score, [str(r.meta["hseg_cluster_id"]) for r in rows], [int(r.meta["hseg_tokens"]) for r in rows],
-                   {}, budget, max_units=k if budget is None else None, floor=floor)
-        if sel is not None:
-            keys = [(str(r.meta["hseg_cluster_id"]), int(r.meta["hseg_index"])) for r in rows]
-            return [_passage([rows[i] for i in run], "segment") for run in _runs(keys, sel.taken, score)]
-        n *= 2
-
-
-# --------------------------------------------------------------------------- unit="auto", gathered
 
 
 def _and(*parts: Mapping[str, Any] | None) -> dict[str, Any] | None:

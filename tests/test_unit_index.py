@@ -51,7 +51,7 @@ def test_unit_key_round_trip_and_refusal():
     key = UnitKey("segment-1", "cluster-2", 3, 40, 5, 200)
     assert UnitKey.parse(key.encode()) == key
     with pytest.raises(ValueError, match="segment_id"):
-        UnitKey("a|b", "c", 0, 1, 1, 1)
+        UnitKey("a|b", "c", 0, 1, 1, 1).encode()
     with pytest.raises(ValueError, match="record_id"):
         UnitKey.parse("segment-1")
 
@@ -139,3 +139,32 @@ def test_index_lists_only_stored_records_at_every_step(chroma_collection_name, m
     assert len(snapshots) >= 4
     for units, stored in snapshots:
         assert units <= stored
+
+
+def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_writes(
+        chroma_collection_name, make_chunking, monkeypatch):
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    rng = np.random.default_rng(8)
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    store.add([make_chunking("doc0", rng)])
+    assert store._usable_unit_index(0.5, 0.2) is not None  # scans once, then records the counts
+    store.add([make_chunking("doc1", rng)])  # kept complete: the counts are recorded again
+    scans = []
+    original = type(store.collection).get
+
+    def counting_get(self, *a, **kw):
+        if kw.get("where") == {"hseg_level": "segment"}:
+            scans.append(self.name)
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(type(store.collection), "get", counting_get)
+    fresh = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    assert fresh._usable_unit_index(0.5, 0.2) is not None and scans == []
+    # a record written by another tool changes the collection's count: the next object scans
+    recs = records_for(make_chunking("doc2", rng))
+    seg = next(r for r in recs if r.metadata["hseg_level"] == "segment")
+    store.collection.add(ids=[seg.id], embeddings=[seg.embedding], metadatas=[seg.metadata], documents=[seg.document])
+    other = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    assert other._usable_unit_index(0.5, 0.2) is None and scans == [chroma_collection_name]
