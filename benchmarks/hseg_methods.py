@@ -18,7 +18,7 @@ import uuid
 from functools import lru_cache
 from typing import Any, Callable
 
-from evaluation import DEFAULT_DEPTH, Chunk, Query, query_vectors
+from evaluation import Chunk, Query, query_vectors
 
 TARGETS = (256, 512, 1024)
 
@@ -53,12 +53,25 @@ def _units(chunkings: list[Any], level: str) -> list[Chunk]:
     return out
 
 
+def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: int,
+                 **search: Any) -> tuple[list[list[Chunk]], dict[str, list[list[Chunk]]]]:
+    """Each setting asked of ``store.search`` itself (k, then every budget), as a user would; the
+    longest budget's lists double as the method's ranked lists."""
+    per_setting = {f"k={k}": [_chunks(store.search(v, k=k, **search), corpora) for v in qv]}
+    for b in budgets:
+        per_setting[f"B={b}"] = [_chunks(store.search(v, budget_tokens=b, **search), corpora) for v in qv]
+    longest = per_setting[f"B={max(budgets)}"] if budgets else per_setting[f"k={k}"]
+    return longest, per_setting
+
+
 def parent_method(target: int, mode: str, retrieval_cls: Any) -> Callable[..., Any]:
-    def method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Any:
+    # the store's budget rule is the evaluation's (parents in rank order while their cl100k tokens
+    # fit, at least one), so asking per setting equals truncating one deep list, at a fraction of
+    # the cost of ranking DEFAULT_DEPTH parents per query
+    def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
         store, chunkings = _setup(corpora, target, encoder)
-        qv = query_vectors(encoder, queries)
-        ranked = [_chunks(store.search(v, k=DEFAULT_DEPTH, mode=mode), corpora) for v in qv]
-        return retrieval_cls(ranked, _units(chunkings, "cluster"))
+        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, mode=mode)
+        return retrieval_cls(longest, _units(chunkings, "cluster"), per_setting)
 
     return method
 
@@ -66,11 +79,7 @@ def parent_method(target: int, mode: str, retrieval_cls: Any) -> Callable[..., A
 def unit_method(target: int, unit: str, retrieval_cls: Any) -> Callable[..., Any]:
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
         store, chunkings = _setup(corpora, target, encoder)
-        qv = query_vectors(encoder, queries)
-        per_setting = {f"k={k}": [_chunks(store.search(v, k=k, unit=unit), corpora) for v in qv]}
-        for b in budgets:
-            per_setting[f"B={b}"] = [_chunks(store.search(v, budget_tokens=b, unit=unit), corpora) for v in qv]
-        longest = per_setting[f"B={max(budgets)}"] if budgets else per_setting[f"k={k}"]
+        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, unit=unit)
         return retrieval_cls(longest, _units(chunkings, "segment"), per_setting)
 
     return method

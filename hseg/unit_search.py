@@ -7,8 +7,9 @@ Three read paths, each exact with respect to the neighbours Chroma returns (the 
   asking for distances only, returns segments in fused-score order with what the walk needs in
   their ids; one ``get`` on the collection then reads the texts of what was taken. A second kNN
   (twice as deep) runs only when the first page ends before the budget is spent.
-* ``unit="segment"``: one kNN on the collection itself, levels told apart client-side (a Chroma
-  ``where`` on the level costs a metadata scan, ~350 ms on 100k records), widened the same way.
+* ``unit="segment"``: one kNN of ids and distances on the collection itself, then its records read
+  in rank order, a slice at a time (usually one ``get``), until the walk is decided. Levels are told
+  apart client-side: a Chroma ``where`` on the level costs a metadata scan (~350 ms on 100k records).
 * ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
   filter, a collection written by another tool): the fused score is assembled from gathered
   segments, clusters and neighbours (several round trips; kept for these cases).
