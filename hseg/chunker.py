@@ -30,6 +30,7 @@ import numpy as np
 
 from hseg.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
 from hseg.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
+from hseg.config import ChunkerConfig
 from hseg.encoders import CachingEncoder, Encoder, as_encoder
 from hseg.segmenters import Segmenter, adjacent_similarity, enforce_length_limits, get_segmenter
 from hseg.sentences import split_sentences
@@ -40,46 +41,15 @@ __all__ = ["HierarchicalChunker"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TARGET_TOKENS = 512
-#: segments longer than this are cut (48–192 measured best for segments as retrieval units)
-MAX_SEGMENT_TOKENS = 192
-
-
-def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: int) -> int:
-    """``max_segment_tokens`` when not given: :data:`MAX_SEGMENT_TOKENS`, at most half the target.
-
-    With 48–192-token segments a 256-token parent held 1.95 segments on average, so the paper's
-    segment vectors added nothing to the cluster vector; capped at half the target (2.65 segments)
-    Segment+Cluster recall rose from 88.0 / 96.6 / 98.9 to 90.6 / 98.1 / 99.8 at budgets
-    1024 / 2048 / 4096 (benchmarks/RESULTS.md). Larger targets keep 192.
-    """
-    if target_tokens is None:
-        return MAX_SEGMENT_TOKENS
-    return min(MAX_SEGMENT_TOKENS, max(int(min_segment_tokens), int(target_tokens) // 2))
-
-
 class HierarchicalChunker:
     """Hierarchical segmentation chunker (Nguyen et al. 2025).
 
     Args:
-        encoder: model name, ``SentenceTransformer``, LangChain ``Embeddings``, LlamaIndex
-            ``BaseEmbedding`` or an :class:`hseg.encoders.Encoder`. Default: all-MiniLM-L6-v2, offline.
-        segmenter: segmenter name (``"texttiling"``, ``"bilstm"``) or instance; ``None`` = the default.
-        k: clustering threshold τ = μ + k·σ. Mutually exclusive with ``target_tokens``.
-        target_tokens: mean cluster size to aim for (k is searched per document); default 512 when
-            ``k`` is not given.
-        max_cluster_tokens: hard cap on a cluster; default 1.5 × the target (768 with explicit k).
-        min_segment_tokens, max_segment_tokens: segment length limits applied after the segmenter.
-            ``max_segment_tokens=None``: 192, but at most half the target (not below
-            ``min_segment_tokens``), so that a parent holds at least two segments and the
-            hierarchy exists at small targets (256 → 128).
-        tokenizer: what sizes are measured in: a tiktoken encoding name (default ``cl100k_base``,
-            offline) or any ``str -> int`` callable.
-        segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"`` the segment text.
-        clique_method: ``"edges"`` (fast, default) or ``"cliques"`` (literal networkx enumeration).
-        cache: keep an in-memory text → vector cache across calls.
-        show_progress: tqdm bars over documents and encoding batches.
-        device, batch_size: passed to the default sentence-transformers encoder.
+        config: a :class:`hseg.config.ChunkerConfig`; or give its fields as keyword arguments
+            (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
+            ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
+            ``clique_method``, ``cache``, ``show_progress``, ``device``, ``batch_size``; meanings
+            and defaults there). Keywords given with a config replace its fields.
 
     Example:
         >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
@@ -88,70 +58,26 @@ class HierarchicalChunker:
         [(0, 1210, 251), (1210, 2410, 262)]
     """
 
-    def __init__(
-        self,
-        *,
-        encoder: Any = None,
-        segmenter: str | Segmenter | None = None,
-        k: float | None = None,
-        target_tokens: int | None = None,
-        max_cluster_tokens: int | None = None,
-        min_segment_tokens: int = 48,
-        max_segment_tokens: int | None = None,
-        tokenizer: str | TokenCounter | None = None,
-        segment_vector: str = "mean",
-        clique_method: str = "edges",
-        cache: bool = True,
-        show_progress: bool = False,
-        device: str | None = None,
-        batch_size: int = 32,
-    ) -> None:
-        if k is not None and target_tokens is not None:
-            raise ValueError(f"give k or target_tokens, not both (k={k!r}, target_tokens={target_tokens!r})")
-        for name, value in (("target_tokens", target_tokens), ("max_cluster_tokens", max_cluster_tokens),
-                            ("min_segment_tokens", min_segment_tokens), ("max_segment_tokens", max_segment_tokens)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
-                raise ValueError(f"{name} must be an int, got {value!r}")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, float, np.number))):
-            raise ValueError(f"k must be a number, got {k!r}")
-        if k is not None and not np.isfinite(k):
-            raise ValueError(f"k must be a finite number, got {k!r}")
-        if target_tokens is None and k is None:
-            target_tokens = DEFAULT_TARGET_TOKENS
-        if target_tokens is not None and target_tokens <= 0:
-            raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
-        if max_segment_tokens is None:
-            max_segment_tokens = default_max_segment_tokens(target_tokens, min_segment_tokens)
-        if max_segment_tokens <= 0:
-            raise ValueError(f"max_segment_tokens must be > 0, got {max_segment_tokens!r}")
-        if not 0 <= min_segment_tokens <= max_segment_tokens:
-            raise ValueError(f"min_segment_tokens must be in [0, max_segment_tokens], got {min_segment_tokens!r}")
-        if target_tokens is not None and target_tokens < min_segment_tokens:
-            raise ValueError(f"target_tokens must be >= min_segment_tokens ({min_segment_tokens}), got {target_tokens!r}")
-        if max_cluster_tokens is None:
-            # 1.5x keeps parents near the target size, which matters when a reader budget is filled
-            # with whole parents (benchmarks/RESULTS.md: 2x let 1000-token parents crowd out others)
-            max_cluster_tokens = (3 * (target_tokens or DEFAULT_TARGET_TOKENS)) // 2
-        if max_cluster_tokens < max_segment_tokens:
-            raise ValueError(
-                f"max_cluster_tokens must be >= max_segment_tokens ({max_segment_tokens}), got {max_cluster_tokens!r}"
-            )
-        if segment_vector not in ("mean", "encode"):
-            raise ValueError(f"segment_vector must be 'mean' or 'encode', got {segment_vector!r}")
-        if clique_method not in ("edges", "cliques"):
-            raise ValueError(f"clique_method must be 'edges' or 'cliques', got {clique_method!r}")
-        self.k = k
-        self.target_tokens = target_tokens
-        self.max_cluster_tokens = int(max_cluster_tokens)
-        self.min_segment_tokens = int(min_segment_tokens)
-        self.max_segment_tokens = int(max_segment_tokens)
-        self.segment_vector = segment_vector
-        self.clique_method = clique_method
-        self.show_progress = show_progress
-        base = as_encoder(encoder, device=device, batch_size=batch_size)
-        self.encoder: Encoder = CachingEncoder(base) if cache and not isinstance(base, CachingEncoder) else base
-        self.segmenter: Segmenter = self._resolve_segmenter(segmenter)
-        self.count_tokens: TokenCounter = as_token_counter(tokenizer)
+    def __init__(self, config: ChunkerConfig | None = None, **settings: Any) -> None:
+        if config is not None and not isinstance(config, ChunkerConfig):
+            raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
+        unknown = sorted(set(settings) - set(ChunkerConfig.field_names()))
+        if unknown:
+            raise ValueError(f"unknown chunker settings {unknown}; the settings are {list(ChunkerConfig.field_names())}")
+        config = ChunkerConfig(**settings) if config is None else config.replace(**settings)
+        self.config = config
+        self.k = config.k
+        self.target_tokens = config.effective_target_tokens
+        self.max_cluster_tokens = config.effective_max_cluster_tokens
+        self.min_segment_tokens = int(config.min_segment_tokens)
+        self.max_segment_tokens = config.effective_max_segment_tokens
+        self.segment_vector = config.segment_vector
+        self.clique_method = config.clique_method
+        self.show_progress = config.show_progress
+        base = as_encoder(config.encoder, device=config.device, batch_size=config.batch_size)
+        self.encoder: Encoder = CachingEncoder(base) if config.cache and not isinstance(base, CachingEncoder) else base
+        self.segmenter: Segmenter = self._resolve_segmenter(config.segmenter)
+        self.count_tokens: TokenCounter = as_token_counter(config.tokenizer)
         #: seconds per pipeline stage of the last ``chunk``/``chunk_many`` call (for profiling)
         self.last_timings: dict[str, float] = {}
 
@@ -287,7 +213,9 @@ class HierarchicalChunker:
             plan = self._plan(seg_vectors, [s.token_count for s in segments])
         with self._stage("clusters"):
             clusters = self._clusters(text, doc_id, segments, plan)
-        info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom")}
+        # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
+        info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
+                "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
         return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info)
 
     def _segments(

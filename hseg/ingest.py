@@ -197,16 +197,12 @@ def chunk_settings(chunker: Any) -> str:
     import hseg
 
     parts = {
+        **chunker.config.to_dict(runtime=False),
         "hseg": hseg.__version__,
+        # what the settings resolved to: the encoder's canonical name, the counter, the weights
         "encoder": getattr(chunker.encoder, "name", "?"),
         "tokenizer": token_counter_name(getattr(chunker, "count_tokens", None)),
         "segmenter": segmenter_config(chunker.segmenter),
-        "k": chunker.k,
-        "target_tokens": chunker.target_tokens,
-        "max_cluster_tokens": chunker.max_cluster_tokens,
-        "segment_tokens": [chunker.min_segment_tokens, chunker.max_segment_tokens],
-        "segment_vector": chunker.segment_vector,
-        "clique_method": getattr(chunker, "clique_method", None),
     }
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunks import Chunking
+from hseg.encoders import canonical_model_name
 from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
 from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
 from hseg.unit_index import UnitKey, companion_name, unit_records
@@ -499,7 +500,8 @@ class HierarchicalStore:
 
     def _check_encoder_name(self, name: str) -> None:
         recorded = self.encoder_name
-        if recorded is not None and recorded != name and not self.allow_encoder_mismatch:
+        if recorded is not None and canonical_model_name(recorded) != canonical_model_name(name) \
+                and not self.allow_encoder_mismatch:
             raise ValueError(
                 f"collection {self.collection.name!r} was built with encoder {recorded!r}, got {name!r}; pass the "
                 "same encoder, or allow_encoder_mismatch=True if it is the same model under another name"
@@ -628,10 +630,18 @@ class HierarchicalStore:
         return len(records)
 
     def _ingest_encoder_name(self, items: list[Chunking]) -> str | None:
-        if self._encoder is not None:
-            return str(self._encoder.name)
-        names = {str(c.info["encoder"]) for c in items if c.info.get("encoder")}
-        return names.pop() if len(names) == 1 else None
+        """The encoder of what is being added: the chunkings' (each records its own), checked against
+        the store's encoder and against each other; ``None`` when neither tells."""
+        names = {canonical_model_name(str(c.info["encoder"])) for c in items if c.info.get("encoder")}
+        if len(names) > 1 and not self.allow_encoder_mismatch:
+            raise ValueError(f"chunkings: made with different encoders {sorted(names)}; one collection holds the "
+                             "vectors of one encoder")
+        own = canonical_model_name(str(self._encoder.name)) if self._encoder is not None else None
+        for name in names:
+            if own is not None and name != own and not self.allow_encoder_mismatch:
+                raise ValueError(f"chunkings: made with encoder {name!r}, but this store embeds queries with "
+                                 f"{own!r}; chunk with the store's encoder, or allow_encoder_mismatch=True")
+        return own or (names.pop() if len(names) == 1 else None)
 
     def _check_dimension(self, records: list[Record]) -> None:
         dims = {r.embedding.shape[0] for r in records}
@@ -770,6 +780,8 @@ class HierarchicalStore:
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):
+            if not query.strip():
+                raise ValueError(f"query must be a non-blank string or a vector, got {query!r}")
             vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
         else:
             vec = np.asarray(query, dtype=np.float32)
