@@ -4,22 +4,12 @@ Each cluster (parent) becomes one **cluster record** (the mean-pooled cluster ve
 ``document`` is the parent text, stored once) plus one **segment record** per segment (segment
 vector; ``document`` = segment text).
 
-Record metadata (schema version :data:`SCHEMA_VERSION`), scalar values only:
-
-========================  ==================================================================
-``hseg_level``           ``"segment"`` or ``"cluster"``
-``hseg_cluster_id``      id of the parent cluster (on both levels)
-``hseg_doc_id``          document id
-``hseg_index``           segment index within the document, or the cluster index
-``hseg_cluster_index``   index of the parent cluster within the document
-``hseg_start/_end``      absolute character offsets of the record's own text in the document
-``hseg_tokens``          tokens of the record's own text
-``hseg_cluster_tokens``  tokens of the parent (both levels: token budgets need no extra fetch)
-``hseg_n_segments``      cluster records only: number of segments
-``hseg_segment_ids``     cluster records only: JSON list of the segment ids, in order
-``hseg_prev_id/_next_id`` segment records only: ids of the neighbouring segments ("" at the edges)
-``hseg_schema``          :data:`SCHEMA_VERSION`
-========================  ==================================================================
+The ``hseg_*`` keys are declared once, in :data:`METADATA_KEYS`: on chunks (cluster and segment
+records, built by :func:`unit_metadata`) and on search results (built by
+:func:`hseg.results.result_for`). The LangChain splitter's Documents and the LlamaIndex parser's
+nodes carry the same keys and values as the records; the README's metadata table is
+:func:`metadata_table`. Scalar values only (lists are JSON strings), schema version
+:data:`SCHEMA_VERSION`.
 
 User metadata is merged into every record of a document (so a ``where`` on it filters both
 levels), after :func:`flatten_metadata`. Record ids are the dataclass ids (stable hashes of doc id,
@@ -29,6 +19,7 @@ level and span), so re-ingesting is an idempotent upsert.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Mapping
@@ -37,12 +28,105 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunks import Chunking
+from hseg.chunks import Chunking, Cluster, Segment
 
-__all__ = ["SCHEMA_VERSION", "RESERVED_PREFIX", "Record", "flatten_metadata", "records_for", "check_unicode"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "RESERVED_PREFIX",
+    "KINDS",
+    "MetadataKey",
+    "METADATA_KEYS",
+    "metadata_keys",
+    "metadata_table",
+    "Record",
+    "unit_metadata",
+    "user_metadata",
+    "flatten_metadata",
+    "records_for",
+    "check_unicode",
+]
 
 SCHEMA_VERSION = 1
 RESERVED_PREFIX = "hseg_"
+
+# --------------------------------------------------------------------------- the schema
+
+#: what carries ``hseg_*`` metadata: cluster chunks, segment chunks, search results
+KINDS = ("cluster", "segment", "result")
+_CHUNKS = ("cluster", "segment")
+
+
+@dataclass(frozen=True)
+class MetadataKey:
+    """One ``hseg_*`` metadata key: its name, the kinds that carry it (:data:`KINDS`), its meaning.
+
+    Example:
+        >>> next(k for k in METADATA_KEYS if k.name == "hseg_score").kinds
+        ('result',)
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    meaning: str
+
+
+#: every ``hseg_*`` key, in the order of the README table. A cluster or segment chunk has exactly the
+#: keys of its kind (a store record, a LangChain Document and a LlamaIndex node alike), a search
+#: result exactly the ``"result"`` keys, each next to the user's metadata.
+METADATA_KEYS: tuple[MetadataKey, ...] = (
+    MetadataKey("hseg_level", _CHUNKS, '`"cluster"` or `"segment"`'),
+    MetadataKey("hseg_doc_id", KINDS, "id of the source document"),
+    MetadataKey("hseg_cluster_id", KINDS, "id of the cluster (parent) the text belongs to; a cluster's own id"),
+    MetadataKey("hseg_index", _CHUNKS, "position of the chunk among the document's clusters (or segments), from 0"),
+    MetadataKey("hseg_cluster_index", _CHUNKS, "position of its cluster among the document's clusters"),
+    MetadataKey("hseg_start", KINDS, "absolute character offset of the text in its document"),
+    MetadataKey("hseg_end", KINDS, "end offset, exclusive: `document[hseg_start:hseg_end] == text`"),
+    MetadataKey("hseg_tokens", KINDS, "tokens of the text (the chunker's tokenizer, cl100k by default)"),
+    MetadataKey("hseg_cluster_tokens", _CHUNKS, "tokens of its cluster"),
+    MetadataKey("hseg_n_segments", ("cluster",), "number of segments in the cluster"),
+    MetadataKey("hseg_segment_ids", ("cluster", "result"),
+                "JSON list of the ids of the segments the text is made of, in document order"),
+    MetadataKey("hseg_prev_id", ("segment",), 'id of the previous segment in the document (`""` for the first)'),
+    MetadataKey("hseg_next_id", ("segment",), 'id of the next segment in the document (`""` for the last)'),
+    MetadataKey("hseg_schema", _CHUNKS, "version of this schema"),
+    MetadataKey("hseg_unit", ("result",),
+                '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
+                "cluster)"),
+    MetadataKey("hseg_score", ("result",),
+                "relevance on the cosine scale, higher is better: the best cosine of the cluster's vectors "
+                '(`"cluster"`), of the passage\'s segments (`"segment"`) or their fused score (`"auto"`)'),
+    MetadataKey("hseg_matched_id", ("result",), "id of the record that gave the score (a segment or the cluster)"),
+    MetadataKey("hseg_matched_level", ("result",), '`"segment"` or `"cluster"`: the level of that record'),
+    MetadataKey("hseg_matched_start", ("result",), "absolute start offset of that record's text"),
+    MetadataKey("hseg_matched_end", ("result",), "absolute end offset of that record's text"),
+    MetadataKey("hseg_matched_text", ("result",), "that record's text (a slice of the result's text)"),
+)
+
+
+def metadata_keys(kind: str) -> tuple[str, ...]:
+    """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries.
+
+    Example:
+        >>> metadata_keys("segment")[:3]
+        ('hseg_level', 'hseg_doc_id', 'hseg_cluster_id')
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds)
+
+
+def metadata_table() -> str:
+    """:data:`METADATA_KEYS` as the Markdown table of the README (a test keeps the two equal).
+
+    Example:
+        >>> metadata_table().splitlines()[0]
+        '| key | cluster | segment | result | meaning |'
+    """
+    rows = ["| key | " + " | ".join(KINDS) + " | meaning |", "|---|" + ":-:|" * len(KINDS) + "---|"]
+    for key in METADATA_KEYS:
+        marks = " | ".join("✓" if kind in key.kinds else "" for kind in KINDS)
+        rows.append(f"| `{key.name}` | {marks} | {key.meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,11 +252,60 @@ def _vector(unit: Any, what: str) -> np.ndarray:
     return vec
 
 
+def unit_metadata(chunking: Chunking, unit: Cluster | Segment) -> dict[str, Any]:
+    """The ``hseg_*`` metadata of one cluster or segment of ``chunking``: its keys are
+    ``metadata_keys(level)``; store records, LangChain Documents and LlamaIndex nodes all carry it.
+
+    Raises ``ValueError`` naming ``unit`` when it is not a cluster or segment of ``chunking``.
+
+    Example:
+        >>> meta = unit_metadata(chunking, chunking.segments[0])  # doctest: +SKIP
+        >>> meta["hseg_level"], meta["hseg_prev_id"], meta["hseg_start"]  # doctest: +SKIP
+        ('segment', '', 0)
+    """
+    level = "cluster" if isinstance(unit, Cluster) else "segment"
+    units = chunking.clusters if level == "cluster" else chunking.segments
+    if not isinstance(unit, (Cluster, Segment)) or not 0 <= unit.index < len(units) or units[unit.index] is not unit:
+        raise ValueError(f"unit must be a cluster or segment of the chunking of {chunking.doc_id!r}, got {unit!r:.80}")
+    # segments tile the document in cluster order, so a segment's cluster is the last one starting at or before it
+    cluster = unit if isinstance(unit, Cluster) else \
+        chunking.clusters[bisect.bisect_right(chunking.clusters, unit.start, key=lambda c: c.start) - 1]
+    meta: dict[str, Any] = {
+        "hseg_doc_id": chunking.doc_id, "hseg_cluster_id": cluster.id, "hseg_cluster_index": cluster.index,
+        "hseg_cluster_tokens": int(cluster.token_count), "hseg_schema": SCHEMA_VERSION, "hseg_level": level,
+        "hseg_index": unit.index, "hseg_start": unit.start, "hseg_end": unit.end, "hseg_tokens": int(unit.token_count),
+    }
+    if isinstance(unit, Cluster):
+        meta["hseg_n_segments"] = len(unit.segments)
+        meta["hseg_segment_ids"] = json.dumps(unit.segment_ids)
+    else:  # neighbours in the document, for the neighbour term of unit="auto" ("" at the edges)
+        segs = chunking.segments
+        meta["hseg_prev_id"] = segs[unit.index - 1].id if unit.index > 0 else ""
+        meta["hseg_next_id"] = segs[unit.index + 1].id if unit.index + 1 < len(segs) else ""
+    return meta
+
+
+def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``metadata`` without its ``hseg_*`` keys: what a chunk or result keeps of its source's metadata.
+
+    The adapters take their source's metadata through this, so a Document or node that was itself a
+    chunk or a result (e.g. re-split) does not pass stale ``hseg_*`` values on. Values are not copied.
+
+    Example:
+        >>> user_metadata({"source": "a.md", "hseg_score": 0.7})
+        {'source': 'a.md'}
+    """
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ValueError(f"metadata must be a dict or None, got {type(metadata).__name__}")
+    return {k: v for k, v in (metadata or {}).items() if not (isinstance(k, str) and k.startswith(RESERVED_PREFIX))}
+
+
 def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
     """All records of one document: per cluster, the cluster record then its segment records.
 
-    Raises ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or
-    of a different dimension than the others, if the text is not valid Unicode, or if the metadata
+    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata`. Raises
+    ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or of a
+    different dimension than the others, if the text is not valid Unicode, or if the metadata
     cannot be flattened.
 
     Example:
@@ -187,23 +320,12 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:
-        base = {**user, "hseg_doc_id": doc_id, "hseg_cluster_id": cluster.id, "hseg_cluster_index": cluster.index,
-                "hseg_cluster_tokens": int(cluster.token_count), "hseg_schema": SCHEMA_VERSION}
-        units = [(cluster, "cluster")] + [(s, "segment") for s in cluster.segments]
-        for unit, level in units:
+        for unit in (cluster, *cluster.segments):
+            level = "cluster" if unit is cluster else "segment"
             vec = _vector(unit, level)
             if dim is None:
                 dim = vec.shape[0]
             elif vec.shape[0] != dim:
                 raise ValueError(f"{level} {unit.id!r}: embedding dimension {vec.shape[0]} != {dim}")
-            meta = {**base, "hseg_level": level, "hseg_index": unit.index, "hseg_start": unit.start,
-                    "hseg_end": unit.end, "hseg_tokens": int(unit.token_count)}
-            if level == "cluster":
-                meta["hseg_n_segments"] = len(cluster.segments)
-                meta["hseg_segment_ids"] = json.dumps(cluster.segment_ids)
-            else:  # neighbours in the document, for the neighbour term of unit="auto" ("" at the edges)
-                segs = chunking.segments
-                meta["hseg_prev_id"] = segs[unit.index - 1].id if unit.index > 0 else ""
-                meta["hseg_next_id"] = segs[unit.index + 1].id if unit.index + 1 < len(segs) else ""
-            records.append(Record(unit.id, vec, unit.text, meta))
+            records.append(Record(unit.id, vec, unit.text, {**user, **unit_metadata(chunking, unit)}))
     return records

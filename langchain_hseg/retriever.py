@@ -7,7 +7,6 @@ becomes a ``Document`` (see :func:`hit_to_document`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,49 +15,29 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator, model_validator
 
-from hseg.chunks import unit_id
+from hseg.results import result_for
 from hseg.search import MODES, ParentHit
 from hseg.units import UNITS
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 __all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
 
-#: ``hseg_*`` keys of a record that a result Document keeps (the others are storage internals)
-_KEPT_HSEG_KEYS = ("hseg_tokens",)
-
 
 def hit_to_document(hit: ParentHit) -> Document:
-    """A ``Document`` for one search hit.
+    """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.results.result_for`.
 
-    ``id`` is the cluster id for a whole parent, else a stable passage id. Metadata: the source
-    document's metadata as stored (flattened by the store), ``score`` (cosine, or the fused score
-    on the cosine scale for ``unit="auto"``), ``start_index``/``end_index`` (absolute offsets of
-    ``page_content`` in the source), ``hseg_cluster_id``, ``hseg_doc_id``, ``hseg_unit``,
-    ``hseg_tokens``, ``hseg_matched_id``/``_level``/``_start``/``_end``/``_text`` (the record that
-    gave the score and its text) and, for passages, ``hseg_segment_ids`` (JSON list).
+    ``id`` is the cluster id for a whole parent, else the stable passage id; ``page_content`` is the
+    hit's text; metadata is the stored user metadata plus the result keys of the README's metadata
+    table (``hseg_score``, ``hseg_start``/``hseg_end``, ``hseg_matched_text``, ...), exactly what
+    the LlamaIndex retriever puts on its nodes.
+
+    Example:
+        >>> doc = hit_to_document(store.search("what causes tides?", k=1)[0])  # doctest: +SKIP
+        >>> doc.id == doc.metadata["hseg_cluster_id"], doc.metadata["hseg_score"]  # doctest: +SKIP
+        (True, 0.61)
     """
-    meta = {k: v for k, v in hit.metadata.items() if not k.startswith("hseg_")}
-    meta.update(
-        score=float(hit.score),
-        start_index=int(hit.start),
-        end_index=int(hit.end),
-        hseg_cluster_id=hit.cluster_id,
-        hseg_doc_id=hit.doc_id,
-        hseg_unit=hit.unit,
-        hseg_tokens=int(hit.token_count),
-        hseg_matched_id=hit.matched_id,
-        hseg_matched_level=hit.matched_level,
-        hseg_matched_start=int(hit.matched_start),
-        hseg_matched_end=int(hit.matched_end),
-    )
-    if hit.start <= hit.matched_start <= hit.matched_end <= hit.end:
-        meta["hseg_matched_text"] = hit.text[hit.matched_start - hit.start : hit.matched_end - hit.start]
-    if hit.unit == "cluster":
-        doc_id = hit.cluster_id
-    else:
-        meta["hseg_segment_ids"] = json.dumps(list(hit.segment_ids))
-        doc_id = unit_id(hit.doc_id, "passage", hit.start, hit.end)  # "pas-<hash>", stable like the others
-    return Document(id=doc_id, page_content=hit.text, metadata=meta)
+    result_id, meta = result_for(hit)
+    return Document(id=result_id, page_content=hit.text, metadata=meta)
 
 
 class HierarchicalSegmentRetriever(BaseRetriever):
@@ -75,13 +54,13 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         splitter: the splitter that chunked the store's documents (used by :meth:`add_documents`).
 
     ``invoke(query, k=..., budget_tokens=..., unit=..., where=...)`` overrides a field for one
-    call (``ainvoke`` too). Each result's metadata holds ``score`` and the matched segment; see
+    call (``ainvoke`` too). Each result's metadata holds ``hseg_score`` and the matched record; see
     :func:`hit_to_document`.
 
     Example:
         >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma", k=3)  # doctest: +SKIP
         >>> top = retriever.invoke("what causes tides?")[0]  # doctest: +SKIP
-        >>> top.metadata["score"], top.metadata["hseg_matched_text"][:40]  # doctest: +SKIP
+        >>> top.metadata["hseg_score"], top.metadata["hseg_matched_text"][:40]  # doctest: +SKIP
         (0.61, 'Tides are caused by the gravitational...')
     """
 

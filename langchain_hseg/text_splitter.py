@@ -2,14 +2,14 @@
 
 The adapter only translates: :class:`hseg.chunker.HierarchicalChunker` does the work and its
 :class:`hseg.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
-(``text[start_index:end_index] == page_content``), never from ``str.find`` (CONVENTIONS 2.1).
+(``text[hseg_start:hseg_end] == page_content``), never from ``str.find`` (CONVENTIONS 2.1), and the
+metadata is the core's (:func:`hseg.records.unit_metadata`), as on the store's records.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,6 +20,7 @@ from langchain_text_splitters import TextSplitter
 
 from hseg.chunker import HierarchicalChunker
 from hseg.chunks import Chunking, Cluster, Segment
+from hseg.records import unit_metadata, user_metadata
 from hseg.segmenters import SEGMENTERS
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
@@ -43,55 +44,48 @@ CHUNKER_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _meta(source: Mapping[str, Any] | None, unit: Cluster | Segment, level: str) -> dict[str, Any]:
+def _meta(source: Mapping[str, Any] | None, chunking: Chunking, unit: Cluster | Segment,
+          add_start_index: bool) -> dict[str, Any]:
     # deep copy: chunks of one document must not share mutable metadata values
-    meta = copy.deepcopy(dict(source or {}))
-    meta.update(
-        start_index=unit.start,
-        end_index=unit.end,
-        hseg_level=level,
-        hseg_doc_id=unit.doc_id,
-        hseg_index=unit.index,
-        hseg_tokens=int(unit.token_count),
-    )
+    meta = {**copy.deepcopy(user_metadata(source)), **unit_metadata(chunking, unit)}
+    if add_start_index:  # LangChain's TextSplitter key, on request as there (always == hseg_start)
+        meta["start_index"] = unit.start
     return meta
 
 
-def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Document]:
+def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None, *,
+                      add_start_index: bool = False) -> list[Document]:
     """One ``Document`` per cluster (parent chunk) of a chunking, in document order.
 
-    ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` plus ``start_index``,
-    ``end_index`` (absolute, end exclusive), ``hseg_level="cluster"``, ``hseg_cluster_id``,
-    ``hseg_doc_id``, ``hseg_index``, ``hseg_tokens``, ``hseg_n_segments`` and ``hseg_segment_ids``
-    (a JSON list, since Chroma and LlamaIndex want scalar metadata).
+    ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` (its ``hseg_*`` keys
+    dropped) plus the cluster keys of :data:`hseg.records.METADATA_KEYS`, the same keys and values
+    as the cluster's store record and LlamaIndex node (offsets ``hseg_start``/``hseg_end``, end
+    exclusive). ``add_start_index=True`` adds LangChain's ``start_index`` (equal to ``hseg_start``).
 
     Example:
         >>> docs = cluster_documents(chunker.chunk(text, "a"), {"source": "a.md"})  # doctest: +SKIP
-        >>> all(text[d.metadata["start_index"]:d.metadata["end_index"]] == d.page_content  # doctest: +SKIP
+        >>> all(text[d.metadata["hseg_start"]:d.metadata["hseg_end"]] == d.page_content  # doctest: +SKIP
         ...     for d in docs)
         True
     """
-    out = []
-    for c in chunking.clusters:
-        meta = _meta(metadata, c, "cluster")
-        meta.update(hseg_cluster_id=c.id, hseg_n_segments=len(c.segments), hseg_segment_ids=json.dumps(c.segment_ids))
-        out.append(Document(id=c.id, page_content=c.text, metadata=meta))
-    return out
+    return [Document(id=c.id, page_content=c.text, metadata=_meta(metadata, chunking, c, add_start_index))
+            for c in chunking.clusters]
 
 
-def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Document]:
+def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = None, *,
+                      add_start_index: bool = False) -> list[Document]:
     """One ``Document`` per segment, linked to its parent by ``hseg_cluster_id``.
 
-    ``Document.id`` is the segment id; metadata as in :func:`cluster_documents` with
-    ``hseg_level="segment"`` and ``hseg_cluster_index`` (the parent's index).
+    ``Document.id`` is the segment id; metadata as in :func:`cluster_documents`, with the segment
+    keys of :data:`hseg.records.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
+
+    Example:
+        >>> segs = segment_documents(chunker.chunk(text, "a"))  # doctest: +SKIP
+        >>> segs[1].metadata["hseg_prev_id"] == segs[0].id  # doctest: +SKIP
+        True
     """
-    out = []
-    for c in chunking.clusters:
-        for s in c.segments:
-            meta = _meta(metadata, s, "segment")
-            meta.update(hseg_cluster_id=c.id, hseg_cluster_index=c.index)
-            out.append(Document(id=s.id, page_content=s.text, metadata=meta))
-    return out
+    return [Document(id=s.id, page_content=s.text, metadata=_meta(metadata, chunking, s, add_start_index))
+            for s in chunking.segments]
 
 
 class _Probe:
@@ -130,8 +124,8 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
             ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
             clusters never overlap. ``chunk_size`` is not used (sizes come from ``target_tokens``
-            and ``max_cluster_tokens``). ``add_start_index`` is accepted; ``start_index`` and
-            ``end_index`` are always written, and texts are never stripped.
+            and ``max_cluster_tokens``). ``add_start_index=True`` adds LangChain's ``start_index``
+            (the offsets are always in ``hseg_start``/``hseg_end``); texts are never stripped.
 
     The chunker, and so the model, is built on first use. Arguments are checked at construction.
 
@@ -139,7 +133,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         >>> splitter = HierarchicalSegmentTextSplitter(target_tokens=256)  # doctest: +SKIP
         >>> source = Document(open("report.md").read(), id="report", metadata={"source": "report.md"})  # doctest: +SKIP
         >>> docs = splitter.split_documents([source])  # doctest: +SKIP
-        >>> docs[0].id, docs[0].metadata["start_index"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
+        >>> docs[0].id, docs[0].metadata["hseg_start"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
         ('clu-5d0c...', 0, 'report')
     """
 
@@ -240,7 +234,8 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         ``ids`` are optional document ids (default: a hash of each text).
         """
         metas = _metadatas(metadatas, len(texts))
-        return [d for ch, md in zip(self.chunk_texts(texts, ids), metas) for d in cluster_documents(ch, md)]
+        return [d for ch, md in zip(self.chunk_texts(texts, ids), metas)
+                for d in cluster_documents(ch, md, add_start_index=self._add_start_index)]
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Cluster ``Document`` objects; source metadata kept, ``Document.id`` becomes ``hseg_doc_id``."""
@@ -262,8 +257,8 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         clusters: list[Document] = []
         segments: list[Document] = []
         for ch, doc in zip(self.chunk_documents(docs), docs):
-            clusters += cluster_documents(ch, doc.metadata)
-            segments += segment_documents(ch, doc.metadata)
+            clusters += cluster_documents(ch, doc.metadata, add_start_index=self._add_start_index)
+            segments += segment_documents(ch, doc.metadata, add_start_index=self._add_start_index)
         return clusters, segments
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
@@ -296,11 +291,6 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         chunkings = self.chunk_documents(docs)
         store.add(chunkings, [user_metadata(d.metadata) for d in docs])
         return [c.id for ch in chunkings for c in ch.clusters]
-
-
-def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A Document's metadata without ``hseg_*`` keys (the store reserves that prefix)."""
-    return {k: v for k, v in (metadata or {}).items() if not (isinstance(k, str) and k.startswith("hseg_"))}
 
 
 def _metadatas(metadatas: Sequence[Mapping[str, Any] | None] | None, n: int) -> list[Mapping[str, Any] | None]:

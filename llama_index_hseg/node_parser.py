@@ -2,9 +2,10 @@
 
 A thin translation of :class:`hseg.chunker.HierarchicalChunker` output into ``TextNode``s. The
 node ids, texts, embeddings and ``hseg_*`` metadata are exactly the records that
-:func:`hseg.store.records_for` builds, so a ``ChromaVectorStore`` collection filled with these nodes
-is searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by
-the core store.
+:func:`hseg.records.records_for` builds (the keys of :data:`hseg.records.METADATA_KEYS`, as on the
+LangChain splitter's Documents), so a ``ChromaVectorStore`` collection filled with these nodes is
+searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by the
+core store.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from hseg.chunks import Chunking
 from hseg.clustering import mean_vector
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.segmenters import SEGMENTERS
-from hseg.store import records_for
+from hseg.records import records_for, user_metadata
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
 
@@ -264,7 +265,7 @@ class HierarchicalSegmentNodeParser(NodeParser):
             ids = {r.id: self.id_func(i, doc) for i, r in enumerate(records)}
         # computed once per document: it hashes the whole text (node_utils.build_nodes_from_splits)
         source = doc.source_node or doc.as_related_node_info()
-        user = dict(doc.metadata) if self.include_metadata else {}
+        user = user_metadata(doc.metadata) if self.include_metadata else {}  # a re-parsed node's hseg keys are stale
         nodes: dict[str, TextNode] = {}
         for r in records:
             meta = {**user, **_remap_ids(r.metadata, ids)}
@@ -307,6 +308,9 @@ def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     if all(k == v for k, v in ids.items()):
         return dict(meta)
     out = {**meta, "hseg_cluster_id": ids.get(meta["hseg_cluster_id"], meta["hseg_cluster_id"])}
+    for key in ("hseg_prev_id", "hseg_next_id"):  # the neighbour term of unit="auto" looks these ids up
+        if meta.get(key):
+            out[key] = ids.get(meta[key], meta[key])
     if "hseg_segment_ids" in meta:
         out["hseg_segment_ids"] = json.dumps([ids.get(s, s) for s in json.loads(meta["hseg_segment_ids"])])
     return out

@@ -22,15 +22,14 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None
 
-from hseg.chunks import unit_id
+from hseg.records import RESERVED_PREFIX
+from hseg.results import result_for
 from hseg.search import ParentHit, check_search_args
 from hseg.store import HierarchicalStore
 from hseg.units import UNITS
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
-#: keys ChromaVectorStore adds to every record (CONVENTIONS 1.8); not user metadata
-_LLAMA_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
 #: formatting fields of the stored node that the returned parent keeps
 _FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", "metadata_template",
                   "metadata_separator", "text_template")
@@ -68,7 +67,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         where: a Chroma metadata filter applied to every query.
 
     Each result is ``NodeWithScore(node=TextNode(id_=cluster id | passage id, text, start/end char
-    idx, metadata=user metadata + hseg_* details), score=cosine)``, best first.
+    idx, metadata=user metadata + the hseg_* result keys), score=hseg_score)``, best first: ids and
+    metadata are those of the LangChain retriever (:func:`hseg.results.result_for`).
 
     Example:
         >>> retriever = HierarchicalSegmentRetriever(vector_store, encoder=parser.hseg_encoder)  # doctest: +SKIP
@@ -207,32 +207,16 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
 
 
 def _to_node(hit: ParentHit) -> TextNode:
-    """A parent (or passage) hit as a TextNode that keeps the stored node's formatting."""
+    """A parent (or passage) hit as a TextNode: id and metadata from :func:`hseg.results.result_for`
+    (as on LangChain's Documents), formatting fields of the stored node, SOURCE the document."""
+    node_id, meta = result_for(hit)
     stored = _stored_node_fields(hit.metadata)
-    meta = {k: v for k, v in hit.metadata.items() if not k.startswith("hseg_") and k not in _LLAMA_KEYS}
-    meta.update(
-        hseg_cluster_id=hit.cluster_id,
-        hseg_doc_id=hit.doc_id,
-        hseg_matched_id=hit.matched_id,
-        hseg_matched_level=hit.matched_level,
-        hseg_matched_start=hit.matched_start,
-        hseg_matched_end=hit.matched_end,
-        hseg_unit=hit.unit,
-        hseg_tokens=hit.token_count,
-        hseg_score=float(hit.score),
-    )
-    if hit.segment_ids:
-        meta["hseg_segment_ids"] = json.dumps(hit.segment_ids)
-    if hit.unit == "cluster":
-        node_id = hit.cluster_id
-    elif len(hit.segment_ids) == 1:
-        node_id = hit.segment_ids[0]  # the passage is that segment node
-    else:
-        node_id = unit_id(hit.doc_id, "passage", hit.start, hit.end)
-    hseg_keys = [k for k in meta if k.startswith("hseg_")]
+    # hseg keys describe the hit for code, not for the model: out of the embed and LLM text
+    hseg_keys = [k for k in meta if k.startswith(RESERVED_PREFIX)]
     for key in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
-        stored[key] = list(stored.get(key) or []) + [k for k in hseg_keys if k not in (stored.get(key) or [])]
-    ref = hit.metadata.get("ref_doc_id")
+        kept = list(stored.get(key) or [])
+        stored[key] = kept + [k for k in hseg_keys if k not in kept]
+    ref = hit.metadata.get("ref_doc_id") if "_node_content" in hit.metadata else None  # a ChromaVectorStore's
     if not ref or ref == "None":  # ChromaVectorStore writes "None" for a node without SOURCE
         ref = hit.doc_id
     return TextNode(

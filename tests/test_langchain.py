@@ -21,15 +21,14 @@ from langchain_core.embeddings import Embeddings
 
 from hseg.chunker import HierarchicalChunker
 from hseg.chunks import default_doc_id
+from hseg.records import metadata_keys
 from hseg.store import HierarchicalStore
 from langchain_hseg import HierarchicalSegmentRetriever, HierarchicalSegmentTextSplitter
 from tests.fakes import HashingEncoder
 
 SMALL = {"target_tokens": 64, "min_segment_tokens": 8, "max_segment_tokens": 48}
-#: every key a result Document carries besides the source metadata
-RESULT_KEYS = {"score", "start_index", "end_index", "hseg_cluster_id", "hseg_doc_id", "hseg_unit", "hseg_tokens",
-               "hseg_matched_id", "hseg_matched_level", "hseg_matched_start", "hseg_matched_end",
-               "hseg_matched_text"}
+#: every key a result Document carries besides the source metadata: the core's result schema
+RESULT_KEYS = set(metadata_keys("result"))
 
 TOPICS = {
     "alpha": "Alpha beta gamma delta epsilon. Alpha beta gamma again here. ",
@@ -78,8 +77,8 @@ def new_name() -> str:
 
 def assert_same_hits(docs: list[Document], hits) -> None:
     assert [d.metadata["hseg_cluster_id"] for d in docs] == [h.cluster_id for h in hits]
-    assert [(d.metadata["start_index"], d.metadata["end_index"]) for d in docs] == [(h.start, h.end) for h in hits]
-    assert [d.metadata["score"] for d in docs] == pytest.approx([h.score for h in hits], abs=1e-6)
+    assert [(d.metadata["hseg_start"], d.metadata["hseg_end"]) for d in docs] == [(h.start, h.end) for h in hits]
+    assert [d.metadata["hseg_score"] for d in docs] == pytest.approx([h.score for h in hits], abs=1e-6)
     assert [d.page_content for d in docs] == [h.text for h in hits]
 
 
@@ -103,15 +102,15 @@ def test_create_documents_offsets_are_exact_on_repeated_text():
     for d in docs:
         by_doc.setdefault(d.metadata["hseg_doc_id"], []).append(d)
     for text, parts in zip([REPEATED, "Alpha.\n\nBeta.\n\nAlpha."], by_doc.values()):
-        slices = [text[d.metadata["start_index"] : d.metadata["end_index"]] for d in parts]
+        slices = [text[d.metadata["hseg_start"] : d.metadata["hseg_end"]] for d in parts]
         assert slices == [d.page_content for d in parts]
-        ends = [0] + [d.metadata["end_index"] for d in parts]
-        assert [d.metadata["start_index"] for d in parts] == ends[:-1] and ends[-1] == len(text)
+        ends = [0] + [d.metadata["hseg_end"] for d in parts]
+        assert [d.metadata["hseg_start"] for d in parts] == ends[:-1] and ends[-1] == len(text)
     # the pattern str.find gets wrong: the same cluster text at two offsets
     contents = [d.page_content for d in by_doc[default_doc_id(REPEATED)]]
     repeated = {c for c in contents if contents.count(c) > 1}
     assert repeated
-    starts = {d.metadata["start_index"] for d in docs if d.page_content in repeated}
+    starts = {d.metadata["hseg_start"] for d in docs if d.page_content in repeated}
     assert len(starts) > len(repeated)
 
 
@@ -138,7 +137,7 @@ def test_split_documents_keeps_metadata_deep_copied_and_ids():
     assert {d.metadata["hseg_doc_id"] for d in docs} == {"doc-a", "doc-b", default_doc_id(source[2].page_content)}
     for d in docs:
         src = next(s for s in source if d.metadata["source"] == s.metadata["source"])
-        assert src.page_content[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content
+        assert src.page_content[d.metadata["hseg_start"] : d.metadata["hseg_end"]] == d.page_content
         assert {k: d.metadata[k] for k in src.metadata} == src.metadata
     tagged = [d for d in docs if "tags" in d.metadata]
     assert len(tagged) > 1
@@ -158,12 +157,31 @@ def test_segment_documents_link_to_their_parents():
         kids = [c for c in children if c.metadata["hseg_cluster_id"] == parent.id]
         assert [c.id for c in kids] == json.loads(parent.metadata["hseg_segment_ids"])
         assert "".join(c.page_content for c in kids) == parent.page_content
-        assert kids[0].metadata["start_index"] == parent.metadata["start_index"]
-        assert kids[-1].metadata["end_index"] == parent.metadata["end_index"]
+        assert kids[0].metadata["hseg_start"] == parent.metadata["hseg_start"]
+        assert kids[-1].metadata["hseg_end"] == parent.metadata["hseg_end"]
     for c in children:
         assert c.metadata["hseg_level"] == "segment" and c.metadata["hseg_cluster_id"] in by_id
         src = next(s for s in source if s.metadata["source"] == c.metadata["source"])
-        assert src.page_content[c.metadata["start_index"] : c.metadata["end_index"]] == c.page_content
+        assert src.page_content[c.metadata["hseg_start"] : c.metadata["hseg_end"]] == c.page_content
+
+
+def test_add_start_index_adds_langchains_key_only_on_request():
+    source = corpus_docs()
+    plain = small_splitter().split_documents_hierarchical(source)
+    marked = small_splitter(add_start_index=True).split_documents_hierarchical(source)
+    for plain_docs, marked_docs in zip(plain, marked):
+        assert all("start_index" not in d.metadata and "end_index" not in d.metadata for d in plain_docs)
+        assert [d.metadata.pop("start_index") for d in marked_docs] == [d.metadata["hseg_start"] for d in plain_docs]
+        assert [d.metadata for d in marked_docs] == [d.metadata for d in plain_docs]  # nothing else differs
+
+
+def test_resplitting_drops_the_sources_stale_hseg_keys():
+    splitter = small_splitter()
+    segment = splitter.split_segments(corpus_docs()[:1])[1]  # a segment Document: hseg_prev_id, hseg_next_id
+    again = splitter.split_documents([Document(segment.page_content, id="part", metadata=segment.metadata)])
+    for d in again:
+        assert d.metadata["hseg_doc_id"] == "part" and d.metadata["source"] == "a.md"
+        assert {k for k in d.metadata if k.startswith("hseg_")} == set(metadata_keys("cluster"))
 
 
 def test_length_function_is_the_chunker_tokenizer():
@@ -229,12 +247,12 @@ def fast_retriever():
 def test_invoke_returns_k_parents_with_scores_and_matched_segment(fast_retriever):
     docs = fast_retriever.invoke("moon tides gravity", k=2)
     assert len(docs) == 2 and all(isinstance(d, Document) for d in docs)
-    assert docs[0].metadata["score"] >= docs[1].metadata["score"]
+    assert docs[0].metadata["hseg_score"] >= docs[1].metadata["hseg_score"]
     source = {s.metadata["source"]: s.page_content for s in corpus_docs()}
     for d in docs:
         m = d.metadata
         assert d.id == m["hseg_cluster_id"] and m["hseg_unit"] == "cluster"
-        assert source[m["source"]][m["start_index"] : m["end_index"]] == d.page_content
+        assert source[m["source"]][m["hseg_start"] : m["hseg_end"]] == d.page_content
         assert set(m) - {"source", "year", "tags"} == RESULT_KEYS  # internals stripped
         assert source[m["source"]][m["hseg_matched_start"] : m["hseg_matched_end"]] == m["hseg_matched_text"]
         assert "tides" in d.page_content.lower()
@@ -400,7 +418,7 @@ def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
         assert_same_hits(docs, hits)
         for d in docs:
             m = d.metadata
-            assert sources[m["hseg_doc_id"]][m["start_index"] : m["end_index"]] == d.page_content
+            assert sources[m["hseg_doc_id"]][m["hseg_start"] : m["hseg_end"]] == d.page_content
             assert m["source"] == m["hseg_doc_id"] + ".md" and m["hseg_unit"] == unit
             assert m["hseg_matched_text"] in d.page_content
         if "budget_tokens" in size:
@@ -426,6 +444,6 @@ def test_e2e_small_on_every_client(encoder, chroma_client, chroma_collection_nam
     try:
         docs = retriever.invoke("What is this document about?")
         assert_same_hits(docs, retriever.store.search("What is this document about?", k=2))
-        assert all(text[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content for d in docs)
+        assert all(text[d.metadata["hseg_start"] : d.metadata["hseg_end"]] == d.page_content for d in docs)
     finally:
         chroma_client.delete_collection(chroma_collection_name)

@@ -172,6 +172,8 @@ def test_custom_id_func_is_followed_consistently(docs):
     ids = {n.id_ for n in out}
     for n in out:
         assert n.metadata["hseg_cluster_id"] in ids
+        assert set(json.loads(n.metadata.get("hseg_segment_ids", "[]"))) <= ids
+        assert {n.metadata.get("hseg_prev_id", ""), n.metadata.get("hseg_next_id", "")} <= ids | {""}
         assert all(info.node_id in ids for rel, info in n.relationships.items() if rel in (R.PARENT, R.NEXT))
 
 

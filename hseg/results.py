@@ -1,0 +1,88 @@
+"""Search results as ``(id, metadata)``: the one description of a hit that every front end shares.
+
+:func:`result_for` turns a :class:`hseg.search.ParentHit` into the id and metadata that the
+LangChain retriever's ``Document`` and the LlamaIndex retriever's ``TextNode`` carry unchanged:
+the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.records.METADATA_KEYS`.
+
+Ids: a whole parent (``unit="cluster"``) is its cluster id; a passage (``unit="segment"`` or
+``"auto"``) is ``unit_id(doc_id, "passage", start, end)``, also when it is one segment or a whole
+cluster, so a result's id depends only on what was returned and how (its unit and span).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hseg.chunks import unit_id
+from hseg.records import user_metadata
+from hseg.search import ParentHit
+
+__all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
+
+#: keys a LlamaIndex ``ChromaVectorStore`` writes next to a node's metadata (the serialised node and
+#: its document id under three names); storage, not the user's metadata, so results leave them out
+LLAMA_INDEX_STORAGE_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
+
+
+def result_id(hit: ParentHit) -> str:
+    """The id of a result: the cluster id of a whole parent, else the stable passage id.
+
+    Example:
+        >>> hit = store.search("tides", k=1, unit="auto", budget_tokens=200)[0]  # doctest: +SKIP
+        >>> result_id(hit)  # doctest: +SKIP
+        'pas-3f0d9c...'
+    """
+    if hit.unit == "cluster":
+        return hit.cluster_id
+    return unit_id(hit.doc_id, "passage", int(hit.start), int(hit.end))
+
+
+def result_for(hit: ParentHit) -> tuple[str, dict[str, Any]]:
+    """``(id, metadata)`` of one search hit, as both adapters' retrievers return it.
+
+    ``metadata`` is the stored user metadata (the ``hseg_*`` keys and a LlamaIndex vector store's
+    :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
+    ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
+    and ``hseg_segment_ids`` (JSON list). Raises ``ValueError`` naming ``hit`` when it is not a
+    ``ParentHit`` or its matched span lies outside its text.
+
+    Example:
+        >>> rid, meta = result_for(store.search("what causes tides?", k=1)[0])  # doctest: +SKIP
+        >>> rid == meta["hseg_cluster_id"], meta["hseg_score"], meta["hseg_matched_text"][:30]  # doctest: +SKIP
+        (True, 0.61, 'Tides are caused by the gravit')
+    """
+    if not isinstance(hit, ParentHit):
+        raise ValueError(f"hit must be an hseg.search.ParentHit, got {type(hit).__name__}")
+    start, end = int(hit.start), int(hit.end)
+    m_start, m_end = int(hit.matched_start), int(hit.matched_end)
+    if not start <= m_start <= m_end <= end:
+        raise ValueError(f"hit: matched span [{m_start}, {m_end}) of {hit.matched_id!r} is outside the hit's "
+                         f"span [{start}, {end})")
+    stored = hit.metadata or {}
+    user = user_metadata(stored)
+    if "_node_content" in stored:  # written by ChromaVectorStore: its storage keys are not the user's
+        user = {k: v for k, v in user.items() if k not in LLAMA_INDEX_STORAGE_KEYS}
+    if hit.segment_ids:
+        segment_ids = json.dumps(list(hit.segment_ids))
+    elif "hseg_segment_ids" in stored:  # a whole parent: its cluster record lists them
+        segment_ids = str(stored["hseg_segment_ids"])
+    else:
+        raise ValueError(f"hit: {hit.cluster_id!r} has no segment_ids and its metadata no hseg_segment_ids")
+    meta = {
+        **user,
+        "hseg_score": float(hit.score),
+        "hseg_unit": hit.unit,
+        "hseg_doc_id": hit.doc_id,
+        "hseg_cluster_id": hit.cluster_id,
+        "hseg_start": start,
+        "hseg_end": end,
+        "hseg_tokens": int(hit.token_count),
+        "hseg_segment_ids": segment_ids,
+        "hseg_matched_id": hit.matched_id,
+        "hseg_matched_level": hit.matched_level,
+        "hseg_matched_start": m_start,
+        "hseg_matched_end": m_end,
+        "hseg_matched_text": hit.text[m_start - start : m_end - start],
+    }
+    return result_id(hit), meta
