@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -233,14 +234,26 @@ class BiLSTMSegmenter:
     def load(cls, path: str | Path | None = None, *, encoder: Any = None, device: str | None = None,
              **kwargs: Any) -> "BiLSTMSegmenter":
         """Load saved weights (default: the shipped ones). With ``encoder``, refuse one whose name or
-        dimension differs from the model card's (``ValueError``)."""
+        dimension differs from the model card's (``ValueError``, as for a file that holds no saved
+        segmenter).
+
+        Example:
+            >>> seg = BiLSTMSegmenter.load("my_segmenter.pt", encoder=encoder)  # doctest: +SKIP
+            >>> seg.card["encoder"]  # doctest: +SKIP
+            {'name': 'sentence-transformers/all-MiniLM-L6-v2', 'dimension': 384}
+        """
         path = Path(path) if path is not None else DEFAULT_WEIGHTS
         if not path.is_file():
             raise ValueError(f"path: no segmenter weights at {str(path)!r}")
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        card = blob["card"]
-        model = BiLSTMModel(**card["model"])
-        model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in blob["state_dict"].items()})
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+            card = blob["card"]
+            model = BiLSTMModel(**card["model"])
+            model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in blob["state_dict"].items()})
+        # torch reports a file that is not a saved segmenter with whatever its unpickler hit first
+        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, AttributeError, RuntimeError) as exc:
+            raise ValueError(f"path: {str(path)!r} holds no segmenter saved by BiLSTMSegmenter.save "
+                             f"({type(exc).__name__}: {exc})") from exc
         seg = cls(model, card, device=device, **kwargs)
         if encoder is not None:
             dim = getattr(encoder, "dimension", None)

@@ -64,7 +64,8 @@ class HierarchicalChunker:
         unknown = sorted(set(settings) - set(ChunkerConfig.field_names()))
         if unknown:
             raise ValueError(f"unknown chunker settings {unknown}; the settings are {list(ChunkerConfig.field_names())}")
-        config = ChunkerConfig(**settings) if config is None else config.replace(**settings)
+        if config is None or settings:
+            config = ChunkerConfig(**settings) if config is None else config.replace(**settings)
         self.config = config
         self.k = config.k
         self.target_tokens = config.effective_target_tokens
@@ -88,18 +89,7 @@ class HierarchicalChunker:
         embeddings they were trained on); a segmenter asked for by name or instance is refused
         with the mismatch error instead.
         """
-        resolved = get_segmenter(segmenter)
-        check = getattr(resolved, "check_encoder", None)
-        if check is None:
-            return resolved
-        try:
-            check(encoder_name=self.encoder.name)
-        except ValueError:
-            if segmenter is not None:
-                raise
-            logger.info("default segmenter expects another encoder than %s: using texttiling", self.encoder.name)
-            return get_segmenter("texttiling")
-        return resolved
+        return get_segmenter(segmenter, encoder_name=self.encoder.name)
 
     # ------------------------------------------------------------------ public API
     def chunk(self, text: str, doc_id: str | None = None) -> Chunking:

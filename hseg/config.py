@@ -18,10 +18,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from hseg.segmenters import segmenter_spec
 
 __all__ = [
     "ChunkerConfig",
@@ -56,6 +59,11 @@ def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: in
     return min(MAX_SEGMENT_TOKENS, max(int(min_segment_tokens), int(target_tokens) // 2))
 
 
+def _setting(default: Any, doc: str) -> Any:
+    """A field with its one-line description, which every entry point shows (help, field docs)."""
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
 def _is_int(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
@@ -84,20 +92,28 @@ class ChunkerConfig:
         device, batch_size: for the default sentence-transformers encoder.
     """
 
-    encoder: Any = None
-    segmenter: Any = None
-    k: float | None = None
-    target_tokens: int | None = None
-    max_cluster_tokens: int | None = None
-    min_segment_tokens: int = 48
-    max_segment_tokens: int | None = None
-    tokenizer: Any = None
-    segment_vector: str = "mean"
-    clique_method: str = "edges"
-    cache: bool = True
-    show_progress: bool = False
-    device: str | None = None
-    batch_size: int = 32
+    encoder: Any = _setting(None, "model name, SentenceTransformer, LangChain Embeddings, LlamaIndex BaseEmbedding "
+                                  "or hseg Encoder (None: all-MiniLM-L6-v2, offline)")
+    segmenter: Any = _setting(None, "segmenter name ('texttiling', 'bilstm'), a saved BiLSTM .pt path or an "
+                                    "instance (None: the default for the encoder)")
+    k: float | None = _setting(None, "explicit clustering threshold tau = mu + k*sigma (larger k: smaller "
+                                     "clusters); excludes target_tokens")
+    target_tokens: int | None = _setting(None, "mean cluster size to aim for, k searched per document (512 when "
+                                               "k is not given)")
+    max_cluster_tokens: int | None = _setting(None, "hard cap on a cluster, cut at its weakest adjacent "
+                                                    "similarity (None: 1.5 x the target)")
+    min_segment_tokens: int = _setting(48, "smallest segment after the segmenter")
+    max_segment_tokens: int | None = _setting(None, "largest segment after the segmenter (None: 192, at most half "
+                                                    "the target)")
+    tokenizer: Any = _setting(None, "what sizes are measured in: a tiktoken encoding name (None: cl100k_base) or "
+                                    "a str -> int callable")
+    segment_vector: str = _setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
+                                           "segment text")
+    clique_method: str = _setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
+    cache: bool = _setting(True, "keep an in-memory text -> vector cache across calls")
+    show_progress: bool = _setting(False, "tqdm progress bars")
+    device: str | None = _setting(None, "device of the default sentence-transformers encoder (None: best available)")
+    batch_size: int = _setting(32, "encoder batch size (32: fastest measured for sentences on CPU)")
 
     def __post_init__(self) -> None:
         k, target = self.k, self.target_tokens
@@ -129,7 +145,9 @@ class ChunkerConfig:
         for name in ("cache", "show_progress"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.segmenter is not None and not isinstance(self.segmenter, str) \
+        if isinstance(self.segmenter, (str, os.PathLike)):
+            segmenter_spec(self.segmenter)  # a registered name or a weights file; loads nothing
+        elif self.segmenter is not None and not isinstance(self.segmenter, str) \
                 and not hasattr(self.segmenter, "boundaries") and not hasattr(self.segmenter, "__fspath__"):
             raise ValueError(f"segmenter must be a name, a .pt path or an object with boundaries(), "
                              f"got {type(self.segmenter).__name__}")
@@ -174,6 +192,24 @@ class ChunkerConfig:
         """
         return {f.name: f.default for f in dataclasses.fields(cls)}
 
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """``{name: one-line description}`` of every setting."""
+        return {f.name: str(f.metadata.get("doc", "")) for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def table(cls) -> str:
+        """The settings as the README's Markdown table (a test keeps the two equal).
+
+        Example:
+            >>> ChunkerConfig.table().splitlines()[0]
+            '| setting | default | what it does |'
+        """
+        rows = ["| setting | default | what it does |", "|---|---|---|"]
+        for name, default in cls.defaults().items():
+            rows.append(f"| `{name}` | `{default!r}` | {cls.docs()[name]} |")
+        return "\n".join(rows) + "\n"
+
     def replace(self, **changes: Any) -> ChunkerConfig:
         """A validated copy with some settings changed."""
         return dataclasses.replace(self, **changes)
@@ -195,10 +231,18 @@ class ChunkerConfig:
 
 
 def describe(value: Any) -> Any:
-    """A JSON-ready stand-in for a setting: scalars as they are, objects by name.
+    """A stable, JSON-ready stand-in for a setting in dumps, fingerprints and cache keys.
 
-    A name (``encoder.name``, ``model_name``) is stable across processes; a repr with a memory
-    address is not, and would make every fingerprint or cache key unique.
+    Scalars stay as they are; an object is its repr when that names its settings (a dataclass such
+    as ``TextTilingSegmenter(window=6, ...)``, so two differently configured segmenters differ),
+    else its name (``encoder.name``, ``model_name``, a tiktoken encoding), else its qualified class
+    name. A repr with a memory address is never used: it would make every key unique.
+
+    Example:
+        >>> describe(3), describe(None)
+        (3, None)
+        >>> describe(len)
+        'builtins.len'
     """
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -206,8 +250,12 @@ def describe(value: Any) -> Any:
         return value.item()
     if hasattr(value, "__fspath__"):
         return str(value)
+    text = repr(value)
+    if " at 0x" not in text and not text.startswith("<"):
+        return text
     for attr in ("name", "model_name", "encoding"):
         named = getattr(value, attr, None)
         if isinstance(named, str) and named:
             return named
-    return f"{type(value).__module__}.{type(value).__qualname__}"
+    kind = value if isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__")) else type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"

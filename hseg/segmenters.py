@@ -12,14 +12,20 @@ cosine similarities of windowed sentence-embedding means.
 
 Segment *length limits* (in tokens) are not the segmenter's business: :func:`enforce_length_limits`
 applies them after any segmenter.
+
+:func:`get_segmenter` is the one place a segmenter argument is resolved, for the chunker and every
+command: a registered name (``"bilstm"``, ``"texttiling"``) or the path of BiLSTM weights saved by
+``hseg train-segmenter``.
 """
 
 from __future__ import annotations
 
 import bisect
-
+import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -30,9 +36,13 @@ __all__ = [
     "enforce_length_limits",
     "adjacent_similarity",
     "get_segmenter",
+    "segmenter_spec",
     "SEGMENTERS",
     "DEFAULT_SEGMENTER",
+    "WEIGHTS_SUFFIX",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -274,16 +284,74 @@ SEGMENTERS = {"texttiling": TextTilingSegmenter, "bilstm": _bilstm}
 #: wiki_dev, Choi 1-2 and held-out OpenStax books (Pk and WindowDiff, see hseg/models/README.md).
 DEFAULT_SEGMENTER = "bilstm"
 
+#: the suffix of BiLSTM weights written by ``BiLSTMSegmenter.save`` / ``hseg train-segmenter``
+WEIGHTS_SUFFIX = ".pt"
 
-def get_segmenter(segmenter: str | Segmenter | None) -> Segmenter:
-    """Resolve a segmenter by name (``"texttiling"``, ...) or pass an instance through."""
-    if segmenter is None:
-        segmenter = DEFAULT_SEGMENTER
-    if isinstance(segmenter, str):
-        try:
-            return SEGMENTERS[segmenter]()
-        except KeyError:
-            raise ValueError(f"segmenter: unknown name {segmenter!r}; choose one of {sorted(SEGMENTERS)}") from None
+
+def segmenter_spec(spec: str | os.PathLike[str]) -> str | Path:
+    """What a segmenter string names: a registered name (returned as is) or a weights file (its ``Path``).
+
+    Loads nothing, so settings can be validated before any model is read. A registered name wins
+    over a file of the same name in the working directory. ``ValueError`` naming ``segmenter`` when
+    ``spec`` is neither a name nor an existing file (a ``.pt`` path that does not exist included).
+
+    Example:
+        >>> segmenter_spec("texttiling")
+        'texttiling'
+        >>> segmenter_spec("my_segmenter.pt")  # doctest: +SKIP
+        PosixPath('my_segmenter.pt')
+    """
+    if isinstance(spec, str) and spec in SEGMENTERS:
+        return spec
+    path = Path(spec)
+    if path.is_file():
+        return path
+    if path.suffix == WEIGHTS_SUFFIX:
+        raise ValueError(f"segmenter: no weights file at {str(spec)!r}")
+    raise ValueError(f"segmenter: unknown name {str(spec)!r}; choose one of {sorted(SEGMENTERS)} or give the path "
+                     f"of weights saved by 'hseg train-segmenter' (a {WEIGHTS_SUFFIX} file)")
+
+
+def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *,
+                  encoder_name: str | None = None) -> Segmenter:
+    """Resolve a segmenter: a registered name, the path of saved BiLSTM weights, or an instance.
+
+    ``None`` is the default segmenter. With ``encoder_name`` (the sentence encoder the segmenter
+    will see), a segmenter trained on another encoder is refused with ``ValueError``, except the
+    default, which falls back to TextTiling (trained weights expect the embeddings they were
+    trained on, and the default must work with every encoder).
+
+    Example:
+        >>> get_segmenter("texttiling").name
+        'texttiling'
+        >>> get_segmenter(None, encoder_name="BAAI/bge-small-en-v1.5").name  # doctest: +SKIP
+        'texttiling'
+        >>> get_segmenter("my_segmenter.pt", encoder_name="all-MiniLM-L6-v2")  # doctest: +SKIP
+        <hseg.bilstm.BiLSTMSegmenter object at ...>
+    """
+    resolved = _build(DEFAULT_SEGMENTER if segmenter is None else segmenter)
+    check = getattr(resolved, "check_encoder", None)
+    if encoder_name is None or check is None:
+        return resolved
+    try:
+        check(encoder_name=encoder_name)
+    except ValueError:
+        if segmenter is not None:
+            raise
+        logger.info("default segmenter expects another encoder than %s: using texttiling", encoder_name)
+        return TextTilingSegmenter()
+    return resolved
+
+
+def _build(segmenter: str | os.PathLike[str] | Segmenter) -> Segmenter:
+    if isinstance(segmenter, (str, os.PathLike)):
+        spec = segmenter_spec(segmenter)
+        if isinstance(spec, str):
+            return SEGMENTERS[spec]()
+        from hseg.bilstm import BiLSTMSegmenter
+
+        # no fallback: weights asked for by path are refused with another encoder, not replaced
+        return BiLSTMSegmenter.load(spec)
     if not hasattr(segmenter, "boundaries"):
         raise ValueError(f"segmenter: {segmenter!r} has no boundaries() method")
     return segmenter

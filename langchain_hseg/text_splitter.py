@@ -19,30 +19,11 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from hseg.chunker import HierarchicalChunker
+from hseg.config import ChunkerConfig
 from hseg.chunks import Chunking, Cluster, Segment
 from hseg.records import unit_metadata, user_metadata
-from hseg.segmenters import SEGMENTERS
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
-
-#: the keyword arguments of ``HierarchicalChunker`` and their defaults (kept in step with the core)
-CHUNKER_DEFAULTS: dict[str, Any] = {
-    "encoder": None,
-    "segmenter": None,
-    "k": None,
-    "target_tokens": None,
-    "max_cluster_tokens": None,
-    "min_segment_tokens": 48,
-    "max_segment_tokens": None,
-    "tokenizer": None,
-    "segment_vector": "mean",
-    "clique_method": "edges",
-    "cache": True,
-    "show_progress": False,
-    "device": None,
-    "batch_size": 32,
-}
-
 
 def _meta(source: Mapping[str, Any] | None, chunking: Chunking, unit: Cluster | Segment,
           add_start_index: bool) -> dict[str, Any]:
@@ -88,24 +69,6 @@ def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
             for s in chunking.segments]
 
 
-class _Probe:
-    """Stands in for the encoder and a named segmenter while the arguments are checked.
-
-    Lets ``__init__`` run the core's own validation (same messages) without loading a model.
-    """
-
-    name = "probe"
-
-    def encode(self, texts: Sequence[str]) -> Any:  # pragma: no cover - never called
-        raise NotImplementedError
-
-    def encode_query(self, text: str) -> Any:  # pragma: no cover - never called
-        raise NotImplementedError
-
-    def boundaries(self, sentences: Any, vectors: Any) -> Any:  # pragma: no cover - never called
-        raise NotImplementedError
-
-
 class HierarchicalSegmentTextSplitter(TextSplitter):
     """Hierarchical segmentation chunking (Nguyen et al. 2025) as a LangChain ``TextSplitter``.
 
@@ -114,12 +77,12 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
     available from :meth:`split_segments` and :meth:`split_documents_hierarchical`.
 
     Args:
-        encoder: model name, ``SentenceTransformer``, LangChain ``Embeddings`` or hseg encoder.
-            Default: all-MiniLM-L6-v2, offline.
-        segmenter, k, target_tokens, max_cluster_tokens, min_segment_tokens, max_segment_tokens,
-        tokenizer, segment_vector, clique_method, cache, show_progress, device, batch_size:
-            passed to :class:`hseg.chunker.HierarchicalChunker` (same names, same defaults; see
-            its docstring). ``target_tokens`` defaults to 512 when ``k`` is not given.
+        config: a :class:`hseg.config.ChunkerConfig`; its fields can also be given as keyword
+            arguments (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
+            ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
+            ``clique_method``, ``cache``, ``show_progress``, ``device``, ``batch_size``: the same
+            names, defaults and checks as :class:`hseg.chunker.HierarchicalChunker`), which replace
+            the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
             ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
@@ -140,51 +103,34 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
     def __init__(
         self,
         *,
-        encoder: Any = None,
-        segmenter: Any = None,
-        k: float | None = None,
-        target_tokens: int | None = None,
-        max_cluster_tokens: int | None = None,
-        min_segment_tokens: int = 48,
-        max_segment_tokens: int | None = None,
-        tokenizer: str | Callable[[str], int] | None = None,
-        segment_vector: str = "mean",
-        clique_method: str = "edges",
-        cache: bool = True,
-        show_progress: bool = False,
-        device: str | None = None,
-        batch_size: int = 32,
+        config: ChunkerConfig | None = None,
         chunker: HierarchicalChunker | None = None,
         chunk_overlap: int = 0,
         **kwargs: Any,
     ) -> None:
+        settings = {name: kwargs.pop(name) for name in ChunkerConfig.field_names() if name in kwargs}
         length_function = kwargs.get("length_function")
         if length_function is not None:
-            if tokenizer is not None and tokenizer is not length_function:
+            if settings.get("tokenizer") not in (None, length_function):
                 raise ValueError("give tokenizer or length_function, not both")
-            tokenizer = length_function
+            settings["tokenizer"] = length_function
         if "chunk_size" in kwargs:
             warnings.warn(
                 "HierarchicalSegmentTextSplitter ignores chunk_size; use target_tokens / max_cluster_tokens",
                 stacklevel=2,
             )
         super().__init__(chunk_overlap=chunk_overlap, **kwargs)
-        params = {
-            "encoder": encoder, "segmenter": segmenter, "k": k, "target_tokens": target_tokens,
-            "max_cluster_tokens": max_cluster_tokens, "min_segment_tokens": min_segment_tokens,
-            "max_segment_tokens": max_segment_tokens, "tokenizer": tokenizer, "segment_vector": segment_vector,
-            "clique_method": clique_method, "cache": cache, "show_progress": show_progress, "device": device,
-            "batch_size": batch_size,
-        }
+        if config is not None and not isinstance(config, ChunkerConfig):
+            raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
         if chunker is not None:
             if not isinstance(chunker, HierarchicalChunker):
                 raise ValueError(f"chunker must be a HierarchicalChunker, got {type(chunker).__name__}")
-            changed = sorted(n for n, v in params.items() if v is not CHUNKER_DEFAULTS[n] and v != CHUNKER_DEFAULTS[n])
-            if changed:
-                raise ValueError(f"give chunker or chunker arguments, not both (got chunker and {changed})")
-        else:
-            _check_chunker_args(params)
-        self._chunker_params = params
+            if settings or config is not None:
+                given = sorted(settings) + (["config"] if config is not None else [])
+                raise ValueError(f"give chunker or chunker settings, not both (got chunker and {given})")
+            self.config = chunker.config
+        else:  # validated here, purely: the model is loaded on first use
+            self.config = (config or ChunkerConfig()).replace(**settings)
         self._chunker = chunker
         self._lock = threading.Lock()
 
@@ -195,14 +141,14 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         if self._chunker is None:
             with self._lock:  # two threads (atransform_documents) must not load the model twice
                 if self._chunker is None:
-                    self._chunker = HierarchicalChunker(**self._chunker_params)
+                    self._chunker = HierarchicalChunker(self.config)
         return self._chunker
 
     @property
     def encoder(self) -> Any:
         """The chunker's encoder; queries of a store built from this splitter must use it."""
-        if self._chunker is None and self._chunker_params["encoder"] is not None:
-            return self._chunker_params["encoder"]  # the same model, without building the chunker yet
+        if self._chunker is None and self.config.encoder is not None:
+            return self.config.encoder  # the same model, without building the chunker yet
         return self.chunker.encoder
 
     def chunk_texts(self, texts: Sequence[str], ids: Sequence[str | None] | None = None) -> list[Chunking]:
@@ -300,13 +246,3 @@ def _metadatas(metadatas: Sequence[Mapping[str, Any] | None] | None, n: int) -> 
     if len(metas) != n:
         raise ValueError(f"metadatas: got {len(metas)} for {n} texts")
     return metas
-
-
-def _check_chunker_args(params: dict[str, Any]) -> None:
-    probe = dict(params, encoder=_Probe())
-    segmenter = params["segmenter"]
-    if segmenter is None or (isinstance(segmenter, str) and segmenter in SEGMENTERS):
-        probe["segmenter"] = _Probe()  # a named segmenter may load a model: resolve it at build time
-    if not isinstance(params["batch_size"], int) or params["batch_size"] <= 0:
-        raise ValueError(f"batch_size must be > 0, got {params['batch_size']!r}")
-    HierarchicalChunker(**probe)

@@ -11,13 +11,15 @@ core store.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, create_model, field_serializer, model_validator
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
@@ -32,10 +34,10 @@ from llama_index.core.schema import (
 
 from hseg import __version__ as HSEG_VERSION
 from hseg.chunker import HierarchicalChunker
+from hseg.config import ChunkerConfig, describe
 from hseg.chunks import Chunking
 from hseg.clustering import mean_vector
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
-from hseg.segmenters import SEGMENTERS
 from hseg.records import records_for, user_metadata
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
@@ -44,32 +46,16 @@ __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
 _BUILD_LOCK = threading.Lock()
 
 
-def _describe(value: Any) -> Any:
-    """A stable, JSON-able stand-in for a segmenter/tokenizer object in dumps and cache keys.
-
-    The pipeline's cache key strips ``<... at 0x...>`` reprs, so two different objects would share a
-    key; a dataclass repr (e.g. ``TextTilingSegmenter(window=6, ...)``) or a qualified name does not.
-    """
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    text = repr(value)
-    if " at 0x" not in text and not text.startswith("<"):
-        return text
-    kind = value if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__") else type(value)
-    name = getattr(value, "name", None)
-    return f"{kind.__module__}.{kind.__qualname__}" + (f"[{name}]" if isinstance(name, str) else "")
+def _chunker_fields() -> dict[str, Any]:
+    """Pydantic fields for the chunker settings, derived from :class:`hseg.config.ChunkerConfig`
+    (names, types, defaults, descriptions), except ``encoder``, which the parser splits in two."""
+    hints = typing.get_type_hints(ChunkerConfig)
+    return {f.name: (hints[f.name], Field(default=f.default, description=f.metadata["doc"]))
+            for f in dataclasses.fields(ChunkerConfig) if f.name != "encoder"}
 
 
-class _ProbeEncoder:
-    """Stands in for the real model while the constructor validates the chunker settings."""
-
-    name = "probe"
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - never called
-        raise RuntimeError("probe encoder")
-
-    def encode_query(self, text: str) -> np.ndarray:  # pragma: no cover - never called
-        raise RuntimeError("probe encoder")
+# a base class holding one field per chunker setting: declared once, in hseg.config
+_ChunkerSettings = create_model("_ChunkerSettings", __base__=NodeParser, **_chunker_fields())
 
 
 def _info(node: TextNode) -> RelatedNodeInfo:
@@ -82,7 +68,7 @@ def _merge_keys(keys: Sequence[str], extra: Sequence[str]) -> list[str]:
     return list(keys) + [k for k in extra if k not in keys]
 
 
-class HierarchicalSegmentNodeParser(NodeParser):
+class HierarchicalSegmentNodeParser(_ChunkerSettings):
     """Hierarchical segmentation (Nguyen et al. 2025) as a LlamaIndex node parser.
 
     For each document it emits, in document order, one **cluster** node (the parent chunk) followed
@@ -111,21 +97,6 @@ class HierarchicalSegmentNodeParser(NodeParser):
     encoder: Any = Field(
         default=None, exclude=True, description="Optional encoder object; overrides encoder_name (not serialised)."
     )
-    segmenter: Any = Field(default=None, description="Segmenter name ('texttiling', 'bilstm'), instance or None.")
-    k: float | None = Field(default=None, description="Clustering threshold tau = mu + k*sigma (or target_tokens).")
-    target_tokens: int | None = Field(default=None, description="Mean cluster size to aim for (512 when k is None).")
-    max_cluster_tokens: int | None = Field(default=None, description="Hard cap on a cluster (1.5 x target).")
-    min_segment_tokens: int = Field(default=48, description="Smallest segment after the segmenter.")
-    max_segment_tokens: int | None = Field(
-        default=None, description="Largest segment after the segmenter (None: 192, at most half the target)."
-    )
-    tokenizer: Any = Field(default=None, description="Size unit: tiktoken encoding name (cl100k_base) or callable.")
-    segment_vector: str = Field(default="mean", description="'mean': token-weighted mean of sentence vectors, or 'encode' the segment.")
-    clique_method: str = Field(default="edges", description="'edges' or 'cliques'.")
-    cache: bool = Field(default=True, description="Keep an in-memory text -> vector cache across calls.")
-    show_progress: bool = Field(default=False, description="tqdm bars while chunking.")
-    device: str | None = Field(default=None, description="Device of the default sentence-transformers encoder.")
-    batch_size: int = Field(default=32, description="Encoder batch size (32: fastest measured for sentences on CPU).")
     include_segments: bool = Field(default=True, description="Emit segment nodes (needed for retrieval).")
     hseg_version: str = Field(default=HSEG_VERSION, description="hseg version (part of the cache key).")
 
@@ -166,15 +137,19 @@ class HierarchicalSegmentNodeParser(NodeParser):
 
     @model_validator(mode="after")
     def _check_settings(self) -> HierarchicalSegmentNodeParser:
-        # fail at construction, not at the first document: build a chunker around a stand-in encoder
-        if isinstance(self.segmenter, str) and self.segmenter not in SEGMENTERS:
-            raise ValueError(f"segmenter: unknown name {self.segmenter!r}; choose one of {sorted(SEGMENTERS)}")
-        self._make_chunker(_ProbeEncoder(), probe=True)
+        self.chunker_config  # fail at construction, not at the first document (pure: loads nothing)
         return self
 
     @field_serializer("segmenter", "tokenizer")
     def _serialize_object(self, value: Any) -> Any:
-        return _describe(value)
+        return describe(value)
+
+    @property
+    def chunker_config(self) -> ChunkerConfig:
+        """The settings as a validated :class:`hseg.config.ChunkerConfig`."""
+        encoder = self.encoder if self.encoder is not None else self.encoder_name
+        return ChunkerConfig(encoder=encoder, **{n: getattr(self, n) for n in ChunkerConfig.field_names()
+                                                  if n != "encoder"})
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -191,31 +166,13 @@ class HierarchicalSegmentNodeParser(NodeParser):
             self._chunker = chunker
 
     # ------------------------------------------------------------------ the chunker
-    def _make_chunker(self, encoder: Any, probe: bool = False) -> HierarchicalChunker:
-        return HierarchicalChunker(
-            encoder=encoder,
-            segmenter=None if probe and isinstance(self.segmenter, str) else self.segmenter,
-            k=self.k,
-            target_tokens=self.target_tokens,
-            max_cluster_tokens=self.max_cluster_tokens,
-            min_segment_tokens=self.min_segment_tokens,
-            max_segment_tokens=self.max_segment_tokens,
-            tokenizer=self.tokenizer,
-            segment_vector=self.segment_vector,
-            clique_method=self.clique_method,
-            cache=self.cache and not probe,
-            show_progress=self.show_progress,
-            device=self.device,
-            batch_size=self.batch_size,
-        )
-
     @property
     def chunker(self) -> HierarchicalChunker:
         """The :class:`HierarchicalChunker`, built (and its model loaded) on first use."""
         if self._chunker is None:
             with _BUILD_LOCK:
                 if self._chunker is None:
-                    self._chunker = self._make_chunker(self.encoder if self.encoder is not None else self.encoder_name)
+                    self._chunker = HierarchicalChunker(self.chunker_config)
         return self._chunker
 
     @property

@@ -38,6 +38,9 @@ class FakeEncoder:
             out.append(v / np.linalg.norm(v))
         return np.asarray(out, dtype=np.float32)
 
+    def encode_query(self, text):  # the chunker takes any hseg.encoders.Encoder
+        return self.encode([text])[0]
+
 
 def _write_corpus(root: Path, n_docs: int, seed: int) -> Path:
     rng = np.random.default_rng(seed)
@@ -220,3 +223,99 @@ def test_fallback_for_other_encoders_and_registry_default(trained):
     assert seg.boundaries(dev[0].sentences, emb) == tt.boundaries(dev[0].sentences, emb)
     assert get_segmenter("bilstm").name == "bilstm"  # the shipped weights load without an encoder
     assert DEFAULT_SEGMENTER in ("bilstm", "texttiling")
+
+
+# ------------------------------------------------------------------------- segmenter names and paths
+
+TOPICS_TEXT = "".join(f"T{topic} sentence {i} about topic {topic}. " for topic in (3, 17, 42) for i in range(12))
+
+
+class OtherEncoder(FakeEncoder):
+    name = "other-encoder"
+
+
+def test_chunker_resolves_a_weights_path_in_the_core(trained):
+    from hseg.chunker import HierarchicalChunker
+
+    result, *_ = trained
+    path = result.segmenter.save(trained[3] / "core.pt")
+    for spec in (str(path), path):  # a string, as the CLI passes it, or a Path
+        chunker = HierarchicalChunker(encoder=FakeEncoder(), segmenter=spec, target_tokens=64, min_segment_tokens=4)
+        assert isinstance(chunker.segmenter, BiLSTMSegmenter)
+        assert chunker.segmenter.card["encoder"]["name"] == "fake-encoder"
+    chunking = chunker.chunk(TOPICS_TEXT, "topics")
+    assert chunking.segments and chunking.info["segmenter"] == "bilstm"
+    # weights record their encoder: another one is refused, as for an explicit "bilstm"
+    with pytest.raises(ValueError, match="trained on"):
+        HierarchicalChunker(encoder=OtherEncoder(), segmenter=str(path))
+
+
+def test_segmenter_names_paths_and_encoders_resolve_by_one_rule(trained, tmp_path):
+    from hseg.segmenters import TextTilingSegmenter, get_segmenter, segmenter_spec
+
+    path = trained[0].segmenter.save(tmp_path / "rule.pt")
+    assert segmenter_spec("texttiling") == "texttiling" and segmenter_spec(str(path)) == path
+    assert isinstance(get_segmenter(str(path), encoder_name="fake-encoder"), BiLSTMSegmenter)
+    with pytest.raises(ValueError, match="trained on"):
+        get_segmenter(str(path), encoder_name="other-encoder")
+    # the default follows the encoder (shipped BiLSTM for MiniLM, TextTiling otherwise); a name is refused
+    assert isinstance(get_segmenter(None, encoder_name="other-encoder"), TextTilingSegmenter)
+    assert get_segmenter(None, encoder_name="sentence-transformers/all-MiniLM-L6-v2").name == "bilstm"
+    with pytest.raises(ValueError, match="trained on"):
+        get_segmenter("bilstm", encoder_name="other-encoder")
+    assert get_segmenter("texttiling", encoder_name="other-encoder").name == "texttiling"
+
+
+def test_a_bogus_segmenter_is_a_clear_value_error(tmp_path):
+    from hseg.chunker import HierarchicalChunker
+    from hseg.segmenters import get_segmenter
+
+    with pytest.raises(ValueError, match=r"segmenter: unknown name 'bilstmm'; choose one of \['bilstm', "
+                                         r"'texttiling'\] or give the path of weights"):
+        HierarchicalChunker(encoder=FakeEncoder(), segmenter="bilstmm")
+    with pytest.raises(ValueError, match=r"segmenter: no weights file at '.*missing\.pt'"):
+        get_segmenter(str(tmp_path / "missing.pt"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not weights\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no segmenter saved by BiLSTMSegmenter.save"):
+        get_segmenter(str(notes))
+    with pytest.raises(ValueError, match="segmenter: .* has no boundaries"):
+        get_segmenter(object())
+
+
+def test_cli_chunk_takes_a_weights_path(trained, tmp_path, monkeypatch, capsys):
+    import json
+
+    from hseg import chunker as chunker_module
+
+    monkeypatch.setattr(chunker_module, "as_encoder", lambda enc, **kw: FakeEncoder() if enc is None else enc)
+    path = trained[0].segmenter.save(tmp_path / "cli.pt")
+    doc = tmp_path / "topics.txt"
+    doc.write_text(TOPICS_TEXT, encoding="utf-8")
+    argv = ["chunk", str(doc), "--segmenter", str(path), "--target-tokens", "64", "--format", "json", "--quiet"]
+    assert main(argv) == 0
+    [got] = json.loads(capsys.readouterr().out)
+    want = chunker_module.HierarchicalChunker(encoder=FakeEncoder(), segmenter=str(path),
+                                              target_tokens=64).chunk(TOPICS_TEXT, str(doc))
+    assert got["segments"] and [(s["start"], s["end"]) for s in got["segments"]] == \
+        [(s.start, s.end) for s in want.segments]
+    # a mistyped path is a usage error naming it, before any model loads
+    with pytest.raises(SystemExit) as exc:
+        main(["chunk", str(doc), "--segmenter", str(tmp_path / "typo.pt"), "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "typo.pt" in err and "no weights file" in err
+
+
+@pytest.mark.model
+def test_cli_chunk_with_saved_copy_of_the_shipped_weights(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    copy = BiLSTMSegmenter.load(device="cpu").save(tmp_path / "copy.pt")
+    example = Path(__file__).parents[1] / "examples" / "data" / "example.md"
+    outputs = []
+    for segmenter in (str(copy), "bilstm"):
+        assert main(["chunk", str(example), "--segmenter", segmenter, "--format", "json", "--quiet"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out)[0])
+    assert outputs[0]["segments"] and outputs[0] == outputs[1]  # the file works like the name it was saved from

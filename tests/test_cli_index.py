@@ -1,4 +1,4 @@
-"""``hseg index`` / ``query`` / ``stats`` (hseg.cli_index, hseg.cli_query, hseg.ingest), run in-process
+"""``hseg index`` / ``query`` / ``stats`` (hseg.cli.index, hseg.cli.query, hseg.ingest), run in-process
 through ``hseg.cli.main``.
 
 Fast tests swap the encoder factory ``hseg.ingest.load_encoder`` for the bag-of-words
@@ -18,7 +18,7 @@ import pytest
 
 from hseg import ingest
 from hseg.cli import main
-from hseg.cli_query import format_hit
+from hseg.cli.query import format_hit
 from hseg.search import ParentHit
 from tests.chroma_server import free_port
 from tests.fakes import HashingEncoder

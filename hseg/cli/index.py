@@ -6,7 +6,7 @@ Example::
 
 The embedded ``chromadb.PersistentClient`` at ``--db DIR`` is the default; ``--host/--port``
 talk to a Chroma server (``chroma run``) instead. ``hseg query`` and ``hseg stats``
-(:mod:`hseg.cli_query`) read the index.
+(:mod:`hseg.cli.query`) read the index.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import sys
 import time
 from typing import Any
 
-from hseg.cli_args import finite_float, positive_int, quiet_model_loading
-from hseg.cli_chroma import CliError, add_location, check_location, client, location_label, server_errors
+from hseg.cli.chroma import CliError, add_location, check_location, client, location_label, server_errors
+from hseg.cli.options import (add_chunker_options, add_encoder_option, chunker_from_args, positive_int,
+                              quiet_model_loading)
 
 __all__ = ["register"]
 
@@ -38,17 +39,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or glob patterns")
     add_location(p, db_help="directory of the embedded Chroma database (created if missing)")
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=positive_int, default=None, metavar="N",
-                      help="mean cluster size to aim for (default 512)")
-    size.add_argument("--k", type=finite_float, default=None, metavar="K",
-                      help="explicit clustering threshold k (tau = mu + k*sigma) instead of --target-tokens")
-    p.add_argument("--max-cluster-tokens", type=positive_int, default=None, metavar="N",
-                   help="hard cap per cluster (default 1.5x the target)")
-    p.add_argument("--segmenter", default=None, metavar="NAME", help="segmenter: bilstm (default) or texttiling")
-    p.add_argument("--encoder", default=None, metavar="MODEL",
-                   help="sentence-transformers model name (default: the one the collection was built with, "
-                        "else all-MiniLM-L6-v2)")
+    add_chunker_options(p)
+    add_encoder_option(p, default="the one the collection was built with, else all-MiniLM-L6-v2")
     p.add_argument("--batch-docs", type=positive_int, default=32, metavar="N",
                    help="documents chunked together and written together (default 32)")
     p.add_argument("--force", action="store_true", help="re-chunk documents even when stored unchanged")
@@ -60,8 +52,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run_index)
 
 
-
 def run_index(args: argparse.Namespace) -> int:
+    """Index the PATHs, print the summary; exit code 1 if any file failed."""
     check_location(args)
     from hseg import ingest
 
@@ -103,14 +95,9 @@ def run_index(args: argparse.Namespace) -> int:
             report_line(f"loading encoder {name} ...")
 
     encoder = ingest.LazyEncoder(args.encoder or recorded, on_load=loading)
-    from hseg.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    try:
-        chunker = HierarchicalChunker(encoder=encoder, segmenter=args.segmenter, k=args.k,
-                                      target_tokens=args.target_tokens, max_cluster_tokens=args.max_cluster_tokens)
-    except ValueError as exc:  # an option out of range (e.g. --target-tokens below the segment minimum)
-        args._parser.error(str(exc))
+    chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars
     with server_errors(args):
         store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
         try:

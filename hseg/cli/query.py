@@ -17,9 +17,9 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from hseg.cli_args import positive_int, quiet_model_loading
-from hseg.cli_chroma import (CliError, add_location, check_location, existing_collection, location_label,
+from hseg.cli.chroma import (CliError, add_location, check_location, existing_collection, location_label,
                              server_errors)
+from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loading
 from hseg.search import MODES
 from hseg.units import UNITS
 
@@ -47,8 +47,7 @@ def register(sub: Any) -> None:
     q.add_argument("--unit", choices=UNITS, default="cluster",
                    help="a result is a whole cluster (default), a passage of segments, or chosen by budget (auto)")
     q.add_argument("--source", default=None, metavar="PATH", help="only search the document with this source/id")
-    q.add_argument("--encoder", default=None, metavar="MODEL",
-                   help="query encoder (default: the model recorded in the collection)")
+    add_encoder_option(q, default="the model recorded in the collection")
     q.add_argument("--json", action="store_true", help="print a JSON list of hits (all fields)")
     q.set_defaults(func=run_query)
 

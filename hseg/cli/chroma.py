@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hseg.cli_args import positive_int
+from hseg.cli.options import positive_int
 
 __all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "server_errors",
            "client", "existing_collection"]

@@ -1,4 +1,9 @@
-"""``hseg chunk``: print the segments and clusters of files (or stdin) with spans and token counts."""
+"""``hseg chunk``: print the segments and clusters of files (or stdin) with spans and token counts.
+
+Example::
+
+    hseg chunk notes.md --target-tokens 256 --segmenter my_segmenter.pt --format json
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hseg.cli_args import chunker_from_args
 from hseg.chunks import Chunking
+from hseg.cli.options import add_chunker_options, chunker_from_args, quiet_model_loading
+from hseg.ingest import read_text_file
+
+__all__ = ["register", "read_source", "to_json", "to_markdown"]
 
 
 def register(sub: Any) -> None:
@@ -22,18 +30,15 @@ def register(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="UTF-8 text or markdown files; '-' for stdin. A file that cannot be read (binary, not "
                         "UTF-8) is reported and skipped; the exit code is then 1")
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=int, default=None, help="mean cluster size to aim for (default 512)")
-    size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
-    p.add_argument("--max-cluster-tokens", type=int, default=None, help="hard cap per cluster (default 1.5x target)")
-    p.add_argument("--segmenter", default=None, help="segmenter name (default: the package default)")
+    add_chunker_options(p)
     p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
-def read_input(name: str) -> str:
-    """Read a UTF-8 file or stdin, with errors that name the file."""
+def read_source(name: str) -> str:
+    """The text of FILE ``name`` (``'-'``: stdin), through :func:`hseg.ingest.read_text_file`, with
+    errors that start with the name (the command reports several files)."""
     if name == "-":
         return sys.stdin.read()
     path = Path(name)
@@ -41,13 +46,10 @@ def read_input(name: str) -> str:
         raise FileNotFoundError(f"{name}: no such file")
     if path.is_dir():
         raise IsADirectoryError(f"{name}: is a directory")
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ValueError(f"{name}: looks like a binary file (NUL bytes), expected UTF-8 text")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}: not valid UTF-8 text (byte {exc.start})") from None
+        return read_text_file(path)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,13 +58,15 @@ def run(args: argparse.Namespace) -> int:
     texts, failed = [], 0
     for name in args.files:  # read everything first: report bad files before loading the model
         try:
-            texts.append((name, read_input(name)))
+            texts.append((name, read_source(name)))
         except (ValueError, OSError) as exc:
             print(f"hseg chunk: error: {exc}", file=sys.stderr)
             failed += 1
     if not texts:
         return 1
-    chunker = chunker_from_args(args)
+    if args.quiet:
+        quiet_model_loading()
+    chunker = chunker_from_args(args, progress=not args.quiet)
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("always", message=r"document .* is blank")
         results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
@@ -81,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def to_json(result: Chunking) -> dict[str, Any]:
+    """The ``--format json`` object of one document: its segments and clusters with spans and tokens."""
     return {
         "doc_id": result.doc_id,
         "k": result.k,
@@ -102,6 +107,7 @@ def _preview(text: str, width: int = 70) -> str:
 
 
 def to_markdown(result: Chunking) -> str:
+    """The ``--format markdown`` section of one document: a summary line and a table, cluster by cluster."""
     sizes = [c.token_count for c in result.clusters]
     mean = sum(sizes) / len(sizes) if sizes else 0
     k = f"{result.k:.3f}" if result.k is not None else "-"

@@ -14,7 +14,7 @@ import argparse
 import time
 from pathlib import Path
 
-from hseg.cli_args import positive_int
+from hseg.cli.options import add_encoder_option, add_segmenter_option, positive_int, segmenter_from_args
 
 __all__ = ["register"]
 
@@ -44,7 +44,7 @@ def register(subparsers) -> None:
     train.add_argument("--epochs", type=positive_int, default=12, help="maximum epochs (default 12)")
     train.add_argument("--patience", type=positive_int, default=3, help="epochs without dev improvement (default 3)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    train.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
+    add_encoder_option(train)
     train.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
     train.add_argument("--device", default=None, help="torch device (default: cuda when available)")
     train.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
@@ -56,10 +56,9 @@ def register(subparsers) -> None:
         description="Mean per-document Pk and WindowDiff (k = half the mean reference segment length).",
     )
     ev.add_argument("directory", type=_directory, metavar="DIR", help="Wiki-727K-format folder")
-    ev.add_argument("--segmenter", default=None,
-                    help="'texttiling', 'bilstm', ... or a path to saved weights (default: the package default)")
+    add_segmenter_option(ev)
     ev.add_argument("--limit", type=positive_int, default=None, metavar="N", help="first N documents only")
-    ev.add_argument("--encoder", default=None, help="sentence-transformers model (default all-MiniLM-L6-v2)")
+    add_encoder_option(ev)
     ev.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
     ev.add_argument("--quiet", action="store_true", help="no progress bars")
     ev.set_defaults(func=_evaluate)
@@ -113,20 +112,6 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_segmenter(spec: str | None, encoder=None):
-    """A segmenter by registered name, or a path to saved BiLSTM weights."""
-    from hseg.segmenters import SEGMENTERS, get_segmenter
-
-    if spec is not None and spec not in SEGMENTERS and (Path(spec).suffix == ".pt" or Path(spec).is_file()):
-        from hseg.bilstm import BiLSTMSegmenter
-
-        return BiLSTMSegmenter.load(spec, encoder=encoder)
-    seg = get_segmenter(spec)
-    if hasattr(seg, "check_encoder") and encoder is not None:
-        seg.check_encoder(encoder.name, getattr(encoder, "dimension", None))
-    return seg
-
-
 def _evaluate(args: argparse.Namespace) -> int:
     from hseg.encoders import as_encoder
     from hseg.training import embed_documents, evaluate_segmenter
@@ -136,7 +121,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not docs:
         raise ValueError(f"{args.directory}: no documents found")
     encoder = as_encoder(args.encoder)
-    segmenter = resolve_segmenter(args.segmenter, encoder)
+    segmenter = segmenter_from_args(args, encoder_name=encoder.name)
     embeddings = embed_documents(docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
     result = evaluate_segmenter(segmenter, docs, embeddings)
     print(f"{args.directory}  segmenter={getattr(segmenter, 'name', args.segmenter)}  documents={result['documents']}  "

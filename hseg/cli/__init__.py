@@ -1,7 +1,16 @@
-"""The ``hseg`` command line.
+"""The ``hseg`` command line (the ``hseg`` console script, or ``python -m hseg.cli``).
 
-Subcommands live in small modules that each expose ``register(subparsers)``; this file only wires
-them together, so heavy imports (torch, chromadb) happen when a command runs, not at ``--help``.
+Subcommands live in the modules of this package that each expose ``register(subparsers)``
+(:mod:`~hseg.cli.index`, :mod:`~hseg.cli.query`, :mod:`~hseg.cli.chunk`, :mod:`~hseg.cli.segmenter`,
+:mod:`~hseg.cli.show`); the options several commands share are built in :mod:`hseg.cli.options`.
+This file only wires them together, so heavy imports (torch, chromadb) happen when a command runs,
+not at ``--help``.
+
+Example::
+
+    >>> from hseg.cli import main
+    >>> main(["chunk", "notes.md", "--target-tokens", "256"])  # doctest: +SKIP
+    0
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from collections.abc import Sequence
 __all__ = ["main", "build_parser"]
 
 #: modules that contribute subcommands, in the order ``hseg --help`` lists them
-COMMAND_MODULES = ("hseg.cli_index", "hseg.cli_query", "hseg.cli_chunk", "hseg.cli_segmenter", "hseg.cli_show")
+COMMAND_MODULES = ("hseg.cli.index", "hseg.cli.query", "hseg.cli.chunk", "hseg.cli.segmenter", "hseg.cli.show")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,6 +65,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hseg.cli_args import chunker_from_args, positive_int
+from hseg.cli.chunk import read_source
+from hseg.cli.options import add_chunker_options, chunker_from_args, quiet_model_loading
 
 __all__ = ["register"]
 
@@ -27,21 +28,15 @@ def register(sub: Any) -> None:
     )
     p.add_argument("file", metavar="FILE", help="UTF-8 text or markdown file; '-' for stdin")
     p.add_argument("--html", required=True, metavar="PATH", help="HTML file to write ('-' writes to stdout)")
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=positive_int, default=None,
-                      help="mean cluster size to aim for (default 512)")
-    size.add_argument("--k", type=float, default=None, help="explicit clustering threshold k (tau = mu + k*sigma)")
-    p.add_argument("--max-cluster-tokens", type=positive_int, default=None, help="hard cap per cluster (default 1.5x target)")
-    p.add_argument("--segmenter", default=None, help="segmenter name (default: the package default)")
+    add_chunker_options(p)
     p.add_argument("--title", default=None, help="page title (default 'hseg: FILE')")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no summary line")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from hseg.cli_chunk import read_input
-
-    text = read_input(args.file)  # fail before loading the model
+    """Write the page of FILE to ``--html`` (or stdout) and print a summary line unless ``--quiet``."""
+    text = read_source(args.file)  # fail before loading the model
     out = None if args.html == "-" else Path(args.html)
     if out is not None:
         if out.is_dir():
@@ -50,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"{args.html}: directory {str(out.parent)!r} does not exist")
     from hseg.viewer import render_html
 
-    chunker = chunker_from_args(args)
+    if args.quiet:
+        quiet_model_loading()
+    chunker = chunker_from_args(args, progress=not args.quiet)
     doc_id = "stdin" if args.file == "-" else args.file
     result = chunker.chunk(text, doc_id)
     page = render_html(result, title=args.title)

@@ -1,0 +1,115 @@
+"""Options shared by the ``hseg`` subcommands: argparse value types (a bad value → exit 2, one line),
+the chunker options declared once for every command that chunks, and the objects built from them.
+
+Example::
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_chunker_options(parser)
+    >>> args = parser.parse_args(["--target-tokens", "256", "--segmenter", "my_segmenter.pt"])
+    >>> chunker = chunker_from_args(args)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, NoReturn
+
+from hseg.config import ChunkerConfig
+from hseg.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
+
+__all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
+           "add_encoder_option", "chunker_from_args", "segmenter_from_args"]
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """A finite number (no nan or inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def quiet_model_loading() -> None:
+    """Silence transformers' weight-loading bar (the CLI owns the process, so this is its call)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()
+
+
+def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
+    """``--segmenter NAME|PATH``: a registered name or saved BiLSTM weights, resolved by
+    :func:`hseg.segmenters.get_segmenter` (see :func:`segmenter_from_args`)."""
+    parser.add_argument("--segmenter", default=ChunkerConfig.defaults()["segmenter"], metavar="NAME|PATH",
+                        help=f"{' or '.join(sorted(SEGMENTERS))}, or the path of a {WEIGHTS_SUFFIX} file saved by "
+                             "'hseg train-segmenter' (default bilstm; texttiling with an encoder it was not trained on)")
+    parser.set_defaults(_parser=parser)
+
+
+def add_chunker_options(parser: argparse.ArgumentParser) -> None:
+    """The chunker's size and segmenter options: ``--target-tokens N | --k K``,
+    ``--max-cluster-tokens N`` and ``--segmenter`` (build the chunker with :func:`chunker_from_args`)."""
+    # names, defaults and help come from the one declaration of the settings (hseg.config)
+    docs, defaults = ChunkerConfig.docs(), ChunkerConfig.defaults()
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--target-tokens", type=positive_int, default=defaults["target_tokens"], metavar="N",
+                      help=docs["target_tokens"])
+    size.add_argument("--k", type=finite_float, default=defaults["k"], metavar="K", help=docs["k"])
+    parser.add_argument("--max-cluster-tokens", type=positive_int, default=defaults["max_cluster_tokens"],
+                        metavar="N", help=docs["max_cluster_tokens"])
+    add_segmenter_option(parser)
+
+
+def add_encoder_option(parser: argparse.ArgumentParser, *, default: str = "all-MiniLM-L6-v2") -> None:
+    """``--encoder MODEL``; ``default`` says in the help what the command uses without it."""
+    parser.add_argument("--encoder", default=None, metavar="MODEL",
+                        help=f"sentence-transformers model name (default: {default})")
+
+
+def _usage_error(args: argparse.Namespace, exc: ValueError) -> NoReturn:
+    # an option value the library refuses is the user's to fix: exit 2 like argparse's own checks
+    args._parser.error(str(exc))
+
+
+def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress: bool = False) -> Any:
+    """The ``HierarchicalChunker`` of the :func:`add_chunker_options` options.
+
+    ``encoder`` goes to the chunker as is (``None``: the default model); ``progress`` shows its
+    progress bars. A value the chunker refuses (a target below the segment minimum, a segmenter
+    trained on another encoder, ...) exits 2 with its message.
+    """
+    from hseg.chunker import HierarchicalChunker
+
+    try:
+        if args.segmenter is not None:
+            segmenter_spec(args.segmenter)  # a mistyped name or path fails before the encoder loads
+        return HierarchicalChunker(encoder=encoder, segmenter=args.segmenter, k=args.k,
+                                   target_tokens=args.target_tokens, max_cluster_tokens=args.max_cluster_tokens,
+                                   show_progress=progress)
+    except ValueError as exc:
+        _usage_error(args, exc)
+
+
+def segmenter_from_args(args: argparse.Namespace, *, encoder_name: str | None = None) -> Any:
+    """The segmenter of :func:`add_segmenter_option`, checked against ``encoder_name`` like the
+    chunker checks it (:func:`hseg.segmenters.get_segmenter`); a refused value exits 2."""
+    try:
+        return get_segmenter(args.segmenter, encoder_name=encoder_name)
+    except ValueError as exc:
+        _usage_error(args, exc)
