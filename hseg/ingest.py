@@ -311,17 +311,6 @@ def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[i : i + size]
 
 
-def _stored_records(store: Any, doc_ids: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{doc id: {record id: metadata}}`` of what the store holds for these documents."""
-    where = {"hseg_doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"hseg_doc_id": {"$in": doc_ids}}
-    got = store.collection.get(where=where, include=["metadatas"])
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for rid, meta in zip(got["ids"], got["metadatas"]):
-        if meta:
-            out.setdefault(str(meta["hseg_doc_id"]), {})[rid] = dict(meta)
-    return out
-
-
 def ingest(
     files: Sequence[SourceFile],
     chunker: Any,
@@ -369,7 +358,7 @@ def ingest(
                 bars["reading"].update(1)
             shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, (_, t) in texts.items()}
             if texts and not force:
-                stored = _stored_records(store, list(texts))
+                stored = store.stored_records(list(texts))
                 units = store.unit_segment_ids(list(texts)) if store.unit_index is not None else {}
                 for d in [d for d in texts if is_complete(stored.get(d, {}), shas[d], settings, len(texts[d][1]),
                                                           units.get(d))]:
@@ -513,19 +502,12 @@ def stored_sources(store: Any, page: int = 5000) -> dict[str, set[str | None]]:
     """``{doc id: the sources of its records}`` of every hseg document in the store, read page by
     page (``None`` stands for a record without ``source``; records of other writers, without
     ``hseg_doc_id``, are left out)."""
-    if page < 1:
-        raise ValueError(f"page must be >= 1, got {page!r}")
     out: dict[str, set[str | None]] = {}
-    offset = 0
-    while True:
-        got = store.collection.get(include=["metadatas"], limit=page, offset=offset)
-        for meta in got["metadatas"]:
-            if meta and meta.get("hseg_doc_id") is not None:
-                source = meta.get("source")
-                out.setdefault(str(meta["hseg_doc_id"]), set()).add(None if source is None else str(source))
-        if len(got["ids"]) < page:
-            return out
-        offset += page
+    for _, meta in store.iter_metadatas(page=page):
+        if meta.get("hseg_doc_id") is not None:
+            source = meta.get("source")
+            out.setdefault(str(meta["hseg_doc_id"]), set()).add(None if source is None else str(source))
+    return out
 
 
 def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str]) -> list[str]:

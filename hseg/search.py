@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
+
 __all__ = [
     "MODES",
     "DEFAULT_K",
@@ -119,10 +121,36 @@ class _Parent:
     cluster_doc: str | None = None
 
 
-def check_search_args(k: int | None, mode: str, budget_tokens: int | None, where: Any) -> int | None:
-    """Validate ``search`` arguments; returns the effective ``k`` (``None`` in budget mode)."""
+def check_search_args(
+    k: int | None,
+    mode: str = "segment+cluster",
+    budget_tokens: int | None = None,
+    where: Any = None,
+    *,
+    unit: str = "cluster",
+    cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
+    neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
+) -> int | None:
+    """Validate the arguments of a search, for every entry point (the store, both retrievers at
+    construction and per call, the command line); returns the effective ``k`` (``None`` in budget mode).
+
+    Example:
+        >>> check_search_args(None), check_search_args(None, budget_tokens=1024, unit="auto")
+        (4, None)
+        >>> check_search_args(5, "cluster", unit="auto")
+        Traceback (most recent call last):
+        ...
+        ValueError: mode applies to unit='cluster' only, got mode='cluster' with unit='auto'
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    if unit != "cluster" and mode != "segment+cluster":
+        raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
+    for name, weight in (("cluster_weight", cluster_weight), ("neighbour_weight", neighbour_weight)):
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not 0 <= weight <= 10:
+            raise ValueError(f"{name} must be a number in [0, 10], got {weight!r}")
     if where is not None and not isinstance(where, Mapping):
         raise ValueError(f"where must be a dict or None, got {type(where).__name__}")
     if budget_tokens is not None:

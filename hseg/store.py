@@ -40,7 +40,7 @@ from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
 from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
 from hseg.unit_index import UnitKey, companion_name, unit_records
 from hseg.unit_search import search_units
-from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
+from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -461,13 +461,6 @@ class HierarchicalStore:
         self._delete_units(doc_ids, keep={u.id for u in units})
         return len(units)
 
-    def clear_unit_index(self, doc_ids: Sequence[str]) -> None:
-        """Remove these documents from the unit index, before another writer deletes their records
-        (the index must never name a record the collection lacks); :meth:`sync_unit_index` puts
-        them back once their new records are written."""
-        with self._remote_errors("clearing the unit index"):
-            self._delete_units(doc_ids)
-
     def _delete_units(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
         if self.unit_index is None:
             return
@@ -658,14 +651,7 @@ class HierarchicalStore:
 
     def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents."""
-        out: dict[str, dict[str, Any]] = {}
-        step = 500  # keep the $in list and the response of one call bounded
-        for i in range(0, len(doc_ids), step):
-            part = doc_ids[i : i + step]
-            where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
-            got = self.collection.get(where=where, include=["metadatas"])
-            out.update({rid: dict(m or {}) for rid, m in zip(got["ids"], got["metadatas"])})
-        return out
+        return {rid: meta for records in self.stored_records(doc_ids).values() for rid, meta in records.items()}
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
@@ -687,18 +673,113 @@ class HierarchicalStore:
         with self._remote_errors("count"):
             return int(self.collection.count())
 
+    def _pages(self, where: Mapping[str, Any] | None, include: list[str], page: int) -> Iterator[dict[str, Any]]:
+        """The collection's matching records, one ``get`` of at most ``page`` records at a time
+        (bounded memory on any collection size): the one paging loop of hseg."""
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise ValueError(f"page must be a positive int, got {page!r}")
+        offset = 0
+        while True:
+            got = self.collection.get(where=dict(where) if where else None, include=include, limit=page,
+                                      offset=offset)
+            yield got
+            if len(got["ids"]) < page:
+                return
+            offset += page
+
+    def iter_metadatas(self, where: Mapping[str, Any] | None = None, *, page: int = 5000
+                       ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(record id, metadata)`` of every record (or those matching ``where``), read page by page;
+        records of other writers sharing the collection included.
+
+        Example:
+            >>> sources = {m.get("source") for _, m in store.iter_metadatas({"hseg_level": "cluster"})}  # doctest: +SKIP
+        """
+        with self._remote_errors("reading the collection"):
+            for got in self._pages(where, ["metadatas"], page):
+                yield from ((rid, dict(m or {})) for rid, m in zip(got["ids"], got["metadatas"]))
+
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
-        seen: set[str] = set()
-        page, offset = 5000, 0
-        with self._remote_errors("listing the documents"):
-            while True:
-                got = self.collection.get(where={"hseg_level": "cluster"}, include=["metadatas"], limit=page,
-                                          offset=offset)
-                seen.update(str(m["hseg_doc_id"]) for m in got["metadatas"] if m)
-                if len(got["ids"]) < page:
-                    return sorted(seen)
-                offset += page
+        return sorted({str(m["hseg_doc_id"]) for _, m in self.iter_metadatas({"hseg_level": "cluster"})
+                       if "hseg_doc_id" in m})
+
+    def stored_records(self, doc_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{doc id: {record id: metadata}}`` of what the collection holds for these documents
+        (documents it does not hold are absent).
+
+        Example:
+            >>> store.stored_records(["report"])["report"]  # doctest: +SKIP
+            {'cluster-5d0c...': {'hseg_level': 'cluster', ...}, ...}
+        """
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        ids = list(doc_ids)
+        with self._remote_errors("reading the collection"):
+            for i in range(0, len(ids), 500):  # a bounded $in list and response per call
+                part = ids[i : i + 500]
+                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
+                got = self.collection.get(where=where, include=["metadatas"])
+                for rid, meta in zip(got["ids"], got["metadatas"]):
+                    if meta:
+                        out.setdefault(str(meta["hseg_doc_id"]), {})[rid] = dict(meta)
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and mean token sizes of the hseg records, read page by page.
+
+        Example:
+            >>> store.stats()["documents"]  # doctest: +SKIP
+            5
+        """
+        docs: set[str] = set()
+        tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
+        other = 0
+        for _, meta in self.iter_metadatas():
+            level = meta.get("hseg_level")
+            if level not in tokens:
+                other += 1
+                continue
+            docs.add(str(meta["hseg_doc_id"]))
+            tokens[level].append(int(meta.get("hseg_tokens", 0)))
+        meta = self.collection.metadata or {}
+
+        def mean(xs: list[int]) -> float | None:
+            return round(sum(xs) / len(xs), 1) if xs else None
+
+        return {
+            "collection": self.collection.name,
+            "encoder": meta.get("hseg_encoder"),
+            "schema": meta.get("hseg_schema"),
+            "documents": len(docs),
+            "clusters": len(tokens["cluster"]),
+            "segments": len(tokens["segment"]),
+            "vectors": len(tokens["cluster"]) + len(tokens["segment"]),
+            "other_records": other,
+            "mean_cluster_tokens": mean(tokens["cluster"]),
+            "mean_segment_tokens": mean(tokens["segment"]),
+            "unit_index_records": None if self.unit_index is None else self.unit_index.count(),
+        }
+
+    def delete_where(self, where: Mapping[str, Any]) -> int:
+        """Remove every record matching a Chroma ``where`` (e.g. another writer's document key);
+        returns how many were removed. The documents' unit-index records go first.
+
+        Example:
+            >>> store.delete_where({"document_id": "report"})  # doctest: +SKIP
+            12
+        """
+        if not isinstance(where, Mapping) or not where:
+            raise ValueError(f"where must be a non-empty dict, got {where!r}")
+        with self._remote_errors(f"deleting records where {dict(where)}"):
+            got = self.collection.get(where=dict(where), include=["metadatas"])
+            docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
+            self._delete_units(docs)  # first: the index never names a record the collection lacks
+            batch = self.max_batch_size()
+            for i in range(0, len(got["ids"]), batch):
+                self.collection.delete(ids=got["ids"][i : i + batch])
+        if self.unit_index is not None:
+            self._after_unit_write()
+        return len(got["ids"])
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
@@ -754,29 +835,72 @@ class HierarchicalStore:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
             [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
         """
-        k_eff = check_search_args(k, mode, budget_tokens, where)
-        if unit not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
-        if not isinstance(cluster_weight, (int, float)) or not 0 <= cluster_weight <= 10:
-            raise ValueError(f"cluster_weight must be a number in [0, 10], got {cluster_weight!r}")
-        if not isinstance(neighbour_weight, (int, float)) or not 0 <= neighbour_weight <= 10:
-            raise ValueError(f"neighbour_weight must be a number in [0, 10], got {neighbour_weight!r}")
-        if unit != "cluster" and mode != "segment+cluster":
-            raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
+        k_eff = check_search_args(k, mode, budget_tokens, where, unit=unit, cluster_weight=cluster_weight,
+                                  neighbour_weight=neighbour_weight)
         vec = self._query_vector(query)
+        if unit == "cluster":
+            return self._parents(vec, k_eff, budget_tokens, mode, where, where_document)
+        return self._passages(vec, k_eff, budget_tokens, unit, where, where_document, float(cluster_weight),
+                              float(neighbour_weight))
+
+    def search_parents(
+        self,
+        query: str | np.ndarray | Sequence[float],
+        k: int | None = None,
+        *,
+        budget_tokens: int | None = None,
+        mode: str = "segment+cluster",
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+    ) -> list[ParentHit]:
+        """Whole parents (the paper's retrieval): :meth:`search` with ``unit="cluster"``.
+
+        Example:
+            >>> [h.unit for h in store.search_parents("tides", k=2)]  # doctest: +SKIP
+            ['cluster', 'cluster']
+        """
+        k_eff = check_search_args(k, mode, budget_tokens, where)
+        return self._parents(self._query_vector(query), k_eff, budget_tokens, mode, where, where_document)
+
+    def search_passages(
+        self,
+        query: str | np.ndarray | Sequence[float],
+        k: int | None = None,
+        *,
+        budget_tokens: int | None = None,
+        unit: str = "auto",
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
+        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
+    ) -> list[ParentHit]:
+        """Passages of adjacent segments (``unit="auto"`` or ``"segment"``): :meth:`search` with that unit.
+
+        Example:
+            >>> hits = store.search_passages("tides", budget_tokens=1024)  # doctest: +SKIP
+            >>> sum(h.token_count for h in hits) <= 1024 or len(hits) == 1  # doctest: +SKIP
+            True
+        """
+        if unit == "cluster":
+            raise ValueError("unit must be 'auto' or 'segment' for passages; whole parents come from search_parents")
+        k_eff = check_search_args(k, "segment+cluster", budget_tokens, where, unit=unit,
+                                  cluster_weight=cluster_weight, neighbour_weight=neighbour_weight)
+        return self._passages(self._query_vector(query), k_eff, budget_tokens, unit, where, where_document,
+                              float(cluster_weight), float(neighbour_weight))
+
+    def _parents(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, where: Any,
+                 where_document: Any) -> list[ParentHit]:
         with self._remote_errors("search"):
-            if unit != "cluster":
-                index = self._usable_unit_index(float(cluster_weight), float(neighbour_weight)) \
-                    if unit == "auto" else None
-                return search_units(
-                    self.collection, vec, unit=unit, k=k_eff, budget_tokens=budget_tokens, where=where,
-                    where_document=where_document, cluster_weight=float(cluster_weight),
-                    neighbour_weight=float(neighbour_weight), unit_index=index,
-                )
-            return search_collection(
-                self.collection, vec, k=k_eff, mode=mode, where=where, where_document=where_document,
-                budget_tokens=budget_tokens, oversample=self.oversample,
-            )
+            return search_collection(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
+                                     budget_tokens=budget, oversample=self.oversample)
+
+    def _passages(self, vec: np.ndarray, k: int | None, budget: int | None, unit: str, where: Any,
+                  where_document: Any, cluster_weight: float, neighbour_weight: float) -> list[ParentHit]:
+        with self._remote_errors("search"):
+            index = self._usable_unit_index(cluster_weight, neighbour_weight) if unit == "auto" else None
+            return search_units(self.collection, vec, unit=unit, k=k, budget_tokens=budget, where=where,
+                                where_document=where_document, cluster_weight=cluster_weight,
+                                neighbour_weight=neighbour_weight, unit_index=index)
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):

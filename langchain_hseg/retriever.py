@@ -16,8 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator, model_validator
 
 from hseg.results import result_for
-from hseg.search import MODES, ParentHit
-from hseg.units import UNITS
+from hseg.search import ParentHit, check_search_args
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 __all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
@@ -98,31 +97,11 @@ class HierarchicalSegmentRetriever(BaseRetriever):
             raise ValueError(f"budget_tokens must be a positive int or None, got {v!r}")
         return v
 
-    @field_validator("mode")
-    @classmethod
-    def _check_mode(cls, v: str) -> str:
-        if v not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {v!r}")
-        return v
-
-    @field_validator("unit")
-    @classmethod
-    def _check_unit(cls, v: str) -> str:
-        if v not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {v!r}")
-        return v
-
-    @field_validator("cluster_weight")
-    @classmethod
-    def _check_weight(cls, v: float) -> float:
-        if not 0 <= v <= 10:
-            raise ValueError(f"cluster_weight must be a number in [0, 10], got {v!r}")
-        return v
-
     @model_validator(mode="after")
-    def _check_combination(self) -> HierarchicalSegmentRetriever:
-        if self.unit != "cluster" and self.mode != "segment+cluster":
-            raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
+    def _check_search(self) -> HierarchicalSegmentRetriever:
+        # the core's one check of search arguments (a configured budget replaces k)
+        check_search_args(None if self.budget_tokens is not None else self.k, self.mode, self.budget_tokens,
+                          self.where, unit=self.unit, cluster_weight=self.cluster_weight)
         return self
 
     # ------------------------------------------------------------------ retrieval

@@ -26,7 +26,6 @@ from hseg.records import RESERVED_PREFIX
 from hseg.results import result_for
 from hseg.search import ParentHit, check_search_args
 from hseg.store import HierarchicalStore
-from hseg.units import UNITS
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
@@ -92,9 +91,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        check_search_args(None if budget_tokens is not None else similarity_top_k, mode, budget_tokens, where)
-        if unit not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        check_search_args(None if budget_tokens is not None else similarity_top_k, mode, budget_tokens, where,
+                          unit=unit, cluster_weight=cluster_weight)
         if isinstance(vector_store, HierarchicalStore) and encoder is None:
             self._store = vector_store
         else:
@@ -194,11 +192,9 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
     hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})
-    if store.unit_index is not None:
-        store.clear_unit_index(hseg_ids)
     for i in range(0, len(ref_ids), 500):
         part = ref_ids[i : i + 500]
-        store.collection.delete(where={"document_id": part[0]} if len(part) == 1 else {"document_id": {"$in": part}})
+        store.delete_where({"document_id": part[0]} if len(part) == 1 else {"document_id": {"$in": part}})
     batch = store.max_batch_size()
     for i in range(0, len(nodes), batch):
         vector_store.add(nodes[i : i + batch])

@@ -86,7 +86,7 @@ def test_bad_files_are_reported_and_skipped(fake, capsys):
     assert stats["vectors"] == stats["clusters"] + stats["segments"] > 0
     assert main(["query", "moon gravity", "--db", "db", "--json", "--source", "docs/good.md"]) == 0
     hits = json.loads(capsys.readouterr().out)
-    assert hits and {h["doc_id"] for h in hits} == {"docs/good.md"}
+    assert hits and {h["metadata"]["hseg_doc_id"] for h in hits} == {"docs/good.md"}
 
 
 def test_rerun_skips_unchanged_and_repairs_partial_documents(fake, capsys):
@@ -307,12 +307,14 @@ def test_end_to_end_index_query_stats(real_db, capsys):
     for extra in ([], ["--unit", "segment"]):
         assert main(["query", "What causes the tides?", "--db", "db", "-k", "3", "--json", *extra]) == 0
         hits = json.loads(capsys.readouterr().out)
-        assert len(hits) == 3 and hits[0]["doc_id"] == "docs/tiny.txt"
+        assert len(hits) == 3 and hits[0]["metadata"]["hseg_doc_id"] == "docs/tiny.txt"
         for h in hits:
-            assert h["text"] == sources[h["doc_id"]][h["start"] : h["end"]]
-            assert h["start"] <= h["matched_start"] < h["matched_end"] <= h["end"]
-            assert h["metadata"]["source"] == h["doc_id"]
-        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+            m = h["metadata"]
+            assert h["text"] == sources[m["hseg_doc_id"]][m["hseg_start"] : m["hseg_end"]]
+            assert m["hseg_start"] <= m["hseg_matched_start"] < m["hseg_matched_end"] <= m["hseg_end"]
+            assert m["source"] == m["hseg_doc_id"]
+        scores = [h["metadata"]["hseg_score"] for h in hits]
+        assert scores == sorted(scores, reverse=True)
 
     assert main(["query", "precession of the equinoxes", "--db", "db", "-k", "2"]) == 0
     out = capsys.readouterr().out
@@ -364,7 +366,7 @@ def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, enco
     assert main(["index", "docs", "--db", "db", "--quiet"]) == 0  # without --prune: kept, still found
     assert "pruned" not in capsys.readouterr().out
     assert "docs/cats.txt" in store.doc_ids()
-    assert any(h["doc_id"] == "docs/cats.txt" for h in cat_hits())
+    assert any(h["metadata"]["hseg_doc_id"] == "docs/cats.txt" for h in cat_hits())
 
     assert main(["index", "docs", "--db", "db", "--quiet", "--prune"]) == 0
     assert "0 indexed, 1 unchanged" in (out := capsys.readouterr().out) and "pruned     1 documents" in out
@@ -372,7 +374,7 @@ def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, enco
     assert store.collection.get(where={"source": "docs/cats.txt"})["ids"] == []
     assert store.collection.get(ids=["raw-1"])["ids"] == ["raw-1"]
     hits = cat_hits()
-    assert hits and not any(h["doc_id"] == "docs/cats.txt" or "Cats" in h["text"] for h in hits)
+    assert hits and not any(h["metadata"]["hseg_doc_id"] == "docs/cats.txt" or "Cats" in h["text"] for h in hits)
 
     assert main(["index", "docs", "--db", "db", "--quiet", "--prune"]) == 0
     assert "pruned     0 documents" in capsys.readouterr().out
@@ -389,7 +391,7 @@ def test_server_mode_index_query_stats(chroma_server, fake, capsys):
     assert stats["documents"] == 2 and stats["location"] == f"{chroma_server.host}:{chroma_server.port}"
     assert main(["query", "moon and sea", *where, "--json", "-k", "1"]) == 0
     hit = json.loads(capsys.readouterr().out)[0]
-    assert hit["text"] == (fake / hit["doc_id"]).read_text(encoding="utf-8")[hit["start"] : hit["end"]]
+    assert hit["text"] == (fake / hit["metadata"]["hseg_doc_id"]).read_text(encoding="utf-8")[hit["metadata"]["hseg_start"] : hit["metadata"]["hseg_end"]]
 
 
 def test_a_document_the_store_refuses_costs_only_itself(fake, capsys, monkeypatch):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from dataclasses import asdict
 from typing import Any
 
 from hseg.cli.chroma import (CliError, add_location, check_location, existing_collection, location_label,
@@ -23,7 +23,7 @@ from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loadi
 from hseg.search import MODES
 from hseg.units import UNITS
 
-__all__ = ["register", "format_hit", "collection_stats"]
+__all__ = ["register", "format_hit"]
 
 _BOLD_UNDERLINE, _RESET = "\x1b[1;4m", "\x1b[0m"
 
@@ -70,8 +70,12 @@ def run_query(args: argparse.Namespace) -> int:
     check_location(args)
     if not args.question.strip():
         args._parser.error("QUESTION is empty")
-    if args.unit != "cluster" and args.mode != "segment+cluster":
-        args._parser.error(f"--mode {args.mode} applies to --unit cluster only")
+    from hseg.search import check_search_args
+
+    try:  # the library's one check of search arguments, as a usage error naming the options
+        check_search_args(args.k, args.mode, args.budget_tokens, None, unit=args.unit)
+    except ValueError as exc:
+        args._parser.error(re.sub(r"\b(mode|unit|budget_tokens)\b", lambda m: "--" + m[1].replace("_", "-"), str(exc)))
     collection = existing_collection(args)
     with server_errors(args):
         if collection.count() == 0:
@@ -90,7 +94,11 @@ def run_query(args: argparse.Namespace) -> int:
         hits = store.search(args.question, k=args.k, budget_tokens=args.budget_tokens, mode=args.mode,
                             unit=args.unit, where=where)
     if args.json:
-        json.dump([asdict(h) for h in hits], sys.stdout, ensure_ascii=False, indent=1, default=float)
+        from hseg.results import result_for
+
+        # the metadata schema both framework retrievers return (hseg.records.METADATA_KEYS)
+        json.dump([{"id": rid, "text": h.text, "metadata": meta} for h in hits for rid, meta in [result_for(h)]],
+                  sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
         return 0
     if not hits:
@@ -129,47 +137,13 @@ def format_hit(rank: int, hit: Any, *, tty: bool = False) -> str:
 # --------------------------------------------------------------------------- stats
 
 
-def collection_stats(collection: Any, page: int = 5000) -> dict[str, Any]:
-    """Counts and mean token sizes of the hseg records in a collection, read page by page."""
-    docs: set[str] = set()
-    tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
-    other, offset = 0, 0
-    while True:
-        got = collection.get(include=["metadatas"], limit=page, offset=offset)
-        for meta in got["metadatas"]:
-            level = (meta or {}).get("hseg_level")
-            if level not in tokens:
-                other += 1
-                continue
-            docs.add(str(meta["hseg_doc_id"]))
-            tokens[level].append(int(meta.get("hseg_tokens", 0)))
-        if len(got["ids"]) < page:
-            break
-        offset += page
-    meta = collection.metadata or {}
-
-    def mean(xs: list[int]) -> float | None:
-        return round(sum(xs) / len(xs), 1) if xs else None
-
-    return {
-        "collection": collection.name,
-        "encoder": meta.get("hseg_encoder"),
-        "schema": meta.get("hseg_schema"),
-        "documents": len(docs),
-        "clusters": len(tokens["cluster"]),
-        "segments": len(tokens["segment"]),
-        "vectors": len(tokens["cluster"]) + len(tokens["segment"]),
-        "other_records": other,
-        "mean_cluster_tokens": mean(tokens["cluster"]),
-        "mean_segment_tokens": mean(tokens["segment"]),
-    }
-
-
 def run_stats(args: argparse.Namespace) -> int:
     check_location(args)
     collection = existing_collection(args)
+    from hseg.store import HierarchicalStore
+
     with server_errors(args):
-        stats = collection_stats(collection)
+        stats = HierarchicalStore.from_collection(collection).stats()
     stats["location"] = location_label(args)
     if args.json:
         print(json.dumps(stats, indent=1))
