@@ -64,30 +64,25 @@ def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: 
     return longest, per_setting
 
 
-def parent_method(target: int, mode: str, retrieval_cls: Any) -> Callable[..., Any]:
-    # the store's budget rule is the evaluation's (parents in rank order while their cl100k tokens
-    # fit, at least one), so asking per setting equals truncating one deep list, at a fraction of
-    # the cost of ranking DEFAULT_DEPTH parents per query
+def store_method(target: int, level: str, retrieval_cls: Any, **search: Any) -> Callable[..., Any]:
+    """A method answering every setting with ``store.search(**search)``; ``level`` names the units
+    the index is made of (``"cluster"`` for parents, ``"segment"`` for passages).
+
+    For parents, the store's budget rule is the evaluation's (parents in rank order while their
+    cl100k tokens fit, at least one), so asking per setting equals truncating one deep list, at a
+    fraction of the cost of ranking DEFAULT_DEPTH parents per query.
+    """
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
         store, chunkings = _setup(corpora, target, encoder)
-        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, mode=mode)
-        return retrieval_cls(longest, _units(chunkings, "cluster"), per_setting)
-
-    return method
-
-
-def unit_method(target: int, unit: str, retrieval_cls: Any) -> Callable[..., Any]:
-    def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
-        store, chunkings = _setup(corpora, target, encoder)
-        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, unit=unit)
-        return retrieval_cls(longest, _units(chunkings, "segment"), per_setting)
+        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, **search)
+        return retrieval_cls(longest, _units(chunkings, level), per_setting)
 
     return method
 
 
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     for t in TARGETS:
-        register(f"hseg_sc_{t}", parent_method(t, "segment+cluster", retrieval_cls))
-        register(f"hseg_c_{t}", parent_method(t, "cluster", retrieval_cls))
-        register(f"hseg_seg_{t}", unit_method(t, "segment", retrieval_cls))
-        register(f"hseg_auto_{t}", unit_method(t, "auto", retrieval_cls))
+        register(f"hseg_sc_{t}", store_method(t, "cluster", retrieval_cls, mode="segment+cluster"))
+        register(f"hseg_c_{t}", store_method(t, "cluster", retrieval_cls, mode="cluster"))
+        register(f"hseg_seg_{t}", store_method(t, "segment", retrieval_cls, unit="segment"))
+        register(f"hseg_auto_{t}", store_method(t, "segment", retrieval_cls, unit="auto"))
