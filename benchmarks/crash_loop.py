@@ -74,7 +74,8 @@ def main() -> int:
             print(f"kill {round_ + 1}: {len(docs)} documents present, {len(bad)} incomplete", flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{args.kills} kills; documents present after each: {sorted(set(present))}; incomplete documents: {incomplete}")
+    print(f"{args.kills} kills; documents present after each: {sorted(set(present))}; "
+          f"incomplete documents: {incomplete}")
     return 1 if incomplete else 0
 
 

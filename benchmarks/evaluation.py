@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -269,8 +269,9 @@ def evaluate(
     Row keys: method, corpus, setting, queries, recall, precision, iou (×100), chunks (mean
     retrieved per query), tokens (mean retrieved tokens per query), chunk_tokens (mean tokens per
     retrieved chunk), ``per_setting`` (optional) maps a setting name (``"k=5"``, ``"B=1024"``) to
-    ranked lists made for that setting by a budget-aware method, starved (queries whose ranked list ran out before k or the budget was
-    reached: make the lists longer), index_chunks, index_tokens, p_omega.
+    ranked lists made for that setting by a budget-aware method, starved (queries whose ranked
+    list ran out before k or the budget was reached: make the lists longer), index_chunks,
+    index_tokens, p_omega.
     """
     if len(ranked_per_query) != len(queries):
         raise ValueError(f"{len(ranked_per_query)} ranked lists for {len(queries)} queries")

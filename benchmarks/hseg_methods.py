@@ -15,8 +15,9 @@ caching encoder, so each sentence is encoded once for all sizes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from evaluation import Chunk, Query, query_vectors
 

@@ -52,7 +52,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from baselines import BASELINES, Chunker, counter  # noqa: E402
 from evaluation import (  # noqa: E402
-    DEFAULT_BUDGETS, DEFAULT_DEPTH, DEFAULT_K, POOLED, Chunk, Query, evaluate, load_eval, rank_by_similarity,
+    DEFAULT_BUDGETS,
+    DEFAULT_DEPTH,
+    DEFAULT_K,
+    POOLED,
+    Chunk,
+    Query,
+    evaluate,
+    load_eval,
+    rank_by_similarity,
 )
 
 DEPTH = DEFAULT_DEPTH
@@ -98,7 +106,8 @@ hseg_methods.register_all(register, Retrieval)
 # --------------------------------------------------------------------------- run
 
 
-def check_ranked(name: str, corpora: dict[str, str], queries: Sequence[Query], ranked: Sequence[Sequence[Chunk]]) -> None:
+def check_ranked(name: str, corpora: dict[str, str], queries: Sequence[Query],
+                 ranked: Sequence[Sequence[Chunk]]) -> None:
     if len(ranked) != len(queries):
         raise ValueError(f"{name}: {len(ranked)} ranked lists for {len(queries)} queries")
     for lst in ranked:

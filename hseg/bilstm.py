@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hseg.segmenters import depth_scores, window_similarity
+from hseg.cohesion import depth_scores, window_similarity
 
 __all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "N_GAP_FEATURES"]
 
@@ -198,13 +198,13 @@ class BiLSTMSegmenter:
 
     def _forward(self, batch: torch.Tensor) -> np.ndarray:
         threads = torch.get_num_threads()
-        limit = self.device.type == "cpu" and self.cpu_threads is not None and self.cpu_threads != threads
-        if limit:
-            torch.set_num_threads(self.cpu_threads)
+        limit = self.cpu_threads if self.device.type == "cpu" and self.cpu_threads != threads else None
+        if limit is not None:
+            torch.set_num_threads(limit)
         try:
             return torch.softmax(self.model(batch), dim=-1)[..., 1].float().cpu().numpy()
         finally:
-            if limit:
+            if limit is not None:
                 torch.set_num_threads(threads)
 
     def boundaries(self, sentences: Sequence[str], embeddings: np.ndarray) -> list[int]:
@@ -224,7 +224,8 @@ class BiLSTMSegmenter:
         model card as ``<path>.json``. Returns the weights path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = {k: (v.half() if half and v.is_floating_point() else v).cpu() for k, v in self.model.state_dict().items()}
+        state = {k: (v.half() if half and v.is_floating_point() else v).cpu()
+                 for k, v in self.model.state_dict().items()}
         card = dict(self.card, threshold=self.threshold, window=self.window, model=self.model.config)
         torch.save({"state_dict": state, "card": card}, path)
         path.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
@@ -232,7 +233,7 @@ class BiLSTMSegmenter:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, encoder: Any = None, device: str | None = None,
-             **kwargs: Any) -> "BiLSTMSegmenter":
+             **kwargs: Any) -> BiLSTMSegmenter:
         """Load saved weights (default: the shipped ones). With ``encoder``, refuse one whose name or
         dimension differs from the model card's (``ValueError``, as for a file that holds no saved
         segmenter).

@@ -30,9 +30,10 @@ import numpy as np
 
 from hseg.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
 from hseg.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
+from hseg.cohesion import adjacent_similarity
 from hseg.config import ChunkerConfig
 from hseg.encoders import CachingEncoder, Encoder, as_encoder
-from hseg.segmenters import Segmenter, adjacent_similarity, enforce_length_limits, get_segmenter
+from hseg.segmenters import Segmenter, enforce_length_limits, get_segmenter
 from hseg.sentences import split_sentences
 from hseg.spans import Span
 from hseg.tokens import TokenCounter, as_token_counter, count_many
@@ -63,7 +64,8 @@ class HierarchicalChunker:
             raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
         unknown = sorted(set(settings) - set(ChunkerConfig.field_names()))
         if unknown:
-            raise ValueError(f"unknown chunker settings {unknown}; the settings are {list(ChunkerConfig.field_names())}")
+            raise ValueError(f"unknown chunker settings {unknown}; "
+                             f"the settings are {list(ChunkerConfig.field_names())}")
         if config is None or settings:
             config = ChunkerConfig(**settings) if config is None else config.replace(**settings)
         self.config = config
@@ -165,10 +167,12 @@ class HierarchicalChunker:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         batch = 4096
-        parts = [self.encoder.encode(texts[i : i + batch]) for i in self._progress(range(0, len(texts), batch), "encoding")]
+        parts = [self.encoder.encode(texts[i : i + batch])
+                 for i in self._progress(range(0, len(texts), batch), "encoding")]
         return np.vstack(parts)
 
-    def _segment_ends(self, sentences: list[str], vectors: np.ndarray, tokens: list[int]) -> tuple[list[int], np.ndarray]:
+    def _segment_ends(self, sentences: list[str], vectors: np.ndarray,
+                      tokens: list[int]) -> tuple[list[int], np.ndarray]:
         ends = self.segmenter.boundaries(sentences, vectors)
         gap_scores = getattr(self.segmenter, "gap_scores", None)
         strength = gap_scores(sentences, vectors) if gap_scores else 1.0 - adjacent_similarity(vectors)
@@ -182,6 +186,7 @@ class HierarchicalChunker:
             return cluster_segments(
                 vectors, self.k, tokens=tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
             )
+        assert self.target_tokens is not None  # ChunkerConfig: without k the target defaults to 512
         return search_k(
             vectors, tokens, self.target_tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
         )
@@ -197,12 +202,11 @@ class HierarchicalChunker:
         with self._stage("segmenter"):
             ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
         with self._stage("segments"):
-            segments = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens)
-            seg_vectors = np.stack([s.embedding for s in segments])
+            segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens)
         with self._stage("clustering"):
             plan = self._plan(seg_vectors, [s.token_count for s in segments])
         with self._stage("clusters"):
-            clusters = self._clusters(text, doc_id, segments, plan)
+            clusters = self._clusters(text, doc_id, segments, seg_vectors, plan)
         # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
         info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
                 "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
@@ -211,7 +215,8 @@ class HierarchicalChunker:
     def _segments(
         self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray,
         tokens: list[int],
-    ) -> list[Segment]:
+    ) -> tuple[list[Segment], np.ndarray]:
+        """The segments and their vectors, one row per segment (each segment's ``embedding``)."""
         firsts = [0] + [e + 1 for e in ends[:-1]]
         bounds = [0] + [spans[f].start for f in firsts[1:]] + [len(text)]
         texts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -220,7 +225,7 @@ class HierarchicalChunker:
         else:
             seg_vecs = np.stack([mean_vector(vectors[f : e + 1], tokens[f : e + 1]) for f, e in zip(firsts, ends)])
         token_counts = count_many(self.count_tokens, texts)
-        return [
+        segments = [
             Segment(
                 id=unit_id(doc_id, "segment", a, b),
                 doc_id=doc_id,
@@ -236,11 +241,12 @@ class HierarchicalChunker:
             )
             for i, (a, b, t, f, e, n) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts))
         ]
+        return segments, seg_vecs
 
-    def _clusters(self, text: str, doc_id: str, segments: list[Segment], plan: ClusterPlan) -> list[Cluster]:
+    def _clusters(self, text: str, doc_id: str, segments: list[Segment], vecs: np.ndarray,
+                  plan: ClusterPlan) -> list[Cluster]:
         ranges, flags = list(plan.ranges), list(plan.split_by_cap)
         seg_tokens = np.array([s.token_count for s in segments])
-        vecs = np.stack([s.embedding for s in segments])
         adjacent = adjacent_similarity(vecs)
         # the plan used summed segment tokens; the exact count of a joined text can differ by a token or
         # two at each seam, so re-check the cap on the real text and cut again where needed
@@ -255,9 +261,10 @@ class HierarchicalChunker:
                 ranges[i : i + 1] = pieces
                 flags[i : i + 1] = [True] * len(pieces)
         counts = self._cluster_tokens(text, segments, ranges)
-        for r, c in zip(ranges, counts):
+        for c in counts:
             if c > self.max_cluster_tokens:
-                logger.warning("doc %s: a single segment of %d tokens exceeds max_cluster_tokens=%d", doc_id, c, self.max_cluster_tokens)
+                logger.warning("doc %s: a single segment of %d tokens exceeds max_cluster_tokens=%d", doc_id, c,
+                               self.max_cluster_tokens)
         out = []
         for i, (r, flag, n) in enumerate(zip(ranges, flags, counts)):
             segs = tuple(segments[r.start : r.stop])
@@ -291,7 +298,7 @@ class HierarchicalChunker:
         if not gaps:
             return tokens
         out = list(tokens)
-        for (a, b, i), n in zip(gaps, count_many(self.count_tokens, [text[a:b] for a, b, _ in gaps])):
+        for (_, _, i), n in zip(gaps, count_many(self.count_tokens, [text[a:b] for a, b, _ in gaps])):
             out[i] += max(0, int(n) - 1)
         return out
 

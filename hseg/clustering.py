@@ -78,7 +78,7 @@ def similarity_stats(vectors: np.ndarray) -> tuple[float, float]:
     return mean, math.sqrt(var)
 
 
-def merge_runs(n: int, adjacent_edge: Sequence[bool], linked: Callable[[range, range], bool]) -> Ranges:
+def merge_runs(n: int, adjacent_edge: Sequence[bool] | np.ndarray, linked: Callable[[range, range], bool]) -> Ranges:
     """Steps 1–2 of the rule, given the edges between neighbours and a test for any edge
     between two ranges of segments."""
     if n == 0:
@@ -132,7 +132,7 @@ def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
     return merge_runs(n, adjacent, share)
 
 
-def mean_vector(vectors: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def mean_vector(vectors: np.ndarray, weights: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     """L2-normalised (weighted) mean of unit vectors: a segment's or a cluster's vector.
 
     ``weights`` are the members' token counts in the chunker: all-MiniLM-L6-v2 (like most
@@ -239,7 +239,8 @@ def _weakest_cut(piece: range, csum: np.ndarray, adjacent_sim: np.ndarray, cap: 
     return int(cuts[ok][np.argmin(sims[ok])])
 
 
-def split_over_cap(ranges: Ranges, tokens: np.ndarray, adjacent_sim: np.ndarray, cap: int | None) -> tuple[Ranges, list[bool]]:
+def split_over_cap(ranges: Ranges, tokens: np.ndarray, adjacent_sim: np.ndarray,
+                   cap: int | None) -> tuple[Ranges, list[bool]]:
     """Cut every cluster above ``cap`` tokens at its weakest adjacent similarity, recursively
     (among cuts that keep a quarter of the cap on both sides, when there are such cuts)."""
     if cap is None:

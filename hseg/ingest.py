@@ -300,7 +300,10 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     for i, c in enumerate(clusters):
         if c.get("hseg_cluster_index") != i or c.get("hseg_start") != pos:
             return False
-        pos = c.get("hseg_end")
+        end = c.get("hseg_end")
+        if not isinstance(end, int):
+            return False
+        pos = end
         listed += json.loads(c.get("hseg_segment_ids") or "[]")
     return pos == length and len(listed) == len(segments) and set(listed) == segments and \
         (units is None or units == segments)

@@ -320,7 +320,8 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:
-        for unit in (cluster, *cluster.segments):
+        units: tuple[Cluster | Segment, ...] = (cluster, *cluster.segments)
+        for unit in units:
             level = "cluster" if unit is cluster else "segment"
             vec = _vector(unit, level)
             if dim is None:

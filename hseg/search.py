@@ -7,7 +7,8 @@ A parent (cluster) is scored by the best cosine similarity among its vectors:
 ``mode`` picks which vectors take part: ``"segment+cluster"`` (eq. 2), ``"cluster"`` (the paper's
 "Cluster Only" ablation) or ``"segment"``.
 
-Chroma cannot group by parent on a local or ``chroma run`` server (CONVENTIONS §3.2), so the
+Chroma cannot group by parent on a local or ``chroma run`` server (its ``GroupBy`` search is Chroma
+Cloud only), so the
 collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit of every parent
 and, when fewer parents than needed were seen and Chroma returned a full page, ask again with at
 least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata

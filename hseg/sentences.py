@@ -71,6 +71,7 @@ auto: "never" if greedily wrapped, else above 97.8 / 91.1  99.7 / 98.6  99.6 / 9
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import math
 import re
@@ -262,7 +263,7 @@ _TERMINATOR = re.compile(
         cjk=re.escape(_CJK_TERMINATORS), cl=re.escape(_CLOSERS), sp=re.escape(_SPACED_TERMINATORS)
     )
 )
-_ANY_TERMINATOR = re.compile("[{}]".format(re.escape(_SPACED_TERMINATORS + _CJK_TERMINATORS)))
+_ANY_TERMINATOR = re.compile(f"[{re.escape(_SPACED_TERMINATORS + _CJK_TERMINATORS)}]")
 # The two characters "\n" of a JSON / repr dump, possibly repeated ("\n\n", "\r\n").
 _ESCAPED_BREAK = re.compile(r"\\(?:r\\)?n(?:\\(?:r\\)?n)*")
 _NON_SPACE = re.compile(r"\S")
@@ -301,7 +302,8 @@ def _cut_ok(text: str, term_start: int, next_start: int, sentence_start: int) ->
         return False
     if text[term_start] != ".":
         return True
-    token = _LAST_TOKEN.search(text, max(sentence_start, term_start - 40), term_start).group()
+    last = _LAST_TOKEN.search(text, max(sentence_start, term_start - 40), term_start)
+    token = last.group() if last else ""  # \S*\Z matches, maybe empty, in every window
     if token.isdigit() and len(token) <= _MAX_LIST_NUMBER_DIGITS:
         if _NON_SPACE.search(text, sentence_start, term_start - len(token)) is None:
             return False  # a list number ("3. Mix well") opening the sentence
@@ -511,7 +513,7 @@ def _greedy(text: str, a: int, b: int, budget: _Budget, levels: list[EndsFinder]
         while ends[k] <= p:  # ends are sorted and the last one is b
             k += 1
         if budget.fits(text, p, ends[k]):
-            k = _gallop(ends, k, lambda e: budget.fits(text, p, e))
+            k = _gallop(ends, k, functools.partial(budget.fits, text, p))
             out.append(Span(p, ends[k]))
         elif len(levels) > 1:
             out.extend(_greedy(text, p, ends[k], budget, levels[1:]))

@@ -100,7 +100,7 @@ class TrainConfig:
     mixed_ratio: float = 1.0  # synthetic mixed-source documents per natural document, redrawn each epoch
     seed: int = 0
     device: str | None = None
-    quiet: bool = False
+    quiet: bool = False  # no progress bars; each epoch's dev scores are logged (INFO) either way
 
 
 @dataclass
@@ -236,6 +236,8 @@ def train_segmenter(
         raise ValueError("train_docs: no training documents")
     if not dev_docs:
         raise ValueError("dev_docs: no dev documents (early stopping and the threshold need them)")
+    if cfg.epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {cfg.epochs!r}")
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     start = time.perf_counter()
@@ -279,11 +281,8 @@ def train_segmenter(
         threshold, metrics = choose_threshold(dev_docs, scores, groups=dev_groups)
         row = {"epoch": epoch, "train_loss": total / max(count, 1), "threshold": threshold, **metrics}
         history.append(row)
-        logger.info("epoch %d: loss %.4f dev Pk %.4f WD %.4f (threshold %.2f)", epoch, row["train_loss"],
-                    metrics["pk"], metrics["windowdiff"], threshold)
-        if not cfg.quiet:
-            print(f"epoch {epoch}: train loss {row['train_loss']:.4f}  dev Pk {metrics['pk']:.4f}  "
-                  f"WindowDiff {metrics['windowdiff']:.4f}  threshold {threshold:.2f}", flush=True)
+        logger.info("epoch %d: train loss %.4f  dev Pk %.4f  WindowDiff %.4f  threshold %.2f", epoch,
+                    row["train_loss"], metrics["pk"], metrics["windowdiff"], threshold)
         if best is None or metrics["pk"] < best["pk"]:
             best, bad = row, 0
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -291,6 +290,7 @@ def train_segmenter(
             bad += 1
             if bad >= cfg.patience:
                 break
+    assert best is not None and best_state is not None  # epochs >= 1, and the first epoch sets both
     model.load_state_dict(best_state)
     seconds = time.perf_counter() - start
     seg.threshold = best["threshold"]

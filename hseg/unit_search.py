@@ -132,7 +132,11 @@ def _runs(keys: Sequence[tuple[str, int]], taken: Sequence[int], score: np.ndarr
 def _first_page(k: int | None, budget_tokens: int | None, per_segment: int, least: int) -> int:
     """Records asked for first: enough for ``k`` segments, or for the budget at ``per_segment``
     tokens a segment (smaller than the usual segment, so one page nearly always suffices)."""
-    return max(least, 2 * k + least // 2) if budget_tokens is None else budget_tokens // per_segment + least
+    if budget_tokens is not None:
+        return budget_tokens // per_segment + least
+    if k is None:
+        raise ValueError("give k or budget_tokens")
+    return max(least, 2 * k + least // 2)
 
 
 def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
@@ -342,7 +346,9 @@ def _gather(
 def _search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                      where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
                      nweight: float) -> list[ParentHit]:
-    need = k if budget is None else max(8, budget // 48 + 4)
+    need = max(8, budget // 48 + 4) if budget is not None else k
+    if need is None:
+        raise ValueError("give k or budget_tokens")
     n_seg, n_clu = 2 * need + 4, need + 2
     while True:  # each round doubles, so it ends once a round holds the whole collection
         g = _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -202,7 +201,9 @@ def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_
     by_key = sorted(taken, key=lambda i: (cands.cluster[i], cands.position[i]))
     runs: list[list[int]] = []
     for i in by_key:
-        if runs and cands.cluster[runs[-1][-1]] == cands.cluster[i] and cands.position[runs[-1][-1]] + 1 == cands.position[i]:
+        last = runs[-1][-1] if runs else None
+        if last is not None and cands.cluster[last] == cands.cluster[i] \
+                and cands.position[last] + 1 == cands.position[i]:
             runs[-1].append(i)
         else:
             runs.append([i])

@@ -64,13 +64,15 @@ nav.overview a { display: block; min-width: 2px; border-right: 1px solid #fff; }
 nav.overview a:hover { filter: brightness(.85); }
 main { max-width: 980px; margin: 18px auto 64px; padding: 0 24px; }
 section.cluster { position: relative; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 10px;
-  padding: 22px 14px 8px 16px; border-left: 7px solid var(--edge); background: var(--fill); border-radius: 0 6px 6px 0;
-  font-family: Georgia, "DejaVu Serif", serif; font-size: 15.5px; line-height: 1.6; cursor: pointer;
-  scroll-margin-top: 8px; }
-section.cluster::before { content: attr(data-label); position: absolute; top: 3px; left: 10px; font: 600 11px/1.4 system-ui,
-  "DejaVu Sans", sans-serif; color: var(--edge); letter-spacing: .02em; white-space: nowrap; }
+  padding: 22px 14px 8px 16px; border-left: 7px solid var(--edge); background: var(--fill);
+  border-radius: 0 6px 6px 0; font-family: Georgia, "DejaVu Serif", serif; font-size: 15.5px; line-height: 1.6;
+  cursor: pointer; scroll-margin-top: 8px; }
+section.cluster::before { content: attr(data-label); position: absolute; top: 3px; left: 10px;
+  font: 600 11px/1.4 system-ui, "DejaVu Sans", sans-serif; color: var(--edge); letter-spacing: .02em;
+  white-space: nowrap; }
 section.cluster.split-by-cap { border-bottom: 2px dashed var(--edge); }
-section.cluster.selected { outline: 3px solid var(--edge); outline-offset: 2px; box-shadow: 0 2px 12px rgba(0,0,0,.18); }
+section.cluster.selected { outline: 3px solid var(--edge); outline-offset: 2px;
+  box-shadow: 0 2px 12px rgba(0,0,0,.18); }
 main.has-selection section.cluster:not(.selected) { opacity: .45; }
 span.segment { border-radius: 2px; }
 span.segment:nth-child(even) { background: rgba(0,0,0,.045); }

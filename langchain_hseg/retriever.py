@@ -133,7 +133,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         hits = self.store.search(query, **self._search_kwargs(k, budget_tokens, unit, where))
         return [hit_to_document(h) for h in hits]
 
-    # the default async path would reject the extra keyword arguments (CONVENTIONS 2.3)
+    # LangChain's default _aget_relevant_documents takes only query and run_manager: ainvoke(..., k=...)
+    # would raise TypeError without this override
     async def _aget_relevant_documents(
         self,
         query: str,

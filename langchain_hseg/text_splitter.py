@@ -2,8 +2,9 @@
 
 The adapter only translates: :class:`hseg.chunker.HierarchicalChunker` does the work and its
 :class:`hseg.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
-(``text[hseg_start:hseg_end] == page_content``), never from ``str.find`` (CONVENTIONS 2.1), and the
-metadata is the core's (:func:`hseg.records.unit_metadata`), as on the store's records.
+(``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
+occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
+(:func:`hseg.records.unit_metadata`), as on the store's records.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ import asyncio
 import copy
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from hseg.chunker import HierarchicalChunker
-from hseg.config import ChunkerConfig
 from hseg.chunks import Chunking, Cluster, Segment
+from hseg.config import ChunkerConfig
 from hseg.records import unit_metadata, user_metadata
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]

@@ -34,9 +34,9 @@ from llama_index.core.schema import (
 
 from hseg import __version__ as HSEG_VERSION
 from hseg.chunker import HierarchicalChunker
-from hseg.config import ChunkerConfig, describe
 from hseg.chunks import Chunking
 from hseg.clustering import mean_vector
+from hseg.config import ChunkerConfig, describe
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.records import records_for, user_metadata
 
@@ -60,7 +60,8 @@ _ChunkerSettings = create_model("_ChunkerSettings", __base__=NodeParser, **_chun
 
 def _info(node: TextNode) -> RelatedNodeInfo:
     # like node.as_related_node_info() but without a copy of the metadata: every CHILD entry is
-    # serialised again into each vector-store record (CONVENTIONS 1.3)
+    # serialised again into each vector-store record, so a cluster record would carry its
+    # segments' metadata once per segment
     return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), hash=node.hash)
 
 
@@ -137,7 +138,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
 
     @model_validator(mode="after")
     def _check_settings(self) -> HierarchicalSegmentNodeParser:
-        self.chunker_config  # fail at construction, not at the first document (pure: loads nothing)
+        _ = self.chunker_config  # fail at construction, not at the first document (pure: loads nothing)
         return self
 
     @field_serializer("segmenter", "tokenizer")
@@ -195,8 +196,9 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         return await asyncio.to_thread(self._parse_nodes, nodes, show_progress, **kwargs)
 
     # The base class post-processes nodes (re-finds offsets with str.find, chains PREVIOUS/NEXT
-    # across both levels, merges metadata): wrong for two levels (CONVENTIONS 1.2). _parse_nodes
-    # already does the metadata merge, so these keep only the callback event.
+    # across both levels, merges metadata): wrong for two levels, where a cluster and its segments
+    # cover the same text and PREVIOUS/NEXT must link nodes of one level. _parse_nodes already does
+    # the metadata merge, so these keep only the callback event.
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
@@ -277,7 +279,9 @@ class ClusterVectorizer(TransformComponent):
     """Resets each cluster node's embedding to the normalised token-weighted mean of its segment nodes' embeddings.
 
     An embedding model in an ``IngestionPipeline`` overwrites every node's embedding, including the
-    mean-pooled cluster vector (CONVENTIONS 1.4). Put this transformation after it. Clusters whose
+    mean-pooled cluster vector, with an embedding of the cluster's whole text, which the model
+    truncates at its input limit (256 word pieces for all-MiniLM-L6-v2), so a long cluster would be
+    represented by its opening only. Put this transformation after it. Clusters whose
     segments are not in the same batch (or not yet embedded) are left as they are.
 
     Example:
@@ -293,7 +297,8 @@ class ClusterVectorizer(TransformComponent):
         members: dict[str, list[tuple[Any, int]]] = {}
         for n in nodes:
             if n.metadata.get("hseg_level") == "segment" and n.embedding is not None:
-                members.setdefault(n.metadata["hseg_cluster_id"], []).append((n.embedding, n.metadata.get("hseg_tokens", 1)))
+                weight = n.metadata.get("hseg_tokens", 1)
+                members.setdefault(n.metadata["hseg_cluster_id"], []).append((n.embedding, weight))
         for n in nodes:
             if n.metadata.get("hseg_level") != "cluster":
                 continue

@@ -188,7 +188,8 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
     rebuild their part of the store's unit index (taken out first, so it never names a deleted record).
 
     ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
-    (Chroma's ``add`` silently keeps an existing id), CONVENTIONS 1.8 and 3.1.
+    (Chroma's ``add`` silently keeps an existing id): a server would refuse one large document, and
+    re-indexing a changed document would keep its old records.
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
     hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})

@@ -1,4 +1,5 @@
-"""A throwaway local Chroma server for integration tests (CONVENTIONS §3.5).
+"""A throwaway local Chroma server for integration tests, so they exercise the HTTP client path
+that an in-process ``PersistentClient`` does not.
 
 ``chroma run --path DIR --host 127.0.0.1 --port N`` on a free port and a temporary directory,
 readiness by polling the heartbeat endpoint for a bounded time, shutdown by signalling the PID we

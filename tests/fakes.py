@@ -74,7 +74,8 @@ def synthetic_book(n_chars: int, seed: int = 0) -> str:
         for _ in range(rnd.randint(3, 8)):
             sentences = []
             for _ in range(rnd.randint(3, 7)):
-                words = [rnd.choice(topic) if rnd.random() < 0.55 else rnd.choice(_GLUE) for _ in range(rnd.randint(8, 20))]
+                words = [rnd.choice(topic) if rnd.random() < 0.55 else rnd.choice(_GLUE)
+                         for _ in range(rnd.randint(8, 20))]
                 words.insert(rnd.randrange(len(words)), str(rnd.randint(1, 99999)))
                 sentences.append(" ".join(words).capitalize() + rnd.choice(".....?!"))
             para = " ".join(sentences) + "\n\n"

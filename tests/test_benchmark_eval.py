@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from evaluation import (  # noqa: E402
-    Chunk, Query, budget, evaluate, overlap_length, precision_omega, recover_spans, score, top_k, union,
+    Chunk,
+    Query,
+    budget,
+    evaluate,
+    overlap_length,
+    precision_omega,
+    recover_spans,
+    score,
+    top_k,
+    union,
 )
 
 A = "a" * 100  # corpus "A": offsets only matter

@@ -177,7 +177,13 @@ def test_cli_train_and_eval_end_to_end(tmp_path, monkeypatch, capsys):
     out = tmp_path / "m.pt"
     assert main(["train-segmenter", "--train", str(train), "--from-markdown", str(md), "--dev", str(dev),
                  "--out", str(out), "--epochs", "1", "--quiet"]) == 0
-    assert out.is_file() and "trained on 7 documents" in capsys.readouterr().out
+    captured = capsys.readouterr().out
+    assert out.is_file() and "trained on 7 documents" in captured and "epoch 1:" not in captured
+    # without --quiet the per-epoch lines the library logs are shown on stdout, once even with -v
+    assert main(["-v", "train-segmenter", "--train", str(train), "--dev", str(dev), "--out", str(tmp_path / "v.pt"),
+                 "--epochs", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("epoch 1: train loss") == 1 and "train loss" not in captured.err
     assert main(["eval-segmenter", str(dev), "--segmenter", str(out), "--quiet"]) == 0
     assert "Pk=" in capsys.readouterr().out
     assert main(["eval-segmenter", str(dev), "--segmenter", "texttiling", "--quiet"]) == 0

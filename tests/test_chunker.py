@@ -11,7 +11,8 @@ from hseg.chunker import HierarchicalChunker
 from tests.fakes import HashingEncoder
 
 WORDS = st.sampled_from(
-    "the cat sat on a mat . Dr. Smith paid $3.50 at 9 a.m. ! ? 東京 は 。 مرحبا 😀 # - | ``` \n \n\n  http://x.io/a.b".split(" ")
+    ("the cat sat on a mat . Dr. Smith paid $3.50 at 9 a.m. ! ? "
+     "東京 は 。 مرحبا 😀 # - | ``` \n \n\n  http://x.io/a.b").split(" ")
 )
 TEXTS = st.one_of(st.text(max_size=400), st.lists(WORDS, max_size=300).map(" ".join))
 
@@ -59,7 +60,8 @@ def test_blank_document_warns_and_gives_nothing(fast_chunker):
 
 def test_chunk_many_shares_encoder_batches():
     enc = HashingEncoder()
-    chunker = HierarchicalChunker(encoder=enc, target_tokens=64, min_segment_tokens=8, max_segment_tokens=48, cache=False)
+    chunker = HierarchicalChunker(encoder=enc, target_tokens=64, min_segment_tokens=8, max_segment_tokens=48,
+                                  cache=False)
     docs = ["One two three. Four five six. " * 20, "Seven eight. Nine ten. " * 20]
     results = chunker.chunk_many(docs, ["a", "b"])
     assert [r.doc_id for r in results] == ["a", "b"]
@@ -133,7 +135,8 @@ def test_unit_vectors_are_token_weighted_means(fast_chunker):
     ({"target_tokens": 256, "max_segment_tokens": 200}, 200),  # explicit wins
 ])
 def test_default_max_segment_tokens_is_at_most_half_the_target(kwargs, expected):
-    assert HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", **kwargs).max_segment_tokens == expected
+    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", **kwargs)
+    assert chunker.max_segment_tokens == expected
 
 
 def test_default_segments_fit_twice_in_a_small_target(encoder, example_text):

@@ -391,7 +391,8 @@ def test_server_mode_index_query_stats(chroma_server, fake, capsys):
     assert stats["documents"] == 2 and stats["location"] == f"{chroma_server.host}:{chroma_server.port}"
     assert main(["query", "moon and sea", *where, "--json", "-k", "1"]) == 0
     hit = json.loads(capsys.readouterr().out)[0]
-    assert hit["text"] == (fake / hit["metadata"]["hseg_doc_id"]).read_text(encoding="utf-8")[hit["metadata"]["hseg_start"] : hit["metadata"]["hseg_end"]]
+    m = hit["metadata"]
+    assert hit["text"] == (fake / m["hseg_doc_id"]).read_text(encoding="utf-8")[m["hseg_start"] : m["hseg_end"]]
 
 
 def test_a_document_the_store_refuses_costs_only_itself(fake, capsys, monkeypatch):

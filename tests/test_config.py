@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from hseg.chunker import HierarchicalChunker
-from hseg.config import ChunkerConfig
 from hseg.cli.options import add_chunker_options
+from hseg.config import ChunkerConfig
 from tests.fakes import HashingEncoder
 
 

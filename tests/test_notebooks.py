@@ -7,7 +7,6 @@ Executing them needs the dev packages ``nbclient``, ``nbformat`` and ``ipykernel
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -219,7 +219,8 @@ def test_mixed_scripts_keep_exact_spans_and_whole_graphemes():
 def test_markdown_tables_and_code_are_cut_at_line_starts_only():
     table = "| name | value |\n|---|---|\n" + "".join(f"| row {i} | {i * i} |\n" for i in range(40)) + "\n"
     code = "```python\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30)) + "```\n"
-    text = "# Title\n\nSome prose before the table. It has two sentences.\n\n" + table + "Between.\n\n" + code + "After.\n"
+    text = ("# Title\n\nSome prose before the table. It has two sentences.\n\n"
+            + table + "Between.\n\n" + code + "After.\n")
     chunker = small_chunker()
     result = chunker.chunk(text, "md")
     check_chunking(result, text)
@@ -384,7 +385,8 @@ def _cli(monkeypatch):
     from hseg.cli import main
 
     real = chunker_module.as_encoder
-    monkeypatch.setattr(chunker_module, "as_encoder", lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw))
+    monkeypatch.setattr(chunker_module, "as_encoder",
+                        lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw))
     monkeypatch.setattr(ingest, "load_encoder", lambda name=None: HashingEncoder())
     return main
 
@@ -625,7 +627,7 @@ def test_documents_are_never_split_across_upsert_calls(chunker, monkeypatch):
 def test_a_write_lost_mid_add_names_the_server_and_what_was_written(chunker, monkeypatch):
     import httpx
 
-    from hseg import store as store_module
+    from hseg.store import connection as store_module
 
     store = ephemeral_store()
     results = chunker.chunk_many([synthetic_book(2_000, seed=i) for i in range(6)], [f"d{i}" for i in range(6)])
@@ -950,7 +952,8 @@ def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path, chunker, monke
     main = _cli(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.md").write_text("More text to index. Into a newer collection.")
-    for argv in (["query", "stored text", "--db", "db"], ["stats", "--db", "db"], ["index", "a.md", "--db", "db", *FAKE_CLI]):
+    for argv in (["query", "stored text", "--db", "db"], ["stats", "--db", "db"],
+                 ["index", "a.md", "--db", "db", *FAKE_CLI]):
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert newer in err and "Traceback" not in err, argv

@@ -95,7 +95,8 @@ def test_default_counter_is_a_word_count(text: str, max_tokens: int) -> None:
         ("Use fruit, e.g. apples. Or i.e. pears.", ["Use fruit, e.g. apples.", "Or i.e. pears."]),
         ("J. R. R. Tolkien wrote it. See Fig. 3 and No. 5.", ["J. R. R. Tolkien wrote it.", "See Fig. 3 and No. 5."]),
         ("Pi is 3.14. It cost $1.5 million. Done.", ["Pi is 3.14.", "It cost $1.5 million.", "Done."]),
-        ("Version 2.0.1 shipped. Section 4.2. Results follow.", ["Version 2.0.1 shipped.", "Section 4.2.", "Results follow."]),
+        ("Version 2.0.1 shipped. Section 4.2. Results follow.",
+         ["Version 2.0.1 shipped.", "Section 4.2.", "Results follow."]),
         (
             "See https://example.com/a.b?x=1 for details. Then stop.",
             ["See https://example.com/a.b?x=1 for details.", "Then stop."],

@@ -26,7 +26,8 @@ def fused_by_hand(chunking, q, w, v):
     out = {}
     for i, s in enumerate(segs):
         near = [cos(segs[j].embedding) for j in (i - 1, i + 1) if 0 <= j < len(segs)]
-        out[s.id] = cos(s.embedding) + w * cos(parent[s.id].embedding) + v * (np.mean(near) if near else cos(s.embedding))
+        out[s.id] = (cos(s.embedding) + w * cos(parent[s.id].embedding)
+                     + v * (np.mean(near) if near else cos(s.embedding)))
     return out
 
 

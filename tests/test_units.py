@@ -58,7 +58,8 @@ def brute_force(chunkings, q, budget, k, weight):
     segs = [s for ch in chunkings for c in ch.clusters for s in c.segments]
     parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
     seg_score = np.array([float(s.embedding @ q) / float(np.linalg.norm(s.embedding)) for s in segs])
-    clu_score = {c.id: float(c.embedding @ q) / float(np.linalg.norm(c.embedding)) for ch in chunkings for c in ch.clusters}
+    clu_score = {c.id: float(c.embedding @ q) / float(np.linalg.norm(c.embedding))
+                 for ch in chunkings for c in ch.clusters}
     siblings: dict[str, list[int]] = {}
     for i, s in enumerate(segs):
         siblings.setdefault(parent[s.id].id, []).append(i)

@@ -122,5 +122,6 @@ def to_markdown(result: Chunking) -> str:
     for c in result.clusters:
         lines.append(f"| **{c.index}** | | {c.start} | {c.end} | **{c.token_count}** | |")
         for s in c.segments:
-            lines.append(f"| | {s.index} | {s.start} | {s.end} | {s.token_count} | {_preview(s.text).replace('|', '/')} |")
+            preview = _preview(s.text).replace("|", "/")
+            lines.append(f"| | {s.index} | {s.start} | {s.end} | {s.token_count} | {preview} |")
     return "\n".join(lines) + "\n\n"

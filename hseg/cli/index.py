@@ -17,8 +17,13 @@ import time
 from typing import Any
 
 from hseg.cli.chroma import CliError, add_location, check_location, client, location_label, server_errors
-from hseg.cli.options import (add_chunker_options, add_encoder_option, chunker_from_args, positive_int,
-                              quiet_model_loading)
+from hseg.cli.options import (
+    add_chunker_options,
+    add_encoder_option,
+    chunker_from_args,
+    positive_int,
+    quiet_model_loading,
+)
 
 __all__ = ["register"]
 
@@ -48,7 +53,8 @@ def register(sub: Any) -> None:
                    help="after indexing, remove the stored documents whose source lies under the PATHs (inside a "
                         "folder, matching a pattern, or a named file) but whose file is gone (deleted or renamed); "
                         "documents from other paths or other writers are kept")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or progress messages (the summary is still printed)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or progress messages (the summary is still printed)")
     p.set_defaults(func=run_index)
 
 

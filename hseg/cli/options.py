@@ -58,7 +58,8 @@ def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
     :func:`hseg.segmenters.get_segmenter` (see :func:`segmenter_from_args`)."""
     parser.add_argument("--segmenter", default=ChunkerConfig.defaults()["segmenter"], metavar="NAME|PATH",
                         help=f"{' or '.join(sorted(SEGMENTERS))}, or the path of a {WEIGHTS_SUFFIX} file saved by "
-                             "'hseg train-segmenter' (default bilstm; texttiling with an encoder it was not trained on)")
+                             "'hseg train-segmenter' (default bilstm; texttiling with an encoder it was not "
+                             "trained on)")
     parser.set_defaults(_parser=parser)
 
 
@@ -84,7 +85,8 @@ def add_encoder_option(parser: argparse.ArgumentParser, *, default: str = "all-M
 
 def _usage_error(args: argparse.Namespace, exc: ValueError) -> NoReturn:
     # an option value the library refuses is the user's to fix: exit 2 like argparse's own checks
-    args._parser.error(str(exc))
+    parser: argparse.ArgumentParser = args._parser
+    parser.error(str(exc))
 
 
 def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress: bool = False) -> Any:

@@ -17,8 +17,7 @@ import re
 import sys
 from typing import Any
 
-from hseg.cli.chroma import (CliError, add_location, check_location, existing_collection, location_label,
-                             server_errors)
+from hseg.cli.chroma import CliError, add_location, check_location, existing_collection, location_label, server_errors
 from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loading
 from hseg.search import MODES
 from hseg.units import UNITS

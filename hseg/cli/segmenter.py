@@ -11,7 +11,11 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hseg.cli.options import add_encoder_option, add_segmenter_option, positive_int, segmenter_from_args
@@ -45,7 +49,8 @@ def register(subparsers) -> None:
     train.add_argument("--patience", type=positive_int, default=3, help="epochs without dev improvement (default 3)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     add_encoder_option(train)
-    train.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
+    train.add_argument("--cache-dir", type=Path, default=None,
+                       help="embedding cache (default ~/.cache/hseg/embeddings)")
     train.add_argument("--device", default=None, help="torch device (default: cuda when available)")
     train.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
     train.set_defaults(func=_train)
@@ -62,6 +67,30 @@ def register(subparsers) -> None:
     ev.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
     ev.add_argument("--quiet", action="store_true", help="no progress bars")
     ev.set_defaults(func=_evaluate)
+
+
+@contextmanager
+def _epoch_lines(show: bool) -> Iterator[None]:
+    """Print what ``hseg.training`` logs (one line per epoch) to stdout, like the summary, while training.
+
+    The library logs rather than prints; the command owns the process, so it shows those lines
+    unless ``--quiet``. Not propagated meanwhile, else ``--verbose``'s root handler would repeat them.
+    """
+    if not show:
+        yield
+        return
+    log = logging.getLogger("hseg.training")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    saved = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.level, log.propagate = saved
 
 
 def _load_docs(dirs) -> list:
@@ -101,8 +130,9 @@ def _train(args: argparse.Namespace) -> int:
     cfg = TrainConfig(epochs=args.epochs, patience=args.patience, seed=args.seed, device=args.device,
                       quiet=args.quiet)
     start = time.perf_counter()
-    result = train_segmenter(train_docs, train_emb, dev_docs, dev_emb, encoder_name=encoder.name, config=cfg,
-                             card=card, dev_groups=dev_groups)
+    with _epoch_lines(not args.quiet):
+        result = train_segmenter(train_docs, train_emb, dev_docs, dev_emb, encoder_name=encoder.name, config=cfg,
+                                 card=card, dev_groups=dev_groups)
     path = result.segmenter.save(args.out)
     dev = result.segmenter.card["dev_metrics"]
     print(f"trained on {len(train_docs)} documents in {time.perf_counter() - start:.1f} s "

@@ -1,188 +1,43 @@
-"""Multi-vector Chroma store for hierarchical chunks, with max-score parent retrieval.
-
-Each cluster (parent) is written as one **cluster record** (the mean-pooled cluster vector; its
-``document`` is the parent text, stored once) plus one **segment record** per segment (segment
-vector; ``document`` = segment text). :meth:`HierarchicalStore.search` ranks parents by the max
-cosine over their vectors (paper eq. 2), see :mod:`hseg.search`.
-
-The records and their metadata schema are built by :mod:`hseg.records`.
-
-The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
-
-Beside it lives the **unit index** (:mod:`hseg.unit_index`), a companion collection with one
-vector per segment whose cosine with a query is the segment's ``unit="auto"`` score; :meth:`add`
-and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
-they point to, so it never names a record the collection lacks).
-
-Example:
-    >>> store = HierarchicalStore("docs", path="./chroma")  # doctest: +SKIP
-    >>> store.add(HierarchicalChunker().chunk(text, doc_id="report"))  # doctest: +SKIP
-    >>> hit = store.search("what causes tides?", k=3)[0]  # doctest: +SKIP
-    >>> text[hit.start:hit.end] == hit.text  # doctest: +SKIP
-    True
-"""
+"""What the store is: :class:`HierarchicalStore`, the one object users hold. It opens a collection
+(:mod:`hseg.store.connection`), writes documents whole (:mod:`hseg.store.writing`), keeps the
+unit index in step, reads records page by page, and searches (:mod:`hseg.search`,
+:mod:`hseg.unit_search`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from hseg.chunks import Chunking
 from hseg.encoders import canonical_model_name
-from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
-from hseg.search import DEFAULT_OVERSAMPLE, MODES, ParentHit, check_search_args, search_collection
-from hseg.unit_index import UnitKey, companion_name, unit_records
+from hseg.records import SCHEMA_VERSION, Record, records_for
+from hseg.search import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, search_collection
+from hseg.store.connection import (
+    DEFAULT_HNSW,
+    check_schema,
+    collection_space,
+    connect_errors,
+    get_or_create_collection,
+    open_client,
+    open_unit_index,
+    remote_errors,
+)
+from hseg.store.reading import level_stats, pages
+from hseg.store.writing import dedupe, write_batches, write_failure
+from hseg.unit_index import UnitKey, unit_records
 from hseg.unit_search import search_units
 from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "HierarchicalStore",
-    "check_schema",
-    "ParentHit",
-    "Record",
-    "MODES",
-    "flatten_metadata",
-    "records_for",
-]
+__all__ = ["HierarchicalStore"]
 
 logger = logging.getLogger(__name__)
 
-#: HNSW settings for collections this module creates. A high ef_search keeps the approximate
-#: neighbours close to exact on the collection sizes RAG usually has; cosine is required.
-DEFAULT_HNSW: dict[str, Any] = {"space": "cosine", "ef_search": 200}
 _FALLBACK_BATCH = 1000  # when a wrapped collection does not tell us its client's limit
-
-
-def _dedupe(items: list[Chunking], metas: list[Any]) -> tuple[list[Chunking], list[Any]]:
-    """Drop repeats of a document (same id, text, chunks and metadata); refuse an id given twice
-    with different content."""
-    first: dict[str, int] = {}
-    out_items: list[Chunking] = []
-    out_metas: list[Any] = []
-    for ch, md in zip(items, metas):
-        j = first.get(ch.doc_id)
-        if j is None:
-            first[ch.doc_id] = len(out_items)
-            out_items.append(ch)
-            out_metas.append(md)
-            continue
-        other, other_md = out_items[j], out_metas[j]
-        if other.text != ch.text:
-            why = "different texts"
-        elif [u.id for u in (*other.clusters, *other.segments)] != [u.id for u in (*ch.clusters, *ch.segments)]:
-            why = "the same text chunked differently"
-        elif flatten_metadata(other_md) != flatten_metadata(md):
-            why = "different metadata"
-        else:
-            continue
-        raise ValueError(f"doc_ids: duplicate doc_id {ch.doc_id!r} in one add with {why}; give each document once")
-    return out_items, out_metas
-
-
-def _write_batches(
-    per_doc: list[list[Record]], doc_ids: list[str], batch: int
-) -> Iterator[tuple[list[Record], list[str], str | None]]:
-    """Upsert calls of at most ``batch`` records that never split a document that fits one call.
-
-    Yields ``(records, documents completed by this call, document split across calls or None)``.
-    A document too large for one call goes alone, cluster records first (each is a whole parent)."""
-    part: list[Record] = []
-    members: list[str] = []
-    for doc_id, recs in zip(doc_ids, per_doc):
-        if len(recs) > batch:
-            if part or members:
-                yield part, members, None
-                part, members = [], []
-            ordered = [r for r in recs if r.metadata["hseg_level"] == "cluster"] + \
-                      [r for r in recs if r.metadata["hseg_level"] != "cluster"]
-            for i in range(0, len(ordered), batch):
-                last = i + batch >= len(ordered)
-                yield ordered[i : i + batch], [doc_id] if last else [], doc_id
-            continue
-        if part and len(part) + len(recs) > batch:
-            yield part, members, None
-            part, members = [], []
-        part += recs
-        members.append(doc_id)  # a blank document has no records: it is done with this call
-    if part or members:
-        yield part, members, None
-
-
-def _write_failure(total: int, done: list[str], partial: str | None) -> str:
-    state = (f"document {partial!r} has more records than one call holds and may be partly written; "
-             if partial is not None else "no document is partly written; ")
-    return (f"writing {total} documents ({len(done)} written completely before the failure; {state}"
-            "add them again to complete the rest)")
-
-
-def server_address(collection: Any) -> str | None:
-    """``"host:port"`` of the Chroma server behind a collection, ``None`` for an embedded client."""
-    api = getattr(collection, "_client", None)
-    get_url = getattr(api, "get_api_url", None)
-    if get_url is None:
-        return None
-    try:
-        from urllib.parse import urlsplit
-
-        url = urlsplit(str(get_url()))
-        return f"{url.hostname}:{url.port}" if url.port else str(url.hostname or url.netloc)
-    except Exception:  # an unusual client: no address to name
-        return None
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - chromadb depends on httpx
-        return False
-    return isinstance(exc, httpx.TransportError)
-
-
-# --------------------------------------------------------------------------- the store
-
-
-def check_schema(collection_name: str, schema: Any) -> None:
-    """Refuse a collection written with a newer (or unreadable) record schema than this hseg's.
-
-    ``None`` (a collection hseg has not written to yet, or one made by another tool) is accepted."""
-    if schema is None:
-        return
-    try:
-        version = int(schema) if not isinstance(schema, bool) and float(schema) == int(schema) else None
-    except (TypeError, ValueError, OverflowError):
-        version = None
-    if version is None:
-        raise ValueError(f"collection {collection_name!r}: unreadable hseg_schema {schema!r} in its metadata "
-                         f"(this hseg reads schema {SCHEMA_VERSION})")
-    if version > SCHEMA_VERSION:
-        raise ValueError(
-            f"collection {collection_name!r} was written with hseg schema {version}, newer than the schema "
-            f"{SCHEMA_VERSION} this version of hseg reads; upgrade hseg (pip install -U hseg) to use it"
-        )
-
-
-def _collection_space(collection: Any) -> str:
-    with warnings.catch_warnings():
-        # chromadb warns "legacy embedding function config" for collections made with
-        # embedding_function=None, which is exactly what we want here
-        warnings.simplefilter("ignore", DeprecationWarning)
-        config = getattr(collection, "configuration", None) or {}
-    for index in ("hnsw", "spann"):
-        sub = config.get(index) if isinstance(config, Mapping) else None
-        if sub and sub.get("space"):
-            return str(sub["space"])
-    meta = collection.metadata or {}
-    return str(meta.get("hnsw:space", "l2"))  # Chroma's default space is l2
 
 
 class HierarchicalStore:
@@ -225,29 +80,15 @@ class HierarchicalStore:
         oversample: float = DEFAULT_OVERSAMPLE,
         allow_encoder_mismatch: bool = False,
     ) -> None:
-        import chromadb
-
-        if sum(x is not None for x in (path, client, host)) > 1:
-            raise ValueError("give only one of path, client and host")
-        if client is None:
-            if path is not None:
-                client = chromadb.PersistentClient(path=str(path))
-            elif host is not None:
-                try:
-                    client = chromadb.HttpClient(host=host, port=port)
-                except Exception as exc:  # chromadb says "Could not connect ..." without the address
-                    raise ConnectionError(f"cannot reach the Chroma server at {host}:{port} ({exc})") from exc
-            else:
-                logger.info("no path, client or host given: using an in-memory EphemeralClient")
-                client = chromadb.EphemeralClient()
+        client = open_client(path, client, host, port)
         extra = dict(configuration or {})
         extra = dict(extra.get("hnsw") or {}) if "hnsw" in extra else extra  # accept Chroma's nested form too
         hnsw = {**DEFAULT_HNSW, **extra}
         if hnsw.get("space") != "cosine":
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
         enc = _as_encoder(encoder) if encoder is not None else None
-        with self._connect_errors(client):
-            collection = self._get_or_create(client, collection_name, hnsw, enc)
+        with connect_errors(client):
+            collection = get_or_create_collection(client, collection_name, hnsw, enc)
             self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
 
     @classmethod
@@ -274,46 +115,11 @@ class HierarchicalStore:
                    DEFAULT_HNSW)
         return self
 
-    @staticmethod
-    @contextmanager
-    def _connect_errors(client: Any) -> Iterator[None]:
-        try:
-            yield
-        except Exception as exc:
-            settings = getattr(client, "get_settings", lambda: None)()
-            host = getattr(settings, "chroma_server_host", None)
-            if not host or not _is_connection_error(exc):
-                raise
-            where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
-            raise ConnectionError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
-
-    @staticmethod
-    def _get_or_create(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:
-        from chromadb.errors import InternalError, InvalidArgumentError, NotFoundError, UniqueConstraintError
-
-        if not isinstance(name, str):
-            raise ValueError(f"collection_name must be a string, got {type(name).__name__}")
-
-        try:
-            return client.get_collection(name, embedding_function=None)
-        except (NotFoundError, ValueError):
-            pass
-        meta: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
-        if encoder is not None:
-            meta["hseg_encoder"] = str(encoder.name)
-        try:
-            logger.info("creating collection %r with %s", name, hnsw)
-            return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
-        except InvalidArgumentError as exc:  # e.g. a name Chroma does not accept
-            raise ValueError(f"collection_name {name!r}: Chroma refuses it ({exc})") from None
-        except (UniqueConstraintError, InternalError):  # created concurrently by another process
-            return client.get_collection(name, embedding_function=None)
-
     def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool,
               hnsw: Mapping[str, Any]) -> None:
         if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
             raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
-        space = _collection_space(collection)
+        space = collection_space(collection)
         if space != "cosine":
             raise ValueError(
                 f"collection {collection.name!r} uses the {space!r} distance space; hseg needs 'cosine' "
@@ -330,28 +136,10 @@ class HierarchicalStore:
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
-        self.unit_index = self._open_unit_index(collection, hnsw)
+        self.unit_index = open_unit_index(collection, hnsw)
         self._unit_index_complete: bool | None = None  # checked on the first unit="auto" search
 
     # ----------------------------------------------------------------- the unit index
-
-    @staticmethod
-    def _open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
-        """The companion collection of the unit index, created empty when absent, through the
-        collection's own connection (``None`` for an object that is not a chromadb collection:
-        ``unit="auto"`` then gathers its candidates)."""
-        from chromadb.api.models.Collection import Collection
-
-        api = getattr(collection, "_client", None)
-        if api is None or not hasattr(api, "get_or_create_collection"):
-            return None
-        meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
-                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
-        model = api.get_or_create_collection(
-            name=companion_name(collection.name), configuration={"hnsw": dict(hnsw)}, metadata=meta,
-            tenant=collection.tenant, database=collection.database,
-        )
-        return Collection(client=api, model=model, embedding_function=None)
 
     @property
     def unit_weights(self) -> tuple[float, float] | None:
@@ -403,7 +191,7 @@ class HierarchicalStore:
         written = 0
         for i in range(0, len(docs), 100):
             part = docs[i : i + 100]
-            with self._remote_errors("rebuilding the unit index"):
+            with remote_errors(self.collection, "rebuilding the unit index"):
                 where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
                 got = self.collection.get(where=where, include=["embeddings", "metadatas"])
                 records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
@@ -416,7 +204,7 @@ class HierarchicalStore:
 
     def _after_unit_write(self) -> None:
         if self._unit_index_complete:  # it was complete and this object kept it so
-            with self._remote_errors("recording the unit index state"):
+            with remote_errors(self.collection, "recording the unit index state"):
                 self._mark_unit_index_synced()
 
     def _synced_counts(self) -> tuple[int, int] | None:
@@ -437,7 +225,7 @@ class HierarchicalStore:
         out: dict[str, set[str]] = {d: set() for d in doc_ids}
         if self.unit_index is None:
             return out
-        with self._remote_errors("reading the unit index"):
+        with remote_errors(self.collection, "reading the unit index"):
             for i in range(0, len(doc_ids), 500):
                 part = list(doc_ids[i : i + 500])
                 where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
@@ -502,7 +290,7 @@ class HierarchicalStore:
 
     def _record_collection_meta(self, encoder_name: str | None) -> None:
         meta = dict(self.collection.metadata or {})
-        wanted = {"hseg_schema": SCHEMA_VERSION}
+        wanted: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
         if encoder_name is not None and "hseg_encoder" not in meta:
             wanted["hseg_encoder"] = encoder_name
         if all(meta.get(k) == v for k, v in wanted.items()):
@@ -513,17 +301,6 @@ class HierarchicalStore:
         self.collection.modify(metadata=merged)
 
     # ----------------------------------------------------------------- server errors
-
-    @contextmanager
-    def _remote_errors(self, action: str) -> Iterator[None]:
-        """Turn a lost connection to a Chroma server into a ``ConnectionError`` naming host:port."""
-        try:
-            yield
-        except Exception as exc:
-            where = server_address(self.collection)
-            if where is None or not _is_connection_error(exc):
-                raise
-            raise ConnectionError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})") from exc
 
     # ----------------------------------------------------------------- writes
 
@@ -570,7 +347,8 @@ class HierarchicalStore:
         items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
         for i, item in enumerate(items):
             if not isinstance(item, Chunking):
-                raise ValueError(f"chunkings[{i}] must be a Chunking (from HierarchicalChunker), got {type(item).__name__}")
+                raise ValueError(f"chunkings[{i}] must be a Chunking (from HierarchicalChunker), "
+                                 f"got {type(item).__name__}")
         if metadatas is None or isinstance(metadatas, Mapping):
             metas: list[Any] = [metadatas] * len(items)
         elif isinstance(metadatas, (str, bytes)):
@@ -579,11 +357,11 @@ class HierarchicalStore:
             metas = list(metadatas)
             if len(metas) != len(items):
                 raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
-        items, metas = _dedupe(items, metas)
+        items, metas = dedupe(items, metas)
         doc_ids = [c.doc_id for c in items]
         per_doc = [records_for(ch, md) for ch, md in zip(items, metas)]
         records = [r for recs in per_doc for r in recs]
-        with self._remote_errors("reading the collection"):
+        with remote_errors(self.collection, "reading the collection"):
             self._check_dimension(records)
         enc_name = self._ingest_encoder_name(items)
         if enc_name is not None:
@@ -591,15 +369,15 @@ class HierarchicalStore:
         if not items:
             return 0
 
-        with self._remote_errors("reading the collection"):
+        with remote_errors(self.collection, "reading the collection"):
             old = self._existing(doc_ids)
             batch = self.max_batch_size()
         new_ids = {r.id for r in records}
         stale = [rid for rid in old if rid not in new_ids]
         done: list[str] = []  # documents whose every record is written
-        for part, complete, partial in _write_batches(per_doc, doc_ids, batch):
+        for part, complete, partial in write_batches(per_doc, doc_ids, batch):
             if part:
-                with self._remote_errors(_write_failure(len(doc_ids), done, partial)):
+                with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
                     self.collection.upsert(
                         ids=[r.id for r in part],
                         embeddings=[r.embedding for r in part],
@@ -609,10 +387,10 @@ class HierarchicalStore:
                                    for r in part],
                     )
             done += complete
-        with self._remote_errors(f"writing the unit index of {len(doc_ids)} documents"):
+        with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
             if self.unit_index is not None:
                 self._write_units(records, doc_ids)  # also drops the index's records of stale segments
-        with self._remote_errors(f"deleting stale records after writing all {len(doc_ids)} documents"):
+        with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
             for i in range(0, len(stale), batch):
                 self.collection.delete(ids=stale[i : i + batch])
             self._record_collection_meta(enc_name)
@@ -655,7 +433,7 @@ class HierarchicalStore:
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with self._remote_errors(f"deleting document {doc_id!r}"):
+        with remote_errors(self.collection, f"deleting document {doc_id!r}"):
             self._delete_units([doc_id])  # first: the index never names a record the collection lacks
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
             batch = self.max_batch_size()
@@ -670,22 +448,8 @@ class HierarchicalStore:
 
     def count(self) -> int:
         """Number of records in the collection (both levels, and records of other writers)."""
-        with self._remote_errors("count"):
+        with remote_errors(self.collection, "count"):
             return int(self.collection.count())
-
-    def _pages(self, where: Mapping[str, Any] | None, include: list[str], page: int) -> Iterator[dict[str, Any]]:
-        """The collection's matching records, one ``get`` of at most ``page`` records at a time
-        (bounded memory on any collection size): the one paging loop of hseg."""
-        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-            raise ValueError(f"page must be a positive int, got {page!r}")
-        offset = 0
-        while True:
-            got = self.collection.get(where=dict(where) if where else None, include=include, limit=page,
-                                      offset=offset)
-            yield got
-            if len(got["ids"]) < page:
-                return
-            offset += page
 
     def iter_metadatas(self, where: Mapping[str, Any] | None = None, *, page: int = 5000
                        ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -693,16 +457,21 @@ class HierarchicalStore:
         records of other writers sharing the collection included.
 
         Example:
-            >>> sources = {m.get("source") for _, m in store.iter_metadatas({"hseg_level": "cluster"})}  # doctest: +SKIP
+            >>> clusters = store.iter_metadatas({"hseg_level": "cluster"})  # doctest: +SKIP
+            >>> sources = {m.get("source") for _, m in clusters}  # doctest: +SKIP
         """
-        with self._remote_errors("reading the collection"):
-            for got in self._pages(where, ["metadatas"], page):
+        return self._metadatas(where, page, "reading the collection")
+
+    def _metadatas(self, where: Mapping[str, Any] | None, page: int, action: str
+                   ) -> Iterator[tuple[str, dict[str, Any]]]:
+        with remote_errors(self.collection, action):
+            for got in pages(self.collection, where, ["metadatas"], page):
                 yield from ((rid, dict(m or {})) for rid, m in zip(got["ids"], got["metadatas"]))
 
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
-        return sorted({str(m["hseg_doc_id"]) for _, m in self.iter_metadatas({"hseg_level": "cluster"})
-                       if "hseg_doc_id" in m})
+        clusters = self._metadatas({"hseg_level": "cluster"}, 5000, "listing the documents")
+        return sorted({str(m["hseg_doc_id"]) for _, m in clusters if "hseg_doc_id" in m})
 
     def stored_records(self, doc_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
         """``{doc id: {record id: metadata}}`` of what the collection holds for these documents
@@ -714,7 +483,7 @@ class HierarchicalStore:
         """
         out: dict[str, dict[str, dict[str, Any]]] = {}
         ids = list(doc_ids)
-        with self._remote_errors("reading the collection"):
+        with remote_errors(self.collection, "reading the collection"):
             for i in range(0, len(ids), 500):  # a bounded $in list and response per call
                 part = ids[i : i + 500]
                 where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
@@ -731,34 +500,11 @@ class HierarchicalStore:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        docs: set[str] = set()
-        tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
-        other = 0
-        for _, meta in self.iter_metadatas():
-            level = meta.get("hseg_level")
-            if level not in tokens:
-                other += 1
-                continue
-            docs.add(str(meta["hseg_doc_id"]))
-            tokens[level].append(int(meta.get("hseg_tokens", 0)))
+        stats = level_stats(meta for _, meta in self.iter_metadatas())
         meta = self.collection.metadata or {}
-
-        def mean(xs: list[int]) -> float | None:
-            return round(sum(xs) / len(xs), 1) if xs else None
-
-        return {
-            "collection": self.collection.name,
-            "encoder": meta.get("hseg_encoder"),
-            "schema": meta.get("hseg_schema"),
-            "documents": len(docs),
-            "clusters": len(tokens["cluster"]),
-            "segments": len(tokens["segment"]),
-            "vectors": len(tokens["cluster"]) + len(tokens["segment"]),
-            "other_records": other,
-            "mean_cluster_tokens": mean(tokens["cluster"]),
-            "mean_segment_tokens": mean(tokens["segment"]),
-            "unit_index_records": None if self.unit_index is None else self.unit_index.count(),
-        }
+        return {"collection": self.collection.name, "encoder": meta.get("hseg_encoder"),
+                "schema": meta.get("hseg_schema"), **stats,
+                "unit_index_records": None if self.unit_index is None else self.unit_index.count()}
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
         """Remove every record matching a Chroma ``where`` (e.g. another writer's document key);
@@ -770,7 +516,7 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with self._remote_errors(f"deleting records where {dict(where)}"):
+        with remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
             self._delete_units(docs)  # first: the index never names a record the collection lacks
@@ -784,7 +530,7 @@ class HierarchicalStore:
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        with self._remote_errors(f"reading document {doc_id!r}"):
+        with remote_errors(self.collection, f"reading document {doc_id!r}"):
             got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
         embs = got.get("embeddings")
         recs = [
@@ -890,13 +636,13 @@ class HierarchicalStore:
 
     def _parents(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, where: Any,
                  where_document: Any) -> list[ParentHit]:
-        with self._remote_errors("search"):
+        with remote_errors(self.collection, "search"):
             return search_collection(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
                                      budget_tokens=budget, oversample=self.oversample)
 
     def _passages(self, vec: np.ndarray, k: int | None, budget: int | None, unit: str, where: Any,
                   where_document: Any, cluster_weight: float, neighbour_weight: float) -> list[ParentHit]:
-        with self._remote_errors("search"):
+        with remote_errors(self.collection, "search"):
             index = self._usable_unit_index(cluster_weight, neighbour_weight) if unit == "auto" else None
             return search_units(self.collection, vec, unit=unit, k=k, budget_tokens=budget, where=where,
                                 where_document=where_document, cluster_weight=cluster_weight,

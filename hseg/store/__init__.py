@@ -1,0 +1,43 @@
+"""Multi-vector Chroma store for hierarchical chunks, with max-score parent retrieval.
+
+Each cluster (parent) is written as one **cluster record** (the mean-pooled cluster vector; its
+``document`` is the parent text, stored once) plus one **segment record** per segment (segment
+vector; ``document`` = segment text). :meth:`HierarchicalStore.search` ranks parents by the max
+cosine over their vectors (paper eq. 2), see :mod:`hseg.search`.
+
+The records and their metadata schema are built by :mod:`hseg.records`.
+
+The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
+
+Beside it lives the **unit index** (:mod:`hseg.unit_index`), a companion collection with one
+vector per segment whose cosine with a query is the segment's ``unit="auto"`` score; :meth:`add`
+and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
+they point to, so it never names a record the collection lacks).
+
+Example:
+    >>> store = HierarchicalStore("docs", path="./chroma")  # doctest: +SKIP
+    >>> store.add(HierarchicalChunker().chunk(text, doc_id="report"))  # doctest: +SKIP
+    >>> hit = store.search("what causes tides?", k=3)[0]  # doctest: +SKIP
+    >>> text[hit.start:hit.end] == hit.text  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
+from hseg.search import MODES, ParentHit
+from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address
+from hseg.store.store import HierarchicalStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DEFAULT_HNSW",
+    "HierarchicalStore",
+    "check_schema",
+    "server_address",
+    "ParentHit",
+    "Record",
+    "MODES",
+    "flatten_metadata",
+    "records_for",
+]

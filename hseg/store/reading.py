@@ -1,0 +1,59 @@
+"""What reads: a collection's records page by page (bounded memory on any size: the one paging
+loop of hseg) and what their metadata adds up to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+__all__ = ["pages", "level_stats"]
+
+
+def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], page: int
+          ) -> Iterator[dict[str, Any]]:
+    """The collection's records matching ``where``, one ``get`` of at most ``page`` records at a time.
+
+    Example:
+        >>> ids = [i for got in pages(collection, None, [], 5000) for i in got["ids"]]  # doctest: +SKIP
+    """
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise ValueError(f"page must be a positive int, got {page!r}")
+    offset = 0
+    while True:
+        got = collection.get(where=dict(where) if where else None, include=include, limit=page, offset=offset)
+        yield got
+        if len(got["ids"]) < page:
+            return
+        offset += page
+
+
+def level_stats(metadatas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Documents, clusters, segments, other writers' records and mean token sizes of record metadata.
+
+    Example:
+        >>> level_stats([{"hseg_level": "cluster", "hseg_doc_id": "a", "hseg_tokens": 40}, {}])["other_records"]
+        1
+    """
+    docs: set[str] = set()
+    tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
+    other = 0
+    for meta in metadatas:
+        level = meta.get("hseg_level")
+        if level not in tokens:
+            other += 1
+            continue
+        docs.add(str(meta["hseg_doc_id"]))
+        tokens[level].append(int(meta.get("hseg_tokens", 0)))
+
+    def mean(xs: list[int]) -> float | None:
+        return round(sum(xs) / len(xs), 1) if xs else None
+
+    return {
+        "documents": len(docs),
+        "clusters": len(tokens["cluster"]),
+        "segments": len(tokens["segment"]),
+        "vectors": len(tokens["cluster"]) + len(tokens["segment"]),
+        "other_records": other,
+        "mean_cluster_tokens": mean(tokens["cluster"]),
+        "mean_segment_tokens": mean(tokens["segment"]),
+    }
