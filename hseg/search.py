@@ -8,10 +8,9 @@ A parent (cluster) is scored by the best cosine similarity among its vectors:
 "Cluster Only" ablation) or ``"segment"``.
 
 Chroma cannot group by parent on a local or ``chroma run`` server (its ``GroupBy`` search is Chroma
-Cloud only), so the
-collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit of every parent
-and, when fewer parents than needed were seen and Chroma returned a full page, ask again with at
-least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata
+Cloud only), so the collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit
+of every parent and, when fewer parents than needed were seen and Chroma returned a full page, ask
+again with at least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata
 (other writers sharing the collection), are skipped client-side; this keeps the argument below
 intact because skipping records never reorders the rest.
 
