@@ -18,6 +18,7 @@ Three read paths, each exact with respect to the neighbours Chroma returns (the 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -227,8 +228,23 @@ def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
                 return [_passage([rows[i] for i in run], "segment") for run in _runs(keys, sel.taken, score)]
             if read >= len(ids):
                 break
-            m *= 2
+            m = _next_slice(rows, read, k, budget)
         n *= 2
+
+
+def _next_slice(rows: list[_Member], read: int, k: int | None, budget: int | None) -> int:
+    """Records to read next when the walk is undecided: the segments still missing at the mean size
+    and the segment share seen so far, with a quarter as margin. Usually a few records: doubling
+    instead cost a 100-record read (~10 ms) in one query of five at budget 4096."""
+    if not rows:
+        return 2 * read
+    share = len(rows) / read
+    if budget is None:
+        missing = (k or 1) - len(rows)
+    else:
+        seen = sum(int(r.meta["hseg_tokens"]) for r in rows)
+        missing = math.ceil(max(0, budget - seen) * len(rows) / max(1, seen))
+    return max(4, math.ceil(1.25 * (max(missing, 0) + 2) / share))
 
 
 # --------------------------------------------------------------------------- unit="auto", gathered
