@@ -120,8 +120,8 @@ def walk(
     if budget_tokens is not None and budget_tokens <= 0:
         raise ValueError(f"budget_tokens must be > 0, got {budget_tokens!r}")
     score = np.asarray(score, dtype=np.float64)
-    if score.size == 0:
-        return Selection([], [])
+    if score.size == 0:  # nothing seen: done only if nothing is unseen either
+        return Selection([], []) if floor == -np.inf else None
     toks = np.asarray(tokens, dtype=np.int64)
     taken: list[int] = []
     expanded: list[tuple[int, str]] = []

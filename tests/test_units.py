@@ -78,8 +78,14 @@ def brute_force(chunkings, q, budget, k, weight):
     return [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, weight)]
 
 
-@pytest.mark.parametrize(("unit", "path"), [("auto", "unit index"), ("auto", "gathered"), ("segment", "kNN")])
-def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit, path):
+@pytest.mark.parametrize(("unit", "path"), [("auto", "unit index"), ("auto", "gathered"), ("segment", "kNN"),
+                                           ("auto", "small pages"), ("segment", "small pages")])
+def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit, path,
+                                       monkeypatch):
+    if path == "small pages":  # every widening and every further read of the segment path runs
+        import hseg.unit_search
+
+        monkeypatch.setattr(hseg.unit_search, "_first_page", lambda *args: 2)
     rng = np.random.default_rng(7)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
@@ -88,7 +94,7 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
     if path == "gathered":
         store.unit_index = None  # as for a collection written by another tool
     if unit == "auto":
-        assert (store._usable_unit_index(0.5, 0.2) is not None) == (path == "unit index")
+        assert (store._usable_unit_index(0.5, 0.2) is not None) == (path != "gathered")
     weight = 0.5 if unit == "auto" else 0.0
     for trial in range(4):
         q = rng.standard_normal(16).astype(np.float32)
