@@ -63,3 +63,13 @@ def test_paired_comparison_smoke(shared_dir, tmp_path):
         assert abs((a - b) - diff) <= 0.1 + 1e-9  # A − B of the means, each rounded to 0.1
         wins, losses = map(int, r[4].split("/"))
         assert wins + losses <= 45 and 0 <= float(r[5]) <= 1  # chatlogs has 45 queries
+
+
+def test_query_cold_start_smoke(tmp_path):
+    report = tmp_path / "cold.md"
+    stdout = run(["benchmarks/query_cold_start.py", "--db", str(tmp_path / "db"), "--runs", "1",
+                  "--import-runs", "1", "--out", str(report)], tmp_path)
+    assert "median" in stdout and report.read_text(encoding="utf-8") in stdout
+    rows = table_rows(stdout)
+    assert [r[0] for r in rows][1:] == ["`torch`", "`sentence_transformers`", "`chromadb`", "`hseg.cli`"]
+    assert all(isinstance(float(r[1]), float) for r in rows[1:])  # seconds, interpreter start subtracted
