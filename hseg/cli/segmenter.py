@@ -57,8 +57,9 @@ def register(subparsers) -> None:
 
     ev = subparsers.add_parser(
         "eval-segmenter",
-        help="print Pk and WindowDiff of a segmenter on a Wiki-727K-format folder",
-        description="Mean per-document Pk and WindowDiff (k = half the mean reference segment length).",
+        help="print Pk and WindowDiff of a segmenter (and of TextTiling) on a Wiki-727K-format folder",
+        description="Mean per-document Pk and WindowDiff (k = half the mean reference segment length) of the "
+                    "segmenter and, on the same documents and sentence vectors, of TextTiling with its defaults.",
     )
     ev.add_argument("directory", type=_directory, metavar="DIR", help="Wiki-727K-format folder")
     add_segmenter_option(ev)
@@ -153,7 +154,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     encoder = as_encoder(args.encoder)
     segmenter = segmenter_from_args(args, encoder_name=encoder.name)
     embeddings = embed_documents(docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
-    result = evaluate_segmenter(segmenter, docs, embeddings)
-    print(f"{args.directory}  segmenter={getattr(segmenter, 'name', args.segmenter)}  documents={result['documents']}  "
-          f"Pk={result['pk']:.4f}  WindowDiff={result['windowdiff']:.4f}")
+    name = getattr(segmenter, "name", args.segmenter)
+    rows = [(name, evaluate_segmenter(segmenter, docs, embeddings))]
+    if name != "texttiling":  # the unsupervised baseline on the same documents and vectors
+        from hseg.segmenters import get_segmenter
+
+        rows.append(("texttiling", evaluate_segmenter(get_segmenter("texttiling"), docs, embeddings)))
+    for label, result in rows:
+        print(f"{args.directory}  segmenter={label}  documents={result['documents']}  "
+              f"Pk={result['pk']:.4f}  WindowDiff={result['windowdiff']:.4f}")
+    if len(rows) == 2:
+        print(f"{name} - texttiling: Pk {rows[0][1]['pk'] - rows[1][1]['pk']:+.4f}  "
+              f"WindowDiff {rows[0][1]['windowdiff'] - rows[1][1]['windowdiff']:+.4f}")
     return 0
