@@ -103,7 +103,7 @@ def build(examples_per_run: int):
             assert parent and h.text in parent[0]
         if "k" in amount and unit == "cluster":
             assert len(hits) <= amount["k"]
-        store.client.delete_collection(store.collection.name)
+        store.drop()
 
     odd_text = st.text(alphabet=st.characters(exclude_categories=()), max_size=8)  # lone surrogates too
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),

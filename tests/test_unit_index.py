@@ -169,3 +169,15 @@ def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_wri
     store.collection.add(ids=[seg.id], embeddings=[seg.embedding], metadatas=[seg.metadata], documents=[seg.document])
     other = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     assert other._usable_unit_index(0.5, 0.2) is None and scans == [chroma_collection_name]
+
+
+def test_drop_removes_the_collection_and_its_unit_index(chroma_client, chroma_collection_name, make_chunking):
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add([make_chunking("doc0", np.random.default_rng(1))])
+    names = {c.name for c in chroma_client.list_collections()}
+    assert {chroma_collection_name, store.unit_index.name} <= names
+    store.drop()
+    names = {c.name for c in chroma_client.list_collections()}
+    assert chroma_collection_name not in names and store.unit_index.name not in names
+    again = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    assert again.count() == 0 and again.unit_index.count() == 0

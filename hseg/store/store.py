@@ -431,6 +431,22 @@ class HierarchicalStore:
         """``{record id: metadata}`` of the records the collection holds for these documents."""
         return {rid: meta for records in self.stored_records(doc_ids).values() for rid, meta in records.items()}
 
+    def drop(self) -> None:
+        """Delete the collection and its unit index from Chroma (everything this store holds); the
+        store object is unusable afterwards. Deleting only the collection by hand would leave the
+        unit index behind, and a later collection of the same name would find it stale.
+
+        Example:
+            >>> HierarchicalStore("scratch", path="./chroma").drop()  # doctest: +SKIP
+        """
+        api = self.collection._client  # the server API both collections were opened through
+        where = {"tenant": self.collection.tenant, "database": self.collection.database}
+        with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
+            if self.unit_index is not None:
+                api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
+            api.delete_collection(self.collection.name, **where)
+        logger.info("dropped collection %r and its unit index", self.collection.name)
+
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
         with remote_errors(self.collection, f"deleting document {doc_id!r}"):
