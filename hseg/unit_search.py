@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from hseg.units import (
     ClusterSize,
     Selection,
     UnitCandidates,
+    merge_runs,
     merge_runs_of_segments,
     select_auto,
     walk,
@@ -114,19 +115,6 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
     )
 
 
-def _runs(keys: Sequence[tuple[str, int]], taken: Sequence[int], score: np.ndarray) -> list[list[int]]:
-    """Taken candidates grouped into runs adjacent in one cluster (``keys[i]`` = (cluster, position)),
-    ordered by their best score, ties by cluster id and position."""
-    runs: list[list[int]] = []
-    for i in sorted(taken, key=lambda i: keys[i]):
-        if runs and keys[runs[-1][-1]][0] == keys[i][0] and keys[runs[-1][-1]][1] + 1 == keys[i][1]:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    runs.sort(key=lambda run: -max(score[j] for j in run))
-    return runs
-
-
 # --------------------------------------------------------------------------- unit="auto" on the index
 
 
@@ -172,7 +160,7 @@ def _indexed_passages(collection: Any, keys: list[UnitKey], score: np.ndarray, s
     if missing:
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
-    runs = _runs([(key.cluster_id, key.position) for key in keys], sel.taken, score)
+    runs = merge_runs([(key.cluster_id, key.position) for key in keys], sel.taken, score)
     hits: list[ParentHit] = []
     merged: set[str] = set()
     for run in runs:
@@ -225,7 +213,7 @@ def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
                        max_units=k if budget is None else None, floor=floor)
             if sel is not None:
                 keys = [(str(r.meta["hseg_cluster_id"]), int(r.meta["hseg_index"])) for r in rows]
-                return [_passage([rows[i] for i in run], "segment") for run in _runs(keys, sel.taken, score)]
+                return [_passage([rows[i] for i in run], "segment") for run in merge_runs(keys, sel.taken, score)]
             if read >= len(ids):
                 break
             m = _next_slice(rows, read, k, budget)

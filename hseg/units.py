@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "UNITS", "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs_of_segments",
+    "UNITS", "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
+    "merge_runs_of_segments",
 ]
 
 #: what one search result is: the paper's parent cluster, a lone segment, or the budget-aware unit
@@ -192,20 +193,26 @@ def select_auto(
     return out + sel.taken[done:]
 
 
-def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_weight: float) -> list[list[int]]:
-    """Group taken segments into passages: runs adjacent in the document and in one cluster.
+def merge_runs(keys: Sequence[tuple[str, int]], taken: Sequence[int], score: np.ndarray) -> list[list[int]]:
+    """Group taken candidates into passages: runs adjacent in the document and in one cluster
+    (``keys[i]`` = (cluster id, position)), ordered by their best score (ties by cluster id and
+    position); inside a passage, by document position.
 
-    Passages are ordered by their best fused score; inside a passage, by document position.
+    Example:
+        >>> merge_runs([("a", 0), ("a", 1), ("b", 0)], [2, 0, 1], np.array([0.1, 0.9, 0.5]))
+        [[0, 1], [2]]
     """
-    fused = cands.fused(cluster_weight)
-    by_key = sorted(taken, key=lambda i: (cands.cluster[i], cands.position[i]))
     runs: list[list[int]] = []
-    for i in by_key:
-        last = runs[-1][-1] if runs else None
-        if last is not None and cands.cluster[last] == cands.cluster[i] \
-                and cands.position[last] + 1 == cands.position[i]:
+    for i in sorted(taken, key=lambda i: keys[i]):
+        if runs and keys[runs[-1][-1]][0] == keys[i][0] and keys[runs[-1][-1]][1] + 1 == keys[i][1]:
             runs[-1].append(i)
         else:
             runs.append([i])
-    runs.sort(key=lambda run: -max(fused[j] for j in run))
+    runs.sort(key=lambda run: -max(score[j] for j in run))
     return runs
+
+
+def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_weight: float) -> list[list[int]]:
+    """:func:`merge_runs` of candidates ranked by their fused score."""
+    keys = list(zip(cands.cluster, cands.position))
+    return merge_runs(keys, taken, cands.fused(cluster_weight))
