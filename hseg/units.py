@@ -189,7 +189,8 @@ def select_auto(
     for at, c in sel.expanded:
         out += sel.taken[done:at]
         done = at
-        out += [j for j in cands.siblings[c] if j not in set(out)]
+        seen = set(out)
+        out += [j for j in cands.siblings[c] if j not in seen]
     return out + sel.taken[done:]
 
 
