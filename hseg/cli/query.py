@@ -85,7 +85,7 @@ def run_query(args: argparse.Namespace) -> int:
     from hseg import ingest
     from hseg.store import HierarchicalStore
 
-    encoder = ingest.load_encoder(args.encoder or recorded)
+    encoder = ingest.load_encoder(args.encoder or recorded, args.backend)
     with server_errors(args):
         store = HierarchicalStore.from_collection(collection, encoder=encoder,
                                                   allow_encoder_mismatch=bool(args.encoder))

@@ -122,7 +122,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ValueError("--train/--from-markdown: no documents found")
     if not dev_docs:
         raise ValueError("--dev: no documents found")
-    encoder = as_encoder(args.encoder)
+    encoder = as_encoder(args.encoder, backend=args.backend)
     train_emb = embed_documents(train_docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
     dev_emb = embed_documents(dev_docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
     card = {"train": [str(p) for p in args.train], "from_markdown": [str(p) for p in args.from_markdown],
@@ -151,7 +151,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     docs = read_wiki727k(args.directory, limit=args.limit)
     if not docs:
         raise ValueError(f"{args.directory}: no documents found")
-    encoder = as_encoder(args.encoder)
+    encoder = as_encoder(args.encoder, backend=args.backend)
     segmenter = segmenter_from_args(args, encoder_name=encoder.name)
     embeddings = embed_documents(docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
     name = getattr(segmenter, "name", args.segmenter)

@@ -1,0 +1,214 @@
+"""Export a sentence-transformers model to ONNX, locally, from its own weights (used by
+:class:`hseg.onnx_encoder.OnnxEncoder` on first use; needs torch, sentence-transformers and onnx).
+
+The graph is a trace of the model's whole forward pass (transformer, pooling, dense,
+normalisation) with dynamic batch and sequence axes, so pooling is the torch code itself, not a
+re-implementation. The export is checked before it is cached, on probe texts of 1 to well over
+the model's window in tokens, padded together:
+
+- the ``tokenizers`` ids the runtime will feed equal the ids sentence-transformers feeds the torch
+  model (so the tokenizer's configuration, lower-casing and truncation included, carried over);
+- the ONNX vectors equal the torch vectors to cosine >= :data:`MIN_COSINE`.
+
+Either failing raises, naming the model, instead of caching a model that encodes differently.
+Models outside the shape served (a fast tokenizer that pads on the right, inputs among
+``input_ids``/``attention_mask``/``token_type_ids``, prompts included in pooling) are refused
+with a pointer to ``backend="torch"``.
+
+Example:
+    >>> manifest = export_model("sentence-transformers/all-MiniLM-L6-v2", Path("/tmp/minilm-onnx"))  # doctest: +SKIP
+    >>> manifest.min_probe_cosine > 0.9999  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hseg.onnx_encoder import ExportedModel, OnnxManifest, graph_file, source_identity
+
+__all__ = ["export_model", "quantize_model", "MIN_COSINE", "PROBES", "OPSET"]
+
+logger = logging.getLogger(__name__)
+
+#: an export whose vectors differ more than this from the torch model's is refused
+MIN_COSINE = 0.9999
+OPSET = 17
+_SUPPORTED_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+#: texts of very different lengths, encoded in one padded batch; the last is cut by the window
+PROBES = (
+    "Hi.",
+    "The cat sat on the mat.",
+    "Galileo observed the moons of Jupiter in 1610 with a telescope he built himself.",
+    "Ümlauts, accents (café, naïve), CJK 東京 and emoji 🚀 survive tokenisation.",
+    "  Leading and trailing whitespace, \ttabs\nand newlines.  ",
+    " ".join(f"Sentence {i} of a long paragraph about orbital mechanics and precession." for i in range(60)),
+)
+
+
+def export_model(source: str, folder: Path) -> OnnxManifest:
+    """Export model ``source`` (a name or folder) into ``folder``, checked, and return its manifest.
+
+    Written into a temporary sibling folder and moved into place, so a crash or a concurrent
+    export never leaves a half-written model for the next process to load.
+    """
+    from hseg.encoders import canonical_model_name, offline_model_path
+
+    model = _load(offline_model_path(source) or source)
+    name = canonical_model_name(source)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        manifest = _describe(model, name, source)
+        model[0].tokenizer.backend_tokenizer.save(str(work / "tokenizer.json"))
+        _trace(model, manifest, work / graph_file(None))
+        manifest = _checked(model, manifest, work)
+        manifest.write(work)
+        _move_into_place(work, folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    logger.info("exported %s to %s (probe cosine >= %.7f)", name, folder, manifest.min_probe_cosine)
+    return manifest
+
+
+def quantize_model(folder: Path, quantize: str) -> None:
+    """Write the ``quantize`` variant of the exported fp32 graph in ``folder``.
+
+    ``"int8"``: dynamic quantisation of the weight matrices (per channel; activations are
+    quantised at run time; the attention products of two activations stay fp32).
+    """
+    if quantize != "int8":
+        raise ValueError(f"quantize must be 'int8', got {quantize!r}")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = folder / graph_file(quantize)
+    partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    quantize_dynamic(str(folder / graph_file(None)), str(partial), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
+    os.replace(partial, target)
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+def _load(source: str) -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    try:  # eager attention traces to plain MatMul/Softmax, the graph onnxruntime optimises best
+        return SentenceTransformer(source, device="cpu", model_kwargs={"attn_implementation": "eager"}).eval()
+    except (TypeError, ValueError):
+        return SentenceTransformer(source, device="cpu").eval()
+
+
+def _describe(model: Any, name: str, source: str) -> OnnxManifest:
+    """The manifest of ``model``, or ``ValueError`` when its shape is not one this export serves."""
+    import onnx
+    import sentence_transformers
+    import torch
+
+    hint = f"encoder {name!r} cannot be exported to ONNX by hseg ({{}}); use backend='torch'"
+    tokenizer: Any = getattr(model[0], "tokenizer", None)
+    if getattr(tokenizer, "backend_tokenizer", None) is None:
+        raise ValueError(hint.format("it has no fast (tokenizers) tokenizer"))
+    if getattr(tokenizer, "padding_side", "right") != "right":
+        raise ValueError(hint.format("its tokenizer pads on the left"))
+    inputs = tuple(n for n in tokenizer.model_input_names if n in _SUPPORTED_INPUTS)
+    if set(tokenizer.model_input_names) - set(_SUPPORTED_INPUTS) or "input_ids" not in inputs:
+        raise ValueError(hint.format(f"its inputs are {tokenizer.model_input_names}"))
+    prompts = {k: v for k, v in (getattr(model, "prompts", None) or {}).items() if v}
+    if prompts and any(getattr(m, "include_prompt", True) is False for m in model):
+        raise ValueError(hint.format("its pooling leaves prompt tokens out"))
+    return OnnxManifest(
+        model=name,
+        source=source_identity(source),
+        dimension=int(_dimension(model)),
+        max_seq_length=int(model.max_seq_length),
+        inputs=inputs,
+        pad_id=int(tokenizer.pad_token_id or 0),
+        pad_type_id=int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
+        prompts=prompts,
+        default_prompt_name=getattr(model, "default_prompt_name", None),
+        versions={"torch": torch.__version__, "onnx": onnx.__version__,
+                  "sentence-transformers": sentence_transformers.__version__},
+    )
+
+
+def _dimension(model: Any) -> int:
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+def _trace(model: Any, manifest: OnnxManifest, path: Path) -> None:
+    import warnings
+
+    import torch
+
+    class SentenceEmbedding(torch.nn.Module):
+        """The model's forward from token tensors to the sentence vector, as one traceable call."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return self.model(dict(zip(manifest.inputs, tensors)))["sentence_embedding"]
+
+    features = _preprocess(model, PROBES[:3])  # padded: the trace sees a masked batch
+    example = tuple(features[n] for n in manifest.inputs)
+    axes = {n: {0: "batch", 1: "sequence"} for n in manifest.inputs}
+    with torch.no_grad(), warnings.catch_warnings():
+        # the tracer warns about Python conditions on shapes; the probe check below is what
+        # shows the graph holds for every batch and length
+        warnings.simplefilter("ignore")
+        torch.onnx.export(SentenceEmbedding().eval(), example, str(path), input_names=list(manifest.inputs),
+                          output_names=["sentence_embedding"],
+                          dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+                          opset_version=OPSET, dynamo=False)
+
+
+def _checked(model: Any, manifest: OnnxManifest, folder: Path) -> OnnxManifest:
+    """``manifest`` with the probes' worst cosine, after checking ids and vectors against torch."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    exported = ExportedModel(folder, manifest, device="cpu", batch_size=len(PROBES))
+    features = _preprocess(model, PROBES)
+    mask = features["attention_mask"].numpy().astype(bool)
+    torch_ids = [row[keep].tolist() for row, keep in zip(features["input_ids"].numpy(), mask)]
+    if torch_ids != exported.token_ids(PROBES):
+        raise ValueError(f"encoder {manifest.model!r}: the exported tokenizer does not reproduce the model's "
+                         "token ids; use backend='torch'")
+    with torch.no_grad():
+        reference = model(features)["sentence_embedding"].numpy()
+    reference = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+    worst = float(np.min(np.sum(reference * exported.encode(PROBES), axis=1)))
+    if worst < MIN_COSINE:
+        raise ValueError(f"encoder {manifest.model!r}: ONNX vectors differ from torch (cosine {worst:.6f} < "
+                         f"{MIN_COSINE}); use backend='torch'")
+    return dataclasses.replace(manifest, min_probe_cosine=worst)
+
+
+def _preprocess(model: Any, texts: tuple[str, ...]) -> dict[str, Any]:
+    """The tensors sentence-transformers' ``encode`` feeds the model for ``texts``."""
+    preprocess = getattr(model, "preprocess", None) or model.tokenize  # ``tokenize`` before version 6
+    return dict(preprocess(list(texts)))
+
+
+def _move_into_place(work: Path, folder: Path) -> None:
+    """Replace ``folder`` by ``work``; if another process put a fresh export there first, keep it."""
+    if folder.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+    work.chmod(0o755)  # mkdtemp's 0o700 would hide a shared cache from other users
+    try:
+        os.replace(work, folder)
+    except OSError:
+        if not (folder / graph_file(None)).exists():
+            raise

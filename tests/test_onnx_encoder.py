@@ -1,0 +1,155 @@
+"""The ONNX Runtime backend (issue 13): same vectors as torch, cached export, a query path without torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hseg.config import ChunkerConfig
+from hseg.encoders import BACKENDS, DEFAULT_MODEL, as_encoder
+from hseg.onnx_encoder import MANIFEST_NAME, OnnxEncoder, OnnxManifest, model_cache_folder
+
+REPO = Path(__file__).resolve().parents[1]
+
+TEXTS = [
+    "Galileo saw four moons circling Jupiter.",
+    "Precession is the slow wobble of a spinning body's axis.",
+    "x",
+    "Ümlauts, accents (café, naïve) and CJK 東京.",
+    "A long paragraph about tides. " * 80,  # beyond the 256-token window: truncated identically
+]
+
+
+def test_backend_is_validated_everywhere_by_one_rule():
+    assert BACKENDS == ("onnx", "torch")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        ChunkerConfig(backend="tensorflow")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        as_encoder(None, backend="tensorflow")
+
+
+def test_onnx_encoder_rejects_bad_arguments_before_loading(tmp_path):
+    with pytest.raises(ValueError, match="quantize"):
+        OnnxEncoder(quantize="int4", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="batch_size"):
+        OnnxEncoder(batch_size=0, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="device"):
+        OnnxEncoder(device="mps", cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing may be exported for a refused argument"
+
+
+def test_manifest_of_another_format_is_not_read(tmp_path):
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps({"format": -1, "model": "m"}))
+    assert OnnxManifest.read(tmp_path) is None
+    (tmp_path / MANIFEST_NAME).write_text("{not json")
+    assert OnnxManifest.read(tmp_path) is None
+
+
+def test_cache_folders_of_different_names_differ(tmp_path):
+    a = model_cache_folder("org/model-a", tmp_path)
+    b = model_cache_folder("org/model_a", tmp_path)  # same slug, other name
+    assert a != b and a.parent == b.parent == tmp_path
+
+
+@pytest.fixture(scope="module")
+def onnx_encoder():
+    return OnnxEncoder(device="cpu")
+
+
+@pytest.mark.model
+def test_onnx_vectors_equal_torch_vectors(onnx_encoder, encoder):
+    torch_vectors = encoder.encoder.encode(TEXTS)
+    onnx_vectors = onnx_encoder.encode(TEXTS)
+    assert onnx_vectors.dtype == np.float32 and onnx_vectors.shape == torch_vectors.shape
+    assert np.allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(onnx_vectors * torch_vectors, axis=1)) >= 0.9999
+    query = "What did Galileo see?"
+    assert float(onnx_encoder.encode_query(query) @ encoder.encoder.encode_query(query)) >= 0.9999
+    # one batch or many, longest first: the order of the output is the order of the input
+    one_by_one = np.stack([onnx_encoder.encode([t])[0] for t in TEXTS])
+    assert np.allclose(one_by_one, onnx_vectors, atol=1e-5)
+
+
+@pytest.mark.model
+def test_onnx_encoder_describes_the_model_like_torch(onnx_encoder, encoder):
+    torch_encoder = encoder.encoder
+    assert onnx_encoder.name == torch_encoder.name == DEFAULT_MODEL
+    assert onnx_encoder.dimension == torch_encoder.dimension == 384
+    assert onnx_encoder.max_seq_length == torch_encoder.max_seq_length
+    assert [onnx_encoder.count_tokens(t) for t in TEXTS] == [torch_encoder.count_tokens(t) for t in TEXTS]
+    assert onnx_encoder.encode([]).shape == (0, 384)
+    assert onnx_encoder.providers[-1] == "CPUExecutionProvider"
+
+
+@pytest.mark.model
+def test_export_is_cached_and_redone_when_the_weights_change(onnx_encoder, monkeypatch):
+    import hseg.onnx_export as onnx_export
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported again although the cache is fresh")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(onnx_export, "export_model", no_export)
+        OnnxEncoder(device="cpu")  # served from the cache
+    manifest_path = onnx_encoder.folder / MANIFEST_NAME
+    saved = manifest_path.read_text()
+    data = json.loads(saved)
+    data["source"] = "/elsewhere/model.safetensors:1:1"  # as if the weights had been replaced
+    manifest_path.write_text(json.dumps(data))
+    calls = []
+    real = onnx_export.export_model
+    monkeypatch.setattr(onnx_export, "export_model", lambda *a, **k: calls.append(a) or real(*a, **k))
+    redone = OnnxEncoder(device="cpu")
+    assert len(calls) == 1 and redone.manifest.source != data["source"]
+    assert redone.manifest.min_probe_cosine >= 0.9999
+
+
+@pytest.mark.model
+def test_export_refuses_a_model_it_would_encode_differently(encoder, tmp_path):
+    from hseg.onnx_export import _describe
+
+    model = encoder.encoder.model
+    tokenizer = model[0].tokenizer
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        with pytest.raises(ValueError, match="pads on the left.*backend='torch'"):
+            _describe(model, DEFAULT_MODEL, DEFAULT_MODEL)
+    finally:
+        tokenizer.padding_side = side
+
+
+@pytest.mark.model
+def test_the_chunker_runs_on_either_backend_with_the_same_chunks(example_text):
+    from hseg.chunker import HierarchicalChunker
+
+    chunkings = {b: HierarchicalChunker(backend=b, device="cpu").chunk(example_text, doc_id="ex") for b in BACKENDS}
+    onnx, torch = chunkings["onnx"], chunkings["torch"]
+    assert [(s.start, s.end) for s in onnx.segments] == [(s.start, s.end) for s in torch.segments]
+    assert [(c.start, c.end) for c in onnx.clusters] == [(c.start, c.end) for c in torch.clusters]
+    assert onnx.info["encoder"] == torch.info["encoder"] == DEFAULT_MODEL
+
+
+@pytest.mark.model
+def test_a_query_served_by_onnx_imports_neither_torch_nor_transformers(onnx_encoder, tmp_path):
+    """``hseg query`` end to end in a fresh interpreter, on a store written by ``hseg index``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    db = tmp_path / "db"
+    subprocess.run([sys.executable, "-m", "hseg.cli", "index", str(REPO / "examples/data/example.md"), "--db", str(db),
+                    "--quiet"], check=True, env=env, capture_output=True, timeout=300)
+    probe = ("import sys, json; from hseg.cli import main; "
+             "code = main(['query', 'What did Galileo see through his telescope?', '--db', sys.argv[1], '-k', '2', "
+             "'--json']); "
+             "print(json.dumps({'code': code, 'heavy': sorted(m for m in ('torch', 'transformers', "
+             "'sentence_transformers') if m in sys.modules)}))")
+    out = subprocess.run([sys.executable, "-c", probe, str(db)], check=True, env=env, capture_output=True, text=True,
+                         timeout=120).stdout
+    hits, status = out[:out.rindex("\n", 0, len(out) - 1)], json.loads(out.strip().splitlines()[-1])
+    assert status == {"code": 0, "heavy": []}
+    assert "Jupiter" in hits or "telescope" in hits
