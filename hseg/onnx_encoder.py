@@ -34,16 +34,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OnnxEncoder", "OnnxManifest", "QUANTIZATIONS", "onnx_cache_dir", "model_folder", "source_identity",
-           "MANIFEST_NAME", "MANIFEST_FORMAT", "graph_file", "model_cache_folder", "ExportedModel"]
+__all__ = ["OnnxEncoder", "OnnxManifest", "onnx_cache_dir", "model_folder", "source_identity", "MANIFEST_NAME",
+           "MANIFEST_FORMAT", "GRAPH_NAME", "model_cache_folder", "ExportedModel"]
 
 logger = logging.getLogger(__name__)
 
 MANIFEST_NAME = "hseg-onnx.json"
 #: bumped when the folder layout or the export changes, so older exports are redone
 MANIFEST_FORMAT = 1
-#: ``None``: fp32, the torch vectors to cosine >= 0.9999; "int8": dynamic quantisation of the weights
-QUANTIZATIONS = (None, "int8")
+GRAPH_NAME = "model.onnx"
 #: measured fastest on 2 CPU cores for sentences (benchmarks/RESULTS.md); 32 costs ~7% more
 DEFAULT_BATCH_SIZE = 16
 
@@ -145,10 +144,6 @@ def source_identity(name: str) -> str | None:
     return str(folder.resolve())
 
 
-def graph_file(quantize: str | None) -> str:
-    return "model.onnx" if quantize is None else f"model.{quantize}.onnx"
-
-
 class OnnxEncoder:
     """A sentence-transformers model run by ONNX Runtime, behind the :class:`~hseg.encoders.Encoder` protocol.
 
@@ -157,8 +152,6 @@ class OnnxEncoder:
         device: ``"cpu"``, ``"cuda"`` (needs the ``onnxruntime-gpu`` package) or ``None``: CUDA when
             onnxruntime offers it, else CPU.
         batch_size: texts per run (``None``: 16, fastest measured on CPU).
-        quantize: ``None`` (fp32, equal to the torch vectors) or ``"int8"``; see
-            :data:`QUANTIZATIONS` and README "Encoder backends" for what int8 costs in retrieval.
         cache_dir: the cache's root folder (``None``: :func:`onnx_cache_dir`).
         show_progress: a tqdm bar over batches on long inputs.
 
@@ -179,7 +172,6 @@ class OnnxEncoder:
         *,
         device: str | None = None,
         batch_size: int | None = None,
-        quantize: str | None = None,
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
     ) -> None:
@@ -188,16 +180,13 @@ class OnnxEncoder:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size <= 0):
             raise ValueError(f"batch_size must be an int > 0, got {batch_size!r}")
-        if quantize not in QUANTIZATIONS:
-            raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
         if device not in (None, "cpu", "cuda") and not str(device).startswith("cuda:"):
             raise ValueError(f"device must be None, 'cpu' or 'cuda[:N]' for the onnx backend, got {device!r}")
         source = model or DEFAULT_MODEL
         self._name = canonical_model_name(source)
-        self.quantize = quantize
         self.folder = model_cache_folder(self._name, cache_dir)
         self.manifest = self._ready_manifest(source)
-        self.runner = ExportedModel(self.folder, self.manifest, graph=graph_file(quantize), device=device,
+        self.runner = ExportedModel(self.folder, self.manifest, device=device,
                                     batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress)
 
     def _ready_manifest(self, source: str) -> OnnxManifest:
@@ -205,15 +194,11 @@ class OnnxEncoder:
         identity = source_identity(source)
         manifest = OnnxManifest.read(self.folder)
         fresh = manifest is not None and (identity is None or manifest.source == identity)
-        if manifest is None or not fresh or not (self.folder / graph_file(None)).exists():
+        if manifest is None or not fresh or not (self.folder / GRAPH_NAME).exists():
             from hseg.onnx_export import export_model
 
             logger.info("exporting %s to ONNX in %s (once per model)", self._name, self.folder)
             manifest = export_model(source, self.folder)
-        if self.quantize is not None and not (self.folder / graph_file(self.quantize)).exists():
-            from hseg.onnx_export import quantize_model
-
-            quantize_model(self.folder, self.quantize)
         return manifest
 
     @property
@@ -259,7 +244,7 @@ class ExportedModel:
     similar lengths, like sentence-transformers, so little padding is wasted.
     """
 
-    def __init__(self, folder: Path, manifest: OnnxManifest, *, graph: str = "model.onnx", device: str | None = None,
+    def __init__(self, folder: Path, manifest: OnnxManifest, *, graph: str = GRAPH_NAME, device: str | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, show_progress: bool = False) -> None:
         from tokenizers import Tokenizer
 

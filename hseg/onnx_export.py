@@ -30,9 +30,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hseg.onnx_encoder import ExportedModel, OnnxManifest, graph_file, source_identity
+from hseg.onnx_encoder import GRAPH_NAME, ExportedModel, OnnxManifest, source_identity
 
-__all__ = ["export_model", "quantize_model", "MIN_COSINE", "PROBES", "OPSET"]
+__all__ = ["export_model", "MIN_COSINE", "PROBES", "OPSET"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def export_model(source: str, folder: Path) -> OnnxManifest:
     try:
         manifest = _describe(model, name, source)
         model[0].tokenizer.backend_tokenizer.save(str(work / "tokenizer.json"))
-        _trace(model, manifest, work / graph_file(None))
+        _trace(model, manifest, work / GRAPH_NAME)
         manifest = _checked(model, manifest, work)
         manifest.write(work)
         _move_into_place(work, folder)
@@ -75,23 +75,6 @@ def export_model(source: str, folder: Path) -> OnnxManifest:
         shutil.rmtree(work, ignore_errors=True)
     logger.info("exported %s to %s (probe cosine >= %.7f)", name, folder, manifest.min_probe_cosine)
     return manifest
-
-
-def quantize_model(folder: Path, quantize: str) -> None:
-    """Write the ``quantize`` variant of the exported fp32 graph in ``folder``.
-
-    ``"int8"``: dynamic quantisation of the weight matrices (per channel; activations are
-    quantised at run time; the attention products of two activations stay fp32).
-    """
-    if quantize != "int8":
-        raise ValueError(f"quantize must be 'int8', got {quantize!r}")
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    target = folder / graph_file(quantize)
-    partial = target.with_name(target.name + f".{os.getpid()}.partial")
-    quantize_dynamic(str(folder / graph_file(None)), str(partial), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
-    os.replace(partial, target)
 
 
 # ----------------------------------------------------------------------------- steps
@@ -210,5 +193,5 @@ def _move_into_place(work: Path, folder: Path) -> None:
     try:
         os.replace(work, folder)
     except OSError:
-        if not (folder / graph_file(None)).exists():
+        if not (folder / GRAPH_NAME).exists():
             raise

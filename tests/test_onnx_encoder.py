@@ -35,8 +35,6 @@ def test_backend_is_validated_everywhere_by_one_rule():
 
 
 def test_onnx_encoder_rejects_bad_arguments_before_loading(tmp_path):
-    with pytest.raises(ValueError, match="quantize"):
-        OnnxEncoder(quantize="int4", cache_dir=tmp_path)
     with pytest.raises(ValueError, match="batch_size"):
         OnnxEncoder(batch_size=0, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="device"):
