@@ -81,7 +81,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         config: a :class:`hseg.config.ChunkerConfig`; its fields can also be given as keyword
             arguments (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``cache``, ``show_progress``, ``device``, ``batch_size``: the same
+            ``clique_method``, ``cache``, ``show_progress``, ``backend``, ``device``, ``batch_size``: the same
             names, defaults and checks as :class:`hseg.chunker.HierarchicalChunker`), which replace
             the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).

@@ -49,6 +49,7 @@ def test_the_cli_options_default_to_the_core_settings():
     ({"segment_vector": "max"}, "segment_vector"),
     ({"segmenter": "bogus"}, "segmenter"),
     ({"batch_size": 0}, "batch_size"),
+    ({"backend": "tensorflow"}, "backend must be one of"),
 ])
 def test_every_entry_point_refuses_bad_settings_with_the_same_message(settings, message):
     from langchain_hseg import HierarchicalSegmentTextSplitter

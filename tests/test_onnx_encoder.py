@@ -135,6 +135,29 @@ def test_the_chunker_runs_on_either_backend_with_the_same_chunks(example_text):
 
 
 @pytest.mark.model
+def test_the_adapters_and_the_cli_pick_the_backend_by_the_same_setting():
+    from langchain_hseg import HierarchicalSegmentTextSplitter
+    from llama_index_hseg import HierarchicalSegmentNodeParser
+
+    from hseg.cli import build_parser
+    from hseg.encoders import SentenceTransformerEncoder
+
+    def base(encoder):
+        return getattr(encoder, "encoder", encoder)  # under the chunker's CachingEncoder
+
+    assert isinstance(base(HierarchicalSegmentTextSplitter().chunker.encoder), OnnxEncoder)
+    torch_splitter = HierarchicalSegmentTextSplitter(backend="torch", device="cpu")
+    assert isinstance(base(torch_splitter.chunker.encoder), SentenceTransformerEncoder)
+    assert isinstance(base(HierarchicalSegmentNodeParser(backend="onnx").chunker.encoder), OnnxEncoder)
+    parser = build_parser()
+    for command in (["index", "f.md", "--db", "d"], ["query", "q", "--db", "d"], ["eval-segmenter", str(REPO)]):
+        assert parser.parse_args(command).backend == "onnx"
+        assert parser.parse_args([*command, "--backend", "torch"]).backend == "torch"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["query", "q", "--db", "d", "--backend", "tf"])
+
+
+@pytest.mark.model
 def test_a_query_served_by_onnx_imports_neither_torch_nor_transformers(onnx_encoder, tmp_path):
     """``hseg query`` end to end in a fresh interpreter, on a store written by ``hseg index``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
