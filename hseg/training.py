@@ -215,6 +215,7 @@ def train_segmenter(
     config: TrainConfig | None = None,
     card: dict | None = None,
     dev_groups: Sequence[int] | None = None,
+    checkpoint: str | Path | None = None,
 ):
     """Train a :class:`~hseg.bilstm.BiLSTMSegmenter`; early stopping and threshold on dev Pk.
 
@@ -228,6 +229,9 @@ def train_segmenter(
 
     ``dev_groups`` (a group id per dev document, e.g. its folder) makes the dev score the mean over
     groups, so a small out-of-domain dev folder counts as much as a large in-domain one.
+    ``checkpoint``: a file written after every epoch (model, optimiser, random states, history);
+    when it exists and was written for the same data and settings, training resumes after its
+    last epoch instead of starting over, so a killed CPU run loses at most one epoch.
     Returns a :class:`TrainResult` whose segmenter holds the best epoch's weights and a model card.
     """
     import torch
@@ -262,7 +266,15 @@ def train_segmenter(
     seg = BiLSTMSegmenter(model, base_card, window=cfg.window, device=str(device))
     history: list[dict] = []
     best, best_state, bad = None, None, 0
-    for epoch in range(1, cfg.epochs + 1):
+    run_key = _run_key(cfg, train_docs, dev_docs, dev_groups, encoder_name)
+    resumed = _load_checkpoint(checkpoint, run_key, model, opt, rng) if checkpoint is not None else None
+    if resumed is not None:
+        history, best, best_state, bad = resumed["history"], resumed["best"], resumed["best_state"], resumed["bad"]
+        start -= resumed["seconds"]  # the card reports the whole run's training time
+        logger.info("resuming from %s after epoch %d", checkpoint, len(history))
+    for epoch in range(len(history) + 1, cfg.epochs + 1):
+        if bad >= cfg.patience:
+            break
         model.train()
         total, count = 0.0, 0
         epoch_data = train
@@ -292,8 +304,9 @@ def train_segmenter(
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             bad += 1
-            if bad >= cfg.patience:
-                break
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, run_key, model, opt, rng, history=history, best=best, best_state=best_state,
+                             bad=bad, seconds=time.perf_counter() - start)
     assert best is not None and best_state is not None  # epochs >= 1, and the first epoch sets both
     model.load_state_dict(best_state)
     seconds = time.perf_counter() - start
@@ -305,6 +318,48 @@ def train_segmenter(
                                 history=[{k: round(v, 4) if isinstance(v, float) else v for k, v in h.items()}
                                          for h in history])
     return TrainResult(seg, history, seconds)
+
+
+def _run_key(cfg: TrainConfig, train_docs: Sequence[Document], dev_docs: Sequence[Document],
+             dev_groups: Sequence[int] | None, encoder_name: str) -> str:
+    """What a checkpoint must have been written for to be resumed: settings, encoder and data."""
+    digest = hashlib.sha256()
+    for part in (repr(sorted(vars(cfg).items())), encoder_name, repr(list(dev_groups or []))):
+        digest.update(part.encode())
+    for d in (*train_docs, *dev_docs):
+        digest.update(f"{len(d.sentences)}:{d.masses}:{d.sentences[0] if d.sentences else ''}".encode())
+    return digest.hexdigest()
+
+
+def _save_checkpoint(path: str | Path, run_key: str, model: Any, opt: Any, rng: np.random.Generator,
+                     **state: Any) -> None:
+    import torch
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".partial")
+    torch.save({"run_key": run_key, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), **state}, tmp)
+    tmp.replace(path)  # atomic: a run killed while saving keeps the previous epoch's checkpoint
+
+
+def _load_checkpoint(path: str | Path, run_key: str, model: Any, opt: Any,
+                     rng: np.random.Generator) -> dict[str, Any] | None:
+    """The saved state (model, optimiser and random states restored in place); ``None`` when there
+    is no checkpoint or it belongs to another run (then it is left alone and overwritten later)."""
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state.get("run_key") != run_key:
+        logger.warning("checkpoint %s was written for other data or settings; starting over", path)
+        return None
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    rng.bit_generator.state = state["numpy_rng"]
+    torch.set_rng_state(state["torch_rng"])
+    return state
 
 
 def _n_gap() -> int:

@@ -104,6 +104,38 @@ def test_training_lowers_the_loss(trained):
     assert 0 < card["threshold"] < 1 and "pk" in card["dev_metrics"]
 
 
+def test_training_resumes_from_its_checkpoint_as_if_never_stopped(trained, tmp_path, monkeypatch):
+    import hseg.training as training
+
+    _, dev, de, tmp, enc, cache, train = trained
+    te = embed_documents(train, enc, cache_dir=cache, quiet=True)
+    cfg = TrainConfig(epochs=4, patience=4, hidden=32, window=16, batch_size=8, quiet=True, device="cpu", seed=3)
+    whole = train_segmenter(train, te, dev, de, encoder_name=enc.name, config=cfg)
+
+    ckpt = tmp_path / "run.ckpt"
+    real_save = training._save_checkpoint
+
+    def killed_after_epoch_2(*args, **kwargs):
+        real_save(*args, **kwargs)
+        if len(kwargs["history"]) == 2:
+            raise KeyboardInterrupt  # the process dies right after the second checkpoint
+
+    monkeypatch.setattr(training, "_save_checkpoint", killed_after_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_segmenter(train, te, dev, de, encoder_name=enc.name, config=cfg, checkpoint=ckpt)
+    monkeypatch.setattr(training, "_save_checkpoint", real_save)
+    resumed = train_segmenter(train, te, dev, de, encoder_name=enc.name, config=cfg, checkpoint=ckpt)
+    assert [h["epoch"] for h in resumed.history] == [1, 2, 3, 4]
+    assert [round(h["train_loss"], 6) for h in resumed.history] == [round(h["train_loss"], 6) for h in whole.history]
+    assert resumed.segmenter.threshold == whole.segmenter.threshold
+    for a, b in zip(resumed.segmenter.model.state_dict().values(), whole.segmenter.model.state_dict().values()):
+        assert torch.allclose(a, b)
+    # a checkpoint of another run (other settings) is not resumed: training starts over
+    other = TrainConfig(epochs=1, patience=4, hidden=32, window=16, batch_size=8, quiet=True, device="cpu", seed=4)
+    assert len(train_segmenter(train, te, dev, de, encoder_name=enc.name, config=other,
+                               checkpoint=ckpt).history) == 1
+
+
 def test_save_load_gives_identical_predictions(trained):
     result, dev, de, tmp, *_ = trained
     seg = result.segmenter

@@ -52,6 +52,9 @@ def register(subparsers) -> None:
     train.add_argument("--cache-dir", type=Path, default=None,
                        help="embedding cache (default ~/.cache/hseg/embeddings)")
     train.add_argument("--device", default=None, help="torch device (default: cuda when available)")
+    train.add_argument("--checkpoint", type=Path, default=None, metavar="PATH",
+                       help="written after every epoch; a re-run of the same command resumes from it (default: "
+                            "OUT with the suffix .ckpt; removed once OUT is written)")
     train.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
     train.set_defaults(func=_train)
 
@@ -130,11 +133,13 @@ def _train(args: argparse.Namespace) -> int:
             "train_sentences": sum(len(d.sentences) for d in train_docs)}
     cfg = TrainConfig(epochs=args.epochs, patience=args.patience, seed=args.seed, device=args.device,
                       quiet=args.quiet)
+    checkpoint = args.checkpoint or args.out.with_suffix(".ckpt")
     start = time.perf_counter()
     with _epoch_lines(not args.quiet):
         result = train_segmenter(train_docs, train_emb, dev_docs, dev_emb, encoder_name=encoder.name, config=cfg,
-                                 card=card, dev_groups=dev_groups)
+                                 card=card, dev_groups=dev_groups, checkpoint=checkpoint)
     path = result.segmenter.save(args.out)
+    checkpoint.unlink(missing_ok=True)
     dev = result.segmenter.card["dev_metrics"]
     print(f"trained on {len(train_docs)} documents in {time.perf_counter() - start:.1f} s "
           f"({len(result.history)} epochs); best dev Pk {dev['pk']:.4f} WindowDiff {dev['windowdiff']:.4f} "
