@@ -4,7 +4,8 @@
   whose document id is the path relative to the current directory (stable across runs).
 - :func:`ingest` reads, chunks and writes them in batches of documents. A file that cannot be read
   or chunked is reported and skipped; a batch's records are written only after the chunking of the
-  whole batch succeeded, so a document is never half-chunked in the store.
+  whole batch succeeded, so a document is never half-chunked in the store. :func:`ingest_batch` is
+  that step for one batch of texts; the Ray workers of :mod:`hseg.distributed` run it too.
 - :func:`prune` removes stored documents whose files under the indexed paths are gone (deleted or
   renamed), so their text stops being found; other documents are never touched.
 - Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings`` (hseg
@@ -36,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "discover", "read_text_file",
-           "load_encoder", "LazyEncoder", "chunk_settings", "token_counter_name", "segmenter_config", "is_complete",
-           "ingest", "prune_scope", "stored_sources", "stale_documents", "prune"]
+           "read_files", "load_encoder", "LazyEncoder", "chunk_settings", "token_counter_name", "segmenter_config",
+           "is_complete", "ingest", "ingest_batch", "prune_scope", "stored_sources", "stale_documents", "prune"]
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
 
@@ -64,6 +65,20 @@ class IngestSummary:
     clusters: int = 0
     vectors: int = 0  #: records written (one per segment and one per cluster)
     seconds: dict[str, float] = field(default_factory=lambda: {"reading": 0.0, "chunking": 0.0, "writing": 0.0})
+
+    def merge(self, other: IngestSummary) -> IngestSummary:
+        """Add ``other``'s counts, failures and seconds to this summary; returns this summary.
+
+        Example:
+            >>> IngestSummary(documents=2).merge(IngestSummary(documents=1, unchanged=3)).documents
+            3
+        """
+        for name in ("documents", "unchanged", "empty", "segments", "clusters", "vectors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failed.extend(other.failed)
+        for stage, seconds in other.seconds.items():
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+        return self
 
 
 class IngestWriteError(RuntimeError):
@@ -134,6 +149,23 @@ def read_text_file(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8 text (byte {exc.start})") from None
+
+
+def read_files(files: Iterable[SourceFile], problem: Callable[[str, str], None],
+               on_read: Callable[[], None] | None = None) -> dict[str, str]:
+    """``{doc id: text}`` of the files that read as UTF-8 text; each of the others is passed to
+    ``problem(doc id, message)``. ``on_read()`` is called after each file, read or not."""
+    texts: dict[str, str] = {}
+    for f in files:
+        try:
+            texts[f.doc_id] = read_text_file(f.path)
+        except OSError as exc:
+            problem(f.doc_id, f"cannot read: {exc.strerror or exc}")
+        except ValueError as exc:
+            problem(f.doc_id, str(exc))
+        if on_read is not None:
+            on_read()
+    return texts
 
 
 def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
@@ -333,6 +365,7 @@ def ingest(
     with its name and counted in ``summary.failed``; the rest go on. A batch is written only after
     all of its chunking succeeded. ``force`` re-chunks documents already stored unchanged.
     A failing write raises :class:`IngestWriteError` (what was written before stays complete).
+    Each batch goes through :func:`ingest_batch`.
     """
     from tqdm.auto import tqdm
 
@@ -353,52 +386,94 @@ def ingest(
     try:
         for batch in _batches(files, batch_docs):
             t0 = time.perf_counter()
-            texts: dict[str, tuple[SourceFile, str]] = {}
-            for f in batch:
-                try:
-                    texts[f.doc_id] = (f, read_text_file(f.path))
-                except OSError as exc:
-                    problem(f.doc_id, f"cannot read: {exc.strerror or exc}")
-                except ValueError as exc:
-                    problem(f.doc_id, str(exc))
-                bars["reading"].update(1)
-            shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, (_, t) in texts.items()}
-            if texts and not force:
-                stored = store.stored_records(list(texts))
-                units = store.unit_segment_ids(list(texts)) if store.unit_index is not None else {}
-                for d in [d for d in texts if is_complete(stored.get(d, {}), shas[d], settings, len(texts[d][1]),
-                                                          units.get(d))]:
-                    del texts[d]
-                    summary.unchanged += 1
-            skipped = len(batch) - len(texts)
-            t1 = time.perf_counter()
-            summary.seconds["reading"] += t1 - t0
-            bars["chunking"].update(skipped)
-            bars["writing"].update(skipped)
-            chunkings = _chunk_batch(chunker, texts, problem)
-            bars["chunking"].update(len(texts))
-            t2 = time.perf_counter()
-            summary.seconds["chunking"] += t2 - t1
-            metas = [{"source": c.doc_id, "content_sha256": shas[c.doc_id], "chunk_settings": settings}
-                     for c in chunkings]
+            texts = read_files(batch, problem, on_read=lambda: bars["reading"].update(1))
+            summary.seconds["reading"] += time.perf_counter() - t0
+            bars["chunking"].update(len(batch) - len(texts))  # unreadable: nothing left to do for them
+            bars["writing"].update(len(batch) - len(texts))
             try:
-                vectors, chunkings = _write_batch(store, chunkings, metas, problem)
-                summary.vectors += vectors
-            except Exception as exc:
-                raise IngestWriteError(
-                    f"writing a batch of {len(chunkings)} documents failed ({type(exc).__name__}: {exc}); "
-                    f"{summary.documents} documents were written before it; re-run the same command to "
-                    "complete the rest") from exc
-            bars["writing"].update(len(texts))
-            summary.seconds["writing"] += time.perf_counter() - t2
-            for c in chunkings:
-                summary.documents += 1
-                summary.empty += not c.clusters
-                summary.segments += len(c.segments)
-                summary.clusters += len(c.clusters)
+                done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
+                                    progress=lambda stage, n: bars[stage].update(n))
+            except IngestWriteError as exc:
+                raise IngestWriteError(f"{exc}; {summary.documents} documents were written before it; re-run the "
+                                       "same command to complete the rest") from exc.__cause__
+            summary.merge(done)
     finally:
         for bar in bars.values():
             bar.close()
+    return summary
+
+
+def ingest_batch(
+    texts: Mapping[str, str],
+    chunker: Any,
+    store: Any,
+    *,
+    settings: str | None = None,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    force: bool = False,
+    report: Callable[[str], None] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> IngestSummary:
+    """Skip, chunk and write one batch of documents (``{doc id: text}``); returns what it did.
+
+    The one step behind :func:`ingest` and the workers of :func:`hseg.distributed.index_dataset`.
+    A document whose stored records are complete and came from the same text and ``settings``
+    (:func:`is_complete`; default :func:`chunk_settings` of ``chunker``) is counted ``unchanged``
+    unless ``force``. The rest are chunked together and written together, only after the whole
+    batch's chunking succeeded, so a document is never half-chunked in the store. Every record
+    carries ``source`` (default: the document id), ``content_sha256`` and ``chunk_settings``, next
+    to the document's entry of ``metadata``. A document that cannot be chunked, or that the store
+    refuses, is passed to ``report`` and counted in ``failed``. Another write failure (a server
+    gone away) raises :class:`IngestWriteError`: documents of the batch may be partly written, and
+    a re-run redoes them. ``progress(stage, n)`` is told as ``n`` documents pass the stage
+    ``"chunking"`` or ``"writing"``. ``seconds["reading"]`` is the look-up of what is stored.
+
+    Example:
+        >>> done = ingest_batch({"a.md": "Some text. More text."}, chunker, store)  # doctest: +SKIP
+        >>> done.documents, done.unchanged  # doctest: +SKIP
+        (1, 0)
+    """
+    summary = IngestSummary()
+    tick = progress if progress is not None else (lambda stage, n: None)
+
+    def problem(doc_id: str, message: str) -> None:
+        summary.failed.append((doc_id, message))
+        if report is not None:
+            report(f"{doc_id}: {message}")
+
+    settings = chunk_settings(chunker) if settings is None else settings
+    t0 = time.perf_counter()
+    shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, t in texts.items()}
+    todo = dict(texts)
+    if todo and not force:
+        stored = store.stored_records(list(todo))
+        units = store.unit_segment_ids(list(todo)) if store.unit_index is not None else {}
+        for d in [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d))]:
+            del todo[d]
+    summary.unchanged = len(texts) - len(todo)
+    t1 = time.perf_counter()
+    summary.seconds["reading"] += t1 - t0
+    tick("chunking", summary.unchanged)
+    tick("writing", summary.unchanged)
+    chunkings = _chunk_batch(chunker, todo, problem)
+    tick("chunking", len(todo))
+    t2 = time.perf_counter()
+    summary.seconds["chunking"] += t2 - t1
+    extra = metadata or {}
+    metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), "content_sha256": shas[c.doc_id],
+              "chunk_settings": settings} for c in chunkings]
+    try:
+        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem)
+    except Exception as exc:
+        raise IngestWriteError(f"writing a batch of {len(chunkings)} documents failed "
+                               f"({type(exc).__name__}: {exc})") from exc
+    tick("writing", len(todo))
+    summary.seconds["writing"] += time.perf_counter() - t2
+    for c in chunkings:
+        summary.documents += 1
+        summary.empty += not c.clusters
+        summary.segments += len(c.segments)
+        summary.clusters += len(c.clusters)
     return summary
 
 
@@ -426,9 +501,7 @@ def _write_batch(
     return vectors, written
 
 
-def _chunk_batch(
-    chunker: Any, texts: dict[str, tuple[SourceFile, str]], problem: Callable[[str, str], None]
-) -> list[Any]:
+def _chunk_batch(chunker: Any, texts: Mapping[str, str], problem: Callable[[str, str], None]) -> list[Any]:
     """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
     ids = list(texts)
     if not ids:
@@ -436,7 +509,7 @@ def _chunk_batch(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"document .* is blank")  # counted as empty instead
         try:
-            return list(chunker.chunk_many([texts[d][1] for d in ids], ids))
+            return list(chunker.chunk_many([texts[d] for d in ids], ids))
         except Exception as exc:
             if len(ids) == 1:
                 problem(ids[0], f"chunking failed ({type(exc).__name__}: {exc})")
@@ -444,7 +517,7 @@ def _chunk_batch(
         out = []
         for d in ids:
             try:
-                out += chunker.chunk_many([texts[d][1]], [d])
+                out += chunker.chunk_many([texts[d]], [d])
             except Exception as exc:
                 problem(d, f"chunking failed ({type(exc).__name__}: {exc})")
         return out

@@ -12,7 +12,6 @@ import json
 import os
 import random
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -469,8 +468,9 @@ def test_300kb_document_chunks_in_bounded_time_and_memory():
     check_chunking(result, text)
     assert len(result.segments) > 300 and len(result.clusters) > 50
     assert elapsed < 60, elapsed  # ~2 s (with tracemalloc) here; 5 MB takes ~15 s, see docs/reliability.md
+    # numpy's buffers are traced too; the process's high-water RSS is not checked here, since it
+    # holds whatever models earlier tests of the session loaded (torch and onnx, 2 GB together)
     assert peak < 300 * 2**20, peak / 2**20  # ~40 MB of Python/numpy allocations
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2 * 2**20  # KiB: the whole test process < 2 GB
 
 
 def _two_topics(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:

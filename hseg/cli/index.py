@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from hseg.cli.chroma import CliError, add_location, check_location, client, location_label, server_errors
+from hseg.cli.index_ray import add_ray_options, check_ray_args, index_with_ray
 from hseg.cli.options import (
     add_chunker_options,
     add_encoder_option,
@@ -55,12 +56,14 @@ def register(sub: Any) -> None:
                         "documents from other paths or other writers are kept")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars or progress messages (the summary is still printed)")
+    add_ray_options(p)
     p.set_defaults(func=run_index)
 
 
 def run_index(args: argparse.Namespace) -> int:
     """Index the PATHs, print the summary; exit code 1 if any file failed."""
     check_location(args)
+    check_ray_args(args)
     from hseg import ingest
 
     def report_line(message: str) -> None:
@@ -107,8 +110,11 @@ def run_index(args: argparse.Namespace) -> int:
     with server_errors(args):
         store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
         try:
-            summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
-                                    progress=not args.quiet, report=report)
+            if args.ray is not None:
+                summary = index_with_ray(args, files, chunker, args.encoder or recorded, report)
+            else:
+                summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
+                                        progress=not args.quiet, report=report)
         except ingest.IngestWriteError as exc:
             raise ValueError(str(exc)) from exc
         pruned = None

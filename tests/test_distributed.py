@@ -1,0 +1,320 @@
+"""hseg.distributed.index_dataset and ``hseg index --ray``: a Ray Data job writing into a Chroma server.
+
+The Ray runs happen in a process of their own (``tests/ray_scenarios.py``, one local Ray with 2
+CPUs, started once for this module), against the session's ``chroma run`` server; the tests here
+check what each run returned and what it wrote. So Ray never enters the pytest process. Most runs
+chunk with the bag-of-words ``HashingEncoder``, pickled to the workers; the ``model`` ones load
+all-MiniLM-L6-v2 in the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hseg import ingest
+from hseg.chunker import HierarchicalChunker
+from hseg.cli import main
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+from tests.ray_scenarios import CATS, PARTIAL_DOC, TIDES, books, fake_settings, model_texts
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: the scenario of tests/ray_scenarios.py each test checks (the module's Ray process runs those selected)
+SCENARIO_OF = {
+    "test_two_workers_write_what_one_process_writes": "two_workers",
+    "test_a_killed_worker_is_redone_and_a_rerun_repairs_a_partial_document": "killed",
+    "test_a_dataset_without_a_text_column_is_refused": "missing_text",
+    "test_a_server_gone_mid_job_fails_the_job_with_a_rerun_hint": "server_gone",
+    "test_real_model_records_equal_a_single_process_run": "real_model",
+    "test_cli_index_ray_end_to_end": "cli",
+}
+
+
+@pytest.fixture(scope="module")
+def ray_runs(request, chroma_server, tmp_path_factory) -> dict[str, Any]:
+    """``{scenario: result}`` of the scenarios the selected tests of this module check."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip('Ray is not installed (pip install "hseg[ray]")')
+    names = sorted({SCENARIO_OF[item.originalname] for item in request.session.items
+                    if item.module is request.module and item.originalname in SCENARIO_OF})
+    workdir = tmp_path_factory.mktemp("ray-runs")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-m", "tests.ray_scenarios", chroma_server.host, str(chroma_server.port),
+                           str(workdir), *names], cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads((workdir / "results.json").read_text(encoding="utf-8"))
+
+
+def _result(runs: dict[str, Any], name: str) -> dict[str, Any]:
+    result = runs[name]
+    assert "exception" not in result, result.get("exception")
+    return result
+
+
+def _summary(fields: dict[str, Any]) -> tuple:
+    return fields["documents"], fields["unchanged"], fields["failed"]
+
+
+def _where(server) -> dict:
+    return {"host": server.host, "port": server.port}
+
+
+def _records(store: HierarchicalStore) -> dict[tuple[str, str], tuple]:
+    """``{(kind, id): (metadata, document, embedding)}`` of a collection's records and of its unit index's."""
+    out = {}
+    for kind, col in (("record", store.collection), ("unit", store.unit_index)):
+        got = col.get(include=["metadatas", "documents", "embeddings"])
+        for rid, meta, doc, emb in zip(got["ids"], got["metadatas"], got["documents"], got["embeddings"]):
+            out[(kind, rid)] = (meta, doc, np.asarray(emb, dtype=np.float64))
+    return out
+
+
+def _assert_same_records(a: HierarchicalStore, b: HierarchicalStore) -> None:
+    ra, rb = _records(a), _records(b)
+    assert ra and sorted(ra) == sorted(rb)
+    for rid in ra:
+        assert ra[rid][0] == rb[rid][0], rid
+        assert ra[rid][1] == rb[rid][1], rid
+        np.testing.assert_allclose(ra[rid][2], rb[rid][2], rtol=0, atol=1e-6, err_msg=str(rid))
+
+
+def _assert_every_doc_complete(store: HierarchicalStore, texts: dict[str, str], settings: str) -> None:
+    stored = store.stored_records(list(texts))
+    units = store.unit_segment_ids(list(texts))
+    for d, text in texts.items():
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert ingest.is_complete(stored.get(d, {}), sha, settings, len(text), units.get(d)), d
+
+
+def _single_process(server, texts: dict[str, str], tmp_path: Path, chunker: HierarchicalChunker,
+                    encoder) -> HierarchicalStore:
+    """The same documents written by ``hseg.ingest.ingest`` in this process, into a new collection."""
+    files = []
+    for d, text in texts.items():
+        (tmp_path / d).write_text(text, encoding="utf-8")
+        files.append(ingest.SourceFile(tmp_path / d, d))
+    store = HierarchicalStore(f"single-{uuid.uuid4().hex[:12]}", **_where(server), encoder=encoder)
+    summary = ingest.ingest(files, chunker, store)
+    assert summary.documents == len(texts) and not summary.failed
+    return store
+
+
+def _fake_chunker() -> HierarchicalChunker:
+    return HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling")
+
+
+# --------------------------------------------------------------------------- fake encoder
+
+
+@pytest.mark.integration
+def test_two_workers_write_what_one_process_writes(ray_runs, chroma_server, tmp_path):
+    run = _result(ray_runs, "two_workers")
+    assert _summary(run["summary"]) == (10, 0, [])
+    texts, chunker = books(10), _fake_chunker()
+    store = HierarchicalStore(run["collection"], **_where(chroma_server), encoder=chunker.encoder)
+    single = _single_process(chroma_server, texts, tmp_path, chunker, chunker.encoder)
+    assert store.count() == single.count() == run["summary"]["vectors"]  # no duplicates, nothing missing
+    assert sorted(store.collection.get(include=[])["ids"]) == sorted(single.collection.get(include=[])["ids"])
+    _assert_every_doc_complete(store, texts, ingest.chunk_settings(chunker))
+    metas = store.collection.get(include=["metadatas"])["metadatas"]
+    assert {(m["source"], m["lang"]) for m in metas} == {(d, "en") for d in texts}  # metadata columns kept
+
+
+@pytest.mark.integration
+def test_a_killed_worker_is_redone_and_a_rerun_repairs_a_partial_document(ray_runs, chroma_server, tmp_path):
+    run = _result(ray_runs, "killed")
+    assert run["crashed"]  # a worker did exit mid-batch; Ray restarted it and redid its batch
+    first = run["first"]
+    assert first["documents"] + first["unchanged"] == 8 and first["failed"] == []
+    texts, chunker = books(8), _fake_chunker()
+    clean = _single_process(chroma_server, texts, tmp_path, chunker, chunker.encoder).count()
+    assert run["count_after_crash"] == clean
+    # the re-run after a record of PARTIAL_DOC was lost redoes that document only
+    assert len(run["lost"]) == 1 and _summary(run["again"]) == (1, 7, [])
+    store = HierarchicalStore(run["collection"], **_where(chroma_server), encoder=chunker.encoder)
+    assert store.count() == clean and run["lost"][0] in store.collection.get(where={"hseg_doc_id": PARTIAL_DOC})["ids"]
+    _assert_every_doc_complete(store, texts, ingest.chunk_settings(chunker))
+
+
+@pytest.mark.integration
+def test_a_worker_writes_metadata_columns_and_fails_rows_without_text_or_with_a_repeated_id(chroma_server):
+    from hseg.config import ChunkerConfig
+    from hseg.distributed import IndexWorker, _summary_from_row
+
+    # one worker in this process, as a Ray actor holds it; a numpy batch, as Ray Data hands it
+    collection = f"worker-{uuid.uuid4().hex[:12]}"
+    worker = IndexWorker(ChunkerConfig(**fake_settings()), **_where(chroma_server), collection=collection)
+    batch = {"id": np.array(["a", "b", "a"], dtype=object), "text": np.array([TIDES * 3, None, CATS * 3], dtype=object),
+             "lang": np.array(["en", None, "fr"], dtype=object), "year": np.array([np.nan, 2025.0, 2026.0])}
+    row = worker(batch)
+    assert row["error"] == [""] and row["started"][0] <= row["finished"][0]
+    summary = _summary_from_row(row["summary"][0])
+    assert summary.documents == 1 and summary.vectors > 0
+    assert summary.failed == [("b", "text must be a string, got NoneType"),
+                              ("a", "the id is given twice in the dataset; indexed once")]
+    store = HierarchicalStore(collection, **_where(chroma_server), encoder=HashingEncoder())
+    metas = store.collection.get(include=["metadatas"])["metadatas"]
+    assert len(metas) == summary.vectors
+    assert {(m["source"], m["lang"], m.get("year")) for m in metas} == {("a", "en", None)}  # NaN: missing
+    assert "".join(r.document for r in store.get_records("a") if r.metadata["hseg_level"] == "segment") == TIDES * 3
+
+
+@pytest.mark.integration
+def test_a_dataset_without_a_text_column_is_refused(ray_runs):
+    assert "needs the columns 'id' and 'text'" in (_result(ray_runs, "missing_text")["error"] or "")
+
+
+def test_bad_arguments_are_refused_before_ray_is_needed():
+    from hseg.distributed import index_dataset
+
+    where = {"host": "127.0.0.1", "port": 8000}
+    for bad in ({"num_workers": 0}, {"batch_docs": 0}, {"num_gpus": -1}, {"num_cpus": 0}, {"torch_threads": 0},
+                {"host": ""}, {"target_tokens": -5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            index_dataset(None, **{**where, **bad})
+    with pytest.raises(ValueError, match="unknown chunker settings"):
+        index_dataset(None, **where, target_token=256)
+
+
+@pytest.mark.integration
+def test_a_server_gone_mid_job_fails_the_job_with_a_rerun_hint(ray_runs):
+    error = _result(ray_runs, "server_gone")["error"] or ""
+    assert "writing a batch of 2 documents failed (ConnectionError" in error
+    assert error.endswith("0 documents were written by batches that finished; re-run the same job to complete the rest")
+
+
+# --------------------------------------------------------------------------- real model
+
+
+@pytest.mark.model
+@pytest.mark.integration
+def test_real_model_records_equal_a_single_process_run(ray_runs, chroma_server, tmp_path, encoder):
+    run = _result(ray_runs, "real_model")
+    assert _summary(run["summary"]) == (3, 0, [])
+    store = HierarchicalStore(run["collection"], **_where(chroma_server), encoder=encoder)
+    single = _single_process(chroma_server, model_texts(), tmp_path, HierarchicalChunker(encoder=encoder), encoder)
+    _assert_same_records(store, single)
+    assert run["summary"]["vectors"] == store.count()
+
+
+@pytest.mark.model
+@pytest.mark.integration
+def test_cli_index_ray_end_to_end(ray_runs, chroma_server):
+    # in a process already connected to a Ray the command uses it and leaves it running; how it
+    # starts or joins one otherwise is test_the_cli_starts_a_local_ray_or_joins_a_cluster
+    run = _result(ray_runs, "cli")
+    first, again = run["first"], run["again"]
+    assert first["code"] == 1  # the binary file failed, as without --ray
+    assert "documents  2 indexed, 0 unchanged (skipped), 1 failed" in first["out"]
+    assert "docs/binary.md" in first["err"] and "binary" in first["err"]
+    lines = {line.split()[0]: line for line in first["out"].splitlines()}
+    vectors = int(lines["vectors"].split()[1])
+    assert vectors > 0 and lines["vectors"].endswith(f"'cli-ray' at {chroma_server.host}:{chroma_server.port} "
+                                                     f"holds {vectors}")
+    assert again["code"] == 0  # a re-run skips everything
+    assert "documents  0 indexed, 2 unchanged (skipped), 0 failed" in again["out"]
+    assert f"holds {vectors}" in again["out"]
+    assert run["ray_still_up"]
+
+
+# --------------------------------------------------------------------------- no Ray needed
+
+
+class _FakeRay:
+    """Records what the command asks of ``ray``."""
+
+    def __init__(self, initialized: bool) -> None:
+        self.initialized = initialized
+        self.calls: list[dict] = []
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self, **kwargs) -> None:
+        self.calls.append(kwargs)
+
+
+def test_the_cli_starts_a_local_ray_or_joins_a_cluster():
+    import argparse
+
+    from hseg.cli.index_ray import _connect
+
+    def args(ray, workers=None, quiet=False):
+        return argparse.Namespace(ray=ray, workers=workers, quiet=quiet)
+
+    local = _FakeRay(initialized=False)
+    assert _connect(local, args("local", workers=64)) is True  # started here: the command shuts it down
+    assert local.calls == [{"num_cpus": 64, "include_dashboard": False}]
+    local = _FakeRay(initialized=False)
+    assert _connect(local, args("local")) is True
+    assert local.calls == [{"num_cpus": os.cpu_count(), "include_dashboard": False}]
+    cluster = _FakeRay(initialized=False)
+    assert _connect(cluster, args("ray://head:10001", quiet=True)) is True
+    assert cluster.calls == [{"address": "ray://head:10001", "logging_level": 30, "log_to_driver": False}]
+    connected = _FakeRay(initialized=True)
+    assert _connect(connected, args("auto")) is False and connected.calls == []
+
+
+def test_workers_get_a_weights_file_segmenter_loaded_and_a_named_one_by_name(tmp_path):
+    import shutil
+
+    from hseg.cli.index_ray import _worker_config
+
+    weights = tmp_path / "mine.pt"  # a file only this machine has
+    shutil.copy(REPO / "hseg" / "models" / "bilstm_segmenter.pt", weights)
+    for spec in (str(weights), "texttiling"):
+        chunker = HierarchicalChunker(encoder=ingest.LazyEncoder(), segmenter=spec)
+        config = _worker_config(chunker, None)
+        assert config.encoder is None  # a name: each worker loads the model, this process never does
+        assert (config.segmenter is chunker.segmenter) == (spec != "texttiling")
+        worker = HierarchicalChunker(config.replace(encoder=ingest.LazyEncoder()))
+        assert ingest.chunk_settings(worker) == ingest.chunk_settings(chunker)
+
+
+def test_ray_without_a_server_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.md").write_text(TIDES, encoding="utf-8")
+    for argv in (["index", "a.md", "--db", "db", "--ray"], ["index", "a.md", "--ray", "--db", "db"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "--ray needs --host" in err and "embedded --db" in err
+    with pytest.raises(SystemExit) as exc:  # a PATH taken for the address
+        main(["index", "--ray", "a.md", "--host", "127.0.0.1"])
+    assert exc.value.code == 2 and "argument --ray: 'a.md' is not a Ray address" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "a.md", "--db", "db", "--workers", "2"])
+    assert exc.value.code == 2 and "--workers and --num-gpus go with --ray" in capsys.readouterr().err
+    assert not (tmp_path / "db").exists()
+
+
+def test_importing_hseg_and_its_cli_never_imports_ray():
+    code = ("import sys, hseg, hseg.cli, hseg.ingest, hseg.distributed, hseg.cli.index_ray; "
+            "hseg.cli.build_parser(); "
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
+    from hseg import distributed
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an absent package looks like to import
+    with pytest.raises(ImportError, match=r'pip install "hseg\[ray\]"'):
+        distributed.import_ray()
+    with pytest.raises(ImportError, match=r'pip install "hseg\[ray\]"'):
+        distributed.index_dataset(object(), host="127.0.0.1", encoder=HashingEncoder(), segmenter="texttiling")
