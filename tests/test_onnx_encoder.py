@@ -136,11 +136,10 @@ def test_the_chunker_runs_on_either_backend_with_the_same_chunks(example_text):
 
 @pytest.mark.model
 def test_the_adapters_and_the_cli_pick_the_backend_by_the_same_setting():
-    from langchain_hseg import HierarchicalSegmentTextSplitter
-    from llama_index_hseg import HierarchicalSegmentNodeParser
-
     from hseg.cli import build_parser
     from hseg.encoders import SentenceTransformerEncoder
+    from langchain_hseg import HierarchicalSegmentTextSplitter
+    from llama_index_hseg import HierarchicalSegmentNodeParser
 
     def base(encoder):
         return getattr(encoder, "encoder", encoder)  # under the chunker's CachingEncoder
