@@ -14,10 +14,17 @@ Pipeline per document (the encoder runs once over all sentences of a batch of do
 
 Segments and clusters tile the document exactly: whitespace between two units belongs to the
 earlier one, leading whitespace to the first. Their ``text`` is always ``source[start:end]``.
+
+A document read as markdown (``structure`` setting, :mod:`hseg.structure`) keeps the structure it
+has: every heading starts a sentence unit and a segment (length limits apply within each heading's
+section), clusters do not cross its section headings (:func:`hseg.structure.cluster_breaks`), and
+every segment and cluster carries its heading path. A document without headings chunks the same
+with the setting on or off.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 import warnings
@@ -36,6 +43,7 @@ from hseg.encoders import CachingEncoder, Encoder, as_encoder
 from hseg.segmenters import Segmenter, enforce_length_limits, get_segmenter
 from hseg.sentences import split_sentences
 from hseg.spans import Span
+from hseg.structure import Heading, cluster_breaks, common_prefix, find_headings, path_at, reads_markdown
 from hseg.tokens import TokenCounter, as_token_counter, count_many
 
 __all__ = ["HierarchicalChunker"]
@@ -49,14 +57,16 @@ class HierarchicalChunker:
         config: a :class:`hseg.config.ChunkerConfig`; or give its fields as keyword arguments
             (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``cache``, ``show_progress``, ``backend``, ``device``, ``batch_size``; meanings
-            and defaults there). Keywords given with a config replace its fields.
+            ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,
+            ``batch_size``; meanings and defaults there). Keywords given with a config replace its fields.
 
     Example:
         >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
         >>> result = chunker.chunk(open("report.md").read(), doc_id="report")  # doctest: +SKIP
         >>> [(c.start, c.end, c.token_count) for c in result.clusters][:2]  # doctest: +SKIP
         [(0, 1210, 251), (1210, 2410, 262)]
+        >>> result.clusters[1].heading_path  # doctest: +SKIP
+        ('Quarterly report', 'Revenue')
     """
 
     def __init__(self, config: ChunkerConfig | None = None, **settings: Any) -> None:
@@ -76,6 +86,7 @@ class HierarchicalChunker:
         self.max_segment_tokens = config.effective_max_segment_tokens
         self.segment_vector = config.segment_vector
         self.clique_method = config.clique_method
+        self.structure = config.structure
         self.show_progress = config.show_progress
         base = as_encoder(config.encoder, backend=config.backend, device=config.device, batch_size=config.batch_size)
         self.encoder: Encoder = CachingEncoder(base) if config.cache and not isinstance(base, CachingEncoder) else base
@@ -94,23 +105,35 @@ class HierarchicalChunker:
         return get_segmenter(segmenter, encoder_name=self.encoder.name)
 
     # ------------------------------------------------------------------ public API
-    def chunk(self, text: str, doc_id: str | None = None) -> Chunking:
-        """Chunk one document. ``doc_id`` defaults to a hash of the text."""
-        return self.chunk_many([text], [doc_id] if doc_id is not None else None)[0]
+    def chunk(self, text: str, doc_id: str | None = None, *, source: str | None = None) -> Chunking:
+        """Chunk one document. ``doc_id`` defaults to a hash of the text.
 
-    def chunk_many(self, texts: Sequence[str], doc_ids: Sequence[str | None] | None = None) -> list[Chunking]:
-        """Chunk many documents, encoding their sentences in shared batches."""
+        ``source`` names where the text came from (a file name, path or URL); with
+        ``structure="auto"`` a ``.txt`` source is read as plain text. Without it, ``doc_id`` is the name.
+        """
+        return self.chunk_many([text], [doc_id] if doc_id is not None else None,
+                               sources=None if source is None else [source])[0]
+
+    def chunk_many(self, texts: Sequence[str], doc_ids: Sequence[str | None] | None = None, *,
+                   sources: Sequence[str | None] | None = None) -> list[Chunking]:
+        """Chunk many documents, encoding their sentences in shared batches.
+
+        ``sources`` (one per text, or ``None``) are the names :meth:`chunk` takes as ``source``.
+        """
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
+        names = self._sources(texts, doc_ids, sources)
         self.last_timings = defaultdict(float)
         with self._stage("sentences"):
-            sentences = [self._sentences(t) for t in texts]
+            outlines = [find_headings(t) if reads_markdown(self.structure, name) else []
+                        for t, name in zip(texts, names)]
+            sentences = [self._sentences(t, hs) for t, hs in zip(texts, outlines)]
             flat = [s.of(t) for t, spans in zip(texts, sentences) for s in spans]
         with self._stage("encode"):
             vectors = self._encode(flat)
         out, offset = [], 0
-        for text, doc_id, spans in self._progress(list(zip(texts, ids, sentences)), "clustering"):
-            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)]))
+        for text, doc_id, spans, hs in self._progress(list(zip(texts, ids, sentences, outlines)), "clustering"):
+            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)], hs))
             offset += len(spans)
         self.last_timings = dict(self.last_timings)
         return out
@@ -147,7 +170,21 @@ class HierarchicalChunker:
             seen[d] = t
         return ids
 
-    def _sentences(self, text: str) -> list[Span]:
+    @staticmethod
+    def _sources(texts: list[str], doc_ids: Sequence[str | None] | None,
+                 sources: Sequence[str | None] | None) -> list[str | None]:
+        """The name each document is known by: its source, else the id it was given (not a hash)."""
+        given: list[str | None] = list(doc_ids) if doc_ids is not None else [None] * len(texts)
+        if sources is None:
+            return given
+        if isinstance(sources, str) or len(sources) != len(texts):
+            raise ValueError(f"sources must be a sequence of one name (or None) per text, got {sources!r:.80}")
+        for s in sources:
+            if s is not None and not isinstance(s, str):
+                raise ValueError(f"sources: names must be str or None, got {type(s).__name__}")
+        return [s if s is not None else d for s, d in zip(sources, given)]
+
+    def _sentences(self, text: str, headings: Sequence[Heading] = ()) -> list[Span]:
         enc_cap = getattr(self.encoder, "max_seq_length", None)
         enc_count = getattr(self.encoder, "count_tokens", None)
         spans = split_sentences(text, max_tokens=enc_cap, count_tokens=enc_count) if enc_cap and enc_count \
@@ -161,7 +198,7 @@ class HierarchicalChunker:
                 out += [Span(span.start + s.start, span.start + s.end) for s in sub]
             else:
                 out.append(span)
-        return out
+        return _split_at(text, out, [h.start for h in headings]) if headings else out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -171,27 +208,33 @@ class HierarchicalChunker:
                  for i in self._progress(range(0, len(texts), batch), "encoding")]
         return np.vstack(parts)
 
-    def _segment_ends(self, sentences: list[str], vectors: np.ndarray,
-                      tokens: list[int]) -> tuple[list[int], np.ndarray]:
+    def _segment_ends(self, sentences: list[str], vectors: np.ndarray, tokens: list[int],
+                      sections: Sequence[int] = ()) -> tuple[list[int], np.ndarray]:
+        """Segment ends; ``sections`` are sentence indices that must start a segment (headings)."""
         ends = self.segmenter.boundaries(sentences, vectors)
         gap_scores = getattr(self.segmenter, "gap_scores", None)
-        strength = gap_scores(sentences, vectors) if gap_scores else 1.0 - adjacent_similarity(vectors)
-        ends = enforce_length_limits(
-            ends, tokens, strength, min_tokens=self.min_segment_tokens, max_tokens=self.max_segment_tokens
-        )
-        return ends, np.asarray(strength, dtype=np.float32)
+        strength = np.asarray(gap_scores(sentences, vectors) if gap_scores else 1.0 - adjacent_similarity(vectors))
+        starts = sorted({int(s) for s in sections} - {0})
+        ends = sorted(int(e) for e in ends)
+        out: list[int] = []
+        # length limits per section, so that merging a short segment never crosses a heading
+        for a, b in zip([0, *starts], [*starts, len(sentences)]):
+            inner = [e - a for e in ends[bisect.bisect_left(ends, a) : bisect.bisect_left(ends, b - 1)]]
+            out += [a + e for e in enforce_length_limits(inner, tokens[a:b], strength[a : b - 1],
+                                                         min_tokens=self.min_segment_tokens,
+                                                         max_tokens=self.max_segment_tokens)]
+        return out, np.asarray(strength, dtype=np.float32)
 
-    def _plan(self, vectors: np.ndarray, tokens: list[int]) -> ClusterPlan:
+    def _plan(self, vectors: np.ndarray, tokens: list[int], breaks: Sequence[int] = ()) -> ClusterPlan:
         if self.k is not None:
-            return cluster_segments(
-                vectors, self.k, tokens=tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
-            )
+            return cluster_segments(vectors, self.k, tokens=tokens, max_cluster_tokens=self.max_cluster_tokens,
+                                    method=self.clique_method, breaks=breaks)
         assert self.target_tokens is not None  # ChunkerConfig: without k the target defaults to 512
-        return search_k(
-            vectors, tokens, self.target_tokens, max_cluster_tokens=self.max_cluster_tokens, method=self.clique_method
-        )
+        return search_k(vectors, tokens, self.target_tokens, max_cluster_tokens=self.max_cluster_tokens,
+                        method=self.clique_method, breaks=breaks)
 
-    def _chunk_one(self, text: str, doc_id: str, spans: list[Span], sent_vectors: np.ndarray) -> Chunking:
+    def _chunk_one(self, text: str, doc_id: str, spans: list[Span], sent_vectors: np.ndarray,
+                   headings: Sequence[Heading] = ()) -> Chunking:
         if not spans:
             if text:
                 warnings.warn(f"document {doc_id!r} is blank: no chunks", stacklevel=3)
@@ -199,22 +242,26 @@ class HierarchicalChunker:
         sentences = [s.of(text) for s in spans]
         with self._stage("tokens"):
             tokens = self._with_gaps(text, spans, count_many(self.count_tokens, sentences))
+        first_sentence = {s.start: i for i, s in enumerate(spans)}
         with self._stage("segmenter"):
-            ends, strength = self._segment_ends(sentences, sent_vectors, tokens)
+            ends, strength = self._segment_ends(sentences, sent_vectors, tokens,
+                                                [first_sentence[h.start] for h in headings])
         with self._stage("segments"):
-            segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens)
+            segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens, headings)
+        breaks = cluster_breaks(headings, [spans[s.sentence_start].start for s in segments],
+                                [s.token_count for s in segments], self.min_segment_tokens) if headings else []
         with self._stage("clustering"):
-            plan = self._plan(seg_vectors, [s.token_count for s in segments])
+            plan = self._plan(seg_vectors, [s.token_count for s in segments], breaks)
         with self._stage("clusters"):
             clusters = self._clusters(text, doc_id, segments, seg_vectors, plan)
         # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
         info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
                 "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
-        return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info)
+        return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info, tuple(headings))
 
     def _segments(
         self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray,
-        tokens: list[int],
+        tokens: list[int], headings: Sequence[Heading] = (),
     ) -> tuple[list[Segment], np.ndarray]:
         """The segments and their vectors, one row per segment (each segment's ``embedding``)."""
         firsts = [0] + [e + 1 for e in ends[:-1]]
@@ -238,6 +285,7 @@ class HierarchicalChunker:
                 sentence_end=e + 1,
                 embedding=seg_vecs[i],
                 boundary_prob=float(strength[e]) if e < len(strength) else 1.0,
+                heading_path=path_at(headings, spans[f].start),
             )
             for i, (a, b, t, f, e, n) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts))
         ]
@@ -281,6 +329,7 @@ class HierarchicalChunker:
                     segments=segs,
                     embedding=mean_vector(vecs[r.start : r.stop], seg_tokens[r.start : r.stop]),
                     split_by_cap=flag,
+                    heading_path=common_prefix(s.heading_path for s in segs),
                 )
             )
         return out
@@ -311,3 +360,25 @@ class HierarchicalChunker:
         from tqdm.auto import tqdm
 
         return tqdm(items, desc=desc, leave=False)
+
+
+def _split_at(text: str, spans: list[Span], cuts: Sequence[int]) -> list[Span]:
+    """``spans`` with every span that holds a cut position after its start cut there.
+
+    A heading must start a unit, and the sentence splitter can join a Setext heading's first line
+    to the line above it (a short underline reads as text to it); a cut is never at whitespace
+    (headings start at their first non-blank character), so both pieces stay tight and non-empty.
+    """
+    out: list[Span] = []
+    at = sorted(set(cuts))
+    j = 0
+    for span in spans:
+        while j < len(at) and at[j] <= span.start:
+            j += 1
+        start = span.start
+        while j < len(at) and at[j] < span.end:
+            out.append(Span(start, start + len(text[start : at[j]].rstrip())))
+            start = at[j]
+            j += 1
+        out.append(Span(start, span.end))
+    return out

@@ -6,7 +6,12 @@ Invariants checked at construction (they are the contract every adapter relies o
 - segments and clusters are ordered, contiguous and tile the document: the first starts at 0,
   each starts where the previous ends and the last ends at ``len(source)`` (a document that is
   empty or whitespace only has no units at all);
-- a cluster is a contiguous run of whole segments.
+- a cluster is a contiguous run of whole segments;
+- a heading path is a tuple of strings, and a cluster's is the longest common prefix of its
+  segments' (see :mod:`hseg.structure`);
+- every heading of ``Chunking.headings`` (the markdown headings the chunker honoured) starts a
+  segment: it is the segment's first non-blank character, so no segment holds a heading after
+  its first line.
 
 Ids are stable: a hash of the document id, the level and the character span, so re-chunking the
 same text with the same settings yields the same ids and re-ingestion is an idempotent upsert.
@@ -19,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from hseg.structure import Heading, common_prefix
 
 __all__ = ["Segment", "Cluster", "Chunking", "unit_id", "default_doc_id"]
 
@@ -39,6 +46,11 @@ def default_doc_id(text: str) -> str:
     return "doc-" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _check_heading_path(kind: str, path: Any) -> None:
+    if not isinstance(path, tuple) or not all(isinstance(t, str) for t in path):
+        raise ValueError(f"{kind}: heading_path must be a tuple of str, got {path!r:.80}")
+
+
 def _check_span(kind: str, start: int, end: int, text: str) -> None:
     if not (0 <= start <= end):
         raise ValueError(f"{kind}: invalid span start={start}, end={end}")
@@ -52,7 +64,18 @@ class Segment:
 
     ``sentence_start``/``sentence_end`` index the document's sentences (end exclusive);
     ``boundary_prob`` is the segmenter's confidence that the segment ends here (1.0 for the
-    document end, NaN when the segmenter gives no probability).
+    document end, NaN when the segmenter gives no probability); ``heading_path`` the titles of the
+    markdown headings the segment lies under, outermost first (``()`` when none were read; a
+    segment never holds a heading after its first line, so one path fits all of its text).
+
+    Example:
+        >>> seg = Segment("s0", "doc", 0, 0, 10, "## Orbits\\n", 3, 0, 1, heading_path=("Ch 2", "Orbits"))
+        >>> seg.heading_path[-1]
+        'Orbits'
+        >>> Segment("s0", "doc", 0, 0, 10, "## Orbits\\n", 3, 0, 1, heading_path=["Orbits"])
+        Traceback (most recent call last):
+        ...
+        ValueError: segment 0: heading_path must be a tuple of str, got ['Orbits']
     """
 
     id: str
@@ -66,16 +89,22 @@ class Segment:
     sentence_end: int
     embedding: np.ndarray | None = field(default=None, repr=False)
     boundary_prob: float = float("nan")
+    heading_path: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_span(f"segment {self.index}", self.start, self.end, self.text)
         if self.sentence_end <= self.sentence_start:
             raise ValueError(f"segment {self.index}: empty sentence range")
+        _check_heading_path(f"segment {self.index}", self.heading_path)
 
 
 @dataclass(frozen=True, eq=False)
 class Cluster:
-    """A parent chunk: a contiguous run of segments, with the mean-pooled cluster vector."""
+    """A parent chunk: a contiguous run of segments, with the mean-pooled cluster vector.
+
+    ``heading_path`` is the longest common prefix of its segments' heading paths (what all of its
+    text lies under), checked at construction.
+    """
 
     id: str
     doc_id: str
@@ -88,11 +117,17 @@ class Cluster:
     embedding: np.ndarray | None = field(default=None, repr=False)
     #: True when the cluster was cut by ``max_cluster_tokens`` rather than by the graph rule.
     split_by_cap: bool = False
+    heading_path: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_span(f"cluster {self.index}", self.start, self.end, self.text)
         if not self.segments:
             raise ValueError(f"cluster {self.index}: has no segments")
+        _check_heading_path(f"cluster {self.index}", self.heading_path)
+        expected = common_prefix(s.heading_path for s in self.segments)
+        if self.heading_path != expected:
+            raise ValueError(f"cluster {self.index}: heading_path {self.heading_path!r} is not the common prefix "
+                             f"{expected!r} of its segments' paths")
         if self.segments[0].start != self.start or self.segments[-1].end != self.end:
             raise ValueError(f"cluster {self.index}: segments do not span the cluster")
         for a, b in zip(self.segments, self.segments[1:]):
@@ -123,6 +158,8 @@ class Chunking:
     k: float | None = None
     #: free-form diagnostics (warnings raised, sentence count, ...) with scalar values
     info: dict[str, Any] = field(default_factory=dict)
+    #: the markdown headings the chunker honoured, in document order (``()`` for text read as plain)
+    headings: tuple[Heading, ...] = ()
 
     def __post_init__(self) -> None:
         _check_tiling("segments", self.segments, self.text)
@@ -130,10 +167,24 @@ class Chunking:
         flat = [s for c in self.clusters for s in c.segments]
         if len(flat) != len(self.segments) or any(a is not b for a, b in zip(flat, self.segments)):
             raise ValueError("clusters do not partition the segments in order")
+        _check_headings(self.headings, self.segments, self.text)
 
     @property
     def sentence_count(self) -> int:
         return self.segments[-1].sentence_end if self.segments else 0
+
+
+def _check_headings(headings: Any, segments: tuple[Segment, ...], source: str) -> None:
+    if not isinstance(headings, tuple) or not all(isinstance(h, Heading) for h in headings):
+        raise ValueError(f"headings must be a tuple of hseg.structure.Heading, got {headings!r:.80}")
+    if not headings:
+        return
+    firsts = {s.start + len(s.text) - len(s.text.lstrip()) for s in segments}
+    for before, h in zip((None, *headings), headings):
+        if not 0 <= h.start < h.end <= len(source) or (before is not None and before.start >= h.start):
+            raise ValueError(f"headings: heading at [{h.start}, {h.end}) is out of order or outside the document")
+        if h.start not in firsts:
+            raise ValueError(f"headings: the heading {h.title!r} at offset {h.start} does not start a segment")
 
 
 def _check_tiling(kind: str, units: tuple[Any, ...], source: str) -> None:

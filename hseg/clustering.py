@@ -20,6 +20,11 @@ default ``method="edges"``, O(n·d) for the statistics (μ and σ come from ``�
 graph and enumerates maximal cliques with networkx, literally as the paper says (exponential on
 dense graphs); a property test shows both give the same clusters.
 
+*Breaks* (``breaks``: segment indices that must start a cluster, from a markdown document's section
+headings, see :func:`hseg.structure.cluster_breaks`) are honoured by every step: no initial cluster,
+merge or singleton absorption crosses one (a singleton between two breaks stays alone), and the cap
+only cuts.
+
 Merges are decided on the *initial* adjacent pairs, all at once. The paper's Table 1 shows cliques
 {1,2,6} {2,4,7} {3,4,5} {1,6,7}, initial clusters {1,2} {3,4,5} {6,7} and a final {1..5} {6,7};
 by its own rule the clique {2,4,7} also links {3,4,5} with {6,7}, so the rule as written gives one
@@ -78,20 +83,30 @@ def similarity_stats(vectors: np.ndarray) -> tuple[float, float]:
     return mean, math.sqrt(var)
 
 
-def merge_runs(n: int, adjacent_edge: Sequence[bool] | np.ndarray, linked: Callable[[range, range], bool]) -> Ranges:
+def _break_set(breaks: Sequence[int] | None, n: int) -> frozenset[int]:
+    if breaks is None:
+        return frozenset()
+    if any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= b <= n for b in breaks):
+        raise ValueError(f"breaks must be segment indices in [0, {n}], got {list(breaks)[:5]!r}")
+    return frozenset(int(b) for b in breaks)
+
+
+def merge_runs(n: int, adjacent_edge: Sequence[bool] | np.ndarray, linked: Callable[[range, range], bool],
+               breaks: Sequence[int] | None = None) -> Ranges:
     """Steps 1–2 of the rule, given the edges between neighbours and a test for any edge
-    between two ranges of segments."""
+    between two ranges of segments; no range crosses a break (a segment index that starts one)."""
     if n == 0:
         return []
+    cut = _break_set(breaks, n)
     initial: Ranges = []
     start = 0
     for i in range(n - 1):
-        if not adjacent_edge[i]:
+        if not adjacent_edge[i] or i + 1 in cut:
             initial.append(range(start, i + 1))
             start = i + 1
     initial.append(range(start, n))
     # decide every merge on the initial pairs first, then apply them together
-    joins = [linked(a, b) for a, b in zip(initial, initial[1:])]
+    joins = [b.start not in cut and linked(a, b) for a, b in zip(initial, initial[1:])]
     merged: Ranges = [initial[0]]
     for join, nxt in zip(joins, initial[1:]):
         if join:
@@ -101,15 +116,15 @@ def merge_runs(n: int, adjacent_edge: Sequence[bool] | np.ndarray, linked: Calla
     return merged
 
 
-def clusters_from_adjacency(adjacency: np.ndarray) -> Ranges:
+def clusters_from_adjacency(adjacency: np.ndarray, breaks: Sequence[int] | None = None) -> Ranges:
     """Steps 1–2 from a boolean adjacency matrix via edges (the clique-free path)."""
     a = np.asarray(adjacency, dtype=bool)
     n = len(a)
     adjacent = [bool(a[i, i + 1]) for i in range(n - 1)]
-    return merge_runs(n, adjacent, lambda x, y: bool(a[x.start : x.stop, y.start : y.stop].any()))
+    return merge_runs(n, adjacent, lambda x, y: bool(a[x.start : x.stop, y.start : y.stop].any()), breaks)
 
 
-def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
+def clusters_from_cliques(adjacency: np.ndarray, breaks: Sequence[int] | None = None) -> Ranges:
     """Steps 1–2 literally: enumerate maximal cliques with networkx and test clique membership."""
     import networkx as nx
 
@@ -129,7 +144,7 @@ def clusters_from_cliques(adjacency: np.ndarray) -> Ranges:
         return any(c in left for v in y for c in member[v])
 
     adjacent = [share(range(i, i + 1), range(i + 1, i + 2)) for i in range(n - 1)]
-    return merge_runs(n, adjacent, share)
+    return merge_runs(n, adjacent, share, breaks)
 
 
 def mean_vector(vectors: np.ndarray, weights: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
@@ -201,12 +216,14 @@ class _RangeMeans:
         return m
 
 
-def absorb_singletons(ranges: Ranges, vectors: np.ndarray) -> Ranges:
-    """Step 3: each single-segment cluster joins the more cosine-similar neighbouring cluster.
+def absorb_singletons(ranges: Ranges, vectors: np.ndarray, breaks: Sequence[int] | None = None) -> Ranges:
+    """Step 3: each single-segment cluster joins the more cosine-similar neighbouring cluster
+    that no break separates it from (none: it stays alone).
 
     Processed left to right on the current clusters, so a singleton next to a singleton forms a pair.
     """
     out = list(ranges)
+    cut = _break_set(breaks, len(vectors))
     means = _RangeMeans(vectors)
     i = 0
     while i < len(out) and len(out) > 1:
@@ -214,8 +231,11 @@ def absorb_singletons(ranges: Ranges, vectors: np.ndarray) -> Ranges:
             i += 1
             continue
         v = vectors[out[i].start]
-        left = float(means(out[i - 1]) @ v) if i > 0 else -np.inf
-        right = float(means(out[i + 1]) @ v) if i + 1 < len(out) else -np.inf
+        left = float(means(out[i - 1]) @ v) if i > 0 and out[i].start not in cut else -np.inf
+        right = float(means(out[i + 1]) @ v) if i + 1 < len(out) and out[i + 1].start not in cut else -np.inf
+        if left == right == -np.inf:
+            i += 1
+            continue
         if left >= right:
             out[i - 1] = range(out[i - 1].start, out[i].stop)
             del out[i]
@@ -290,6 +310,7 @@ def cluster_segments(
     max_cluster_tokens: int | None = None,
     method: str = "edges",
     stats: tuple[float, float] | None = None,
+    breaks: Sequence[int] | None = None,
 ) -> ClusterPlan:
     """Cluster the segments of one document with threshold parameter ``k``.
 
@@ -301,12 +322,15 @@ def cluster_segments(
         method: ``"edges"`` (default) or ``"cliques"`` (literal networkx path, same result).
         stats: ``similarity_stats(vectors)`` when the caller already has it (:func:`search_k`
             clusters the same vectors dozens of times).
+        breaks: segment indices that must start a cluster (no cluster spans one).
 
     Example:
         >>> import numpy as np
         >>> v = np.repeat(np.eye(2, dtype=np.float32), 3, axis=0)
         >>> [list(r) for r in cluster_segments(v, 0.5).ranges]
         [[0, 1, 2], [3, 4, 5]]
+        >>> [list(r) for r in cluster_segments(v, 0.5, breaks=[2]).ranges]  # 2 may not join its left
+        [[0, 1], [2, 3, 4, 5]]
     """
     v = np.asarray(vectors, dtype=np.float32)
     n = len(v)
@@ -314,18 +338,19 @@ def cluster_segments(
         raise ValueError(f"method must be 'edges' or 'cliques', got {method!r}")
     if max_cluster_tokens is not None and tokens is None:
         raise ValueError("tokens are required with max_cluster_tokens")
+    cut = sorted(_break_set(breaks, n))
     if n == 0:
         return ClusterPlan((), k, float("nan"), ())
     mean, std = stats if stats is not None else similarity_stats(v)
     tau = mean + k * std
     adjacent_sim = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0, np.float32)
     if method == "edges":
-        ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: _any_edge(v, a, b, tau))
+        ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: _any_edge(v, a, b, tau), cut)
     else:
         sims = v @ v.T
         np.fill_diagonal(sims, -np.inf)
-        ranges = clusters_from_cliques(sims > tau)
-    ranges = absorb_singletons(ranges, v)
+        ranges = clusters_from_cliques(sims > tau, cut)
+    ranges = absorb_singletons(ranges, v, cut)
     tok = np.asarray(tokens if tokens is not None else np.ones(n), dtype=np.int64)
     ranges, flags = split_over_cap(ranges, tok, adjacent_sim, max_cluster_tokens)
     return ClusterPlan(tuple(ranges), float(k), float(tau), tuple(flags))
@@ -341,6 +366,7 @@ def search_k(
     iterations: int = 24,
     rounds: int = 4,
     method: str = "edges",
+    breaks: Sequence[int] | None = None,
 ) -> ClusterPlan:
     """Find the k whose clusters have a mean size closest to ``target_tokens``.
 
@@ -350,6 +376,7 @@ def search_k(
     and the search repeated, a few rounds at most. The mean size falls as k rises (fewer edges,
     fewer merges), not strictly, so each round bisects and keeps the best k seen. The paper's k
     table (1.2 ≈ 512 tokens, ...) does not transfer across encoders and corpora, hence the search.
+    ``breaks`` as in :func:`cluster_segments` (sections smaller than the target stay small).
     """
     if target_tokens <= 0:
         raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
@@ -360,9 +387,9 @@ def search_k(
     vectors = np.asarray(vectors, dtype=np.float32)
     stats = similarity_stats(vectors)  # the same for every k: computed once, not ~100 times
     for _ in range(rounds):
-        k = _bisect_k(vectors, total, goal, k_range, iterations, method, stats)
+        k = _bisect_k(vectors, total, goal, k_range, iterations, method, stats, breaks)
         plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
-                                stats=stats)
+                                stats=stats, breaks=breaks)
         mean_size = total / max(len(plan.ranges), 1)
         err = abs(math.log(mean_size / target_tokens))
         if err < best_err:
@@ -376,6 +403,7 @@ def search_k(
 def _bisect_k(
     vectors: np.ndarray, total: int, goal: float, k_range: tuple[float, float], iterations: int, method: str,
     stats: tuple[float, float] | None = None,
+    breaks: Sequence[int] | None = None,
 ) -> float:
     """The k whose uncapped clusters have a mean size closest to ``goal`` tokens."""
     lo, hi = k_range
@@ -383,7 +411,7 @@ def _bisect_k(
 
     def mean_at(k: float) -> float:
         nonlocal best_k, best_err
-        mean_size = total / max(len(cluster_segments(vectors, k, method=method, stats=stats).ranges), 1)
+        mean_size = total / max(len(cluster_segments(vectors, k, method=method, stats=stats, breaks=breaks).ranges), 1)
         err = abs(math.log(mean_size / goal))
         if err < best_err:
             best_k, best_err = k, err

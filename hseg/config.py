@@ -26,6 +26,7 @@ import numpy as np
 
 from hseg.encoders import BACKENDS, DEFAULT_BACKEND, check_backend
 from hseg.segmenters import segmenter_spec
+from hseg.structure import STRUCTURES
 
 __all__ = [
     "ChunkerConfig",
@@ -88,6 +89,10 @@ class ChunkerConfig:
             or a ``str -> int`` callable.
         segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"``.
         clique_method: ``"edges"`` (exact, no clique enumeration) or ``"cliques"`` (networkx).
+        structure: whether markdown headings shape the chunks (:mod:`hseg.structure`): ``"auto"``
+            reads every document as markdown except a ``.txt``/``.text`` source, ``"markdown"``
+            every document, ``"none"`` none. Read as markdown, a heading starts a segment,
+            clusters stay within the top sections, and units carry their heading path.
         cache: keep an in-memory text → vector cache across calls.
         show_progress: tqdm bars.
         backend: how a model given by name runs, ``"onnx"`` or ``"torch"`` (same vectors).
@@ -112,6 +117,8 @@ class ChunkerConfig:
     segment_vector: str = _setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
                                            "segment text")
     clique_method: str = _setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
+    structure: str = _setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
+                                      "'auto' (every document but a .txt/.text source), 'markdown' (all) or 'none'")
     cache: bool = _setting(True, "keep an in-memory text -> vector cache across calls")
     show_progress: bool = _setting(False, "tqdm progress bars")
     backend: str = _setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
@@ -144,6 +151,8 @@ class ChunkerConfig:
             raise ValueError(f"segment_vector must be one of {SEGMENT_VECTORS}, got {self.segment_vector!r}")
         if self.clique_method not in CLIQUE_METHODS:
             raise ValueError(f"clique_method must be one of {CLIQUE_METHODS}, got {self.clique_method!r}")
+        if self.structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {STRUCTURES}, got {self.structure!r}")
         if self.batch_size is not None and (not _is_int(self.batch_size) or self.batch_size <= 0):
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
         check_backend(self.backend)

@@ -44,6 +44,9 @@ __all__ = [
     "flatten_metadata",
     "records_for",
     "check_unicode",
+    "HEADING_PATH_KEY",
+    "encode_heading_path",
+    "heading_path",
 ]
 
 SCHEMA_VERSION = 1
@@ -70,6 +73,9 @@ class MetadataKey:
     meaning: str
 
 
+#: the key of a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
+HEADING_PATH_KEY = "hseg_heading_path"
+
 #: every ``hseg_*`` key, in the order of the README table. A cluster or segment chunk has exactly the
 #: keys of its kind (a store record, a LangChain Document and a LlamaIndex node alike), a search
 #: result exactly the ``"result"`` keys, each next to the user's metadata.
@@ -88,6 +94,10 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 "JSON list of the ids of the segments the text is made of, in document order"),
     MetadataKey("hseg_prev_id", ("segment",), 'id of the previous segment in the document (`""` for the first)'),
     MetadataKey("hseg_next_id", ("segment",), 'id of the next segment in the document (`""` for the last)'),
+    MetadataKey(HEADING_PATH_KEY, KINDS,
+                'JSON list of the titles of the markdown headings the text lies under, outermost first, heading '
+                'markup stripped (`["Chapter 2", "2.1 Orbits"]`); a cluster\'s or passage\'s is the common prefix of '
+                'its segments\'; `"[]"` outside any heading or for text not read as markdown'),
     MetadataKey("hseg_schema", _CHUNKS, "version of this schema"),
     MetadataKey("hseg_unit", ("result",),
                 '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
@@ -101,6 +111,37 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
     MetadataKey("hseg_matched_end", ("result",), "absolute end offset of that record's text"),
     MetadataKey("hseg_matched_text", ("result",), "that record's text (a slice of the result's text)"),
 )
+
+
+def encode_heading_path(path: tuple[str, ...] | list[str]) -> str:
+    """The ``hseg_heading_path`` value of a heading path.
+
+    Example:
+        >>> encode_heading_path(("Chapter 2", "2.1 Orbits"))
+        '["Chapter 2", "2.1 Orbits"]'
+    """
+    return json.dumps(list(path), ensure_ascii=False)
+
+
+def heading_path(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The heading path of a chunk or result from its metadata (a store record's, a LangChain
+    ``Document``'s or a LlamaIndex node's); ``()`` when the key is absent (records written before
+    it existed). ``ValueError`` naming ``hseg_heading_path`` when its value is not a JSON list of strings.
+
+    Example:
+        >>> heading_path({"hseg_heading_path": '["Chapter 2", "2.1 Orbits"]'})
+        ('Chapter 2', '2.1 Orbits')
+    """
+    raw = (metadata or {}).get(HEADING_PATH_KEY)
+    if raw is None:
+        return ()
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise ValueError(f"{HEADING_PATH_KEY}: expected a JSON list of strings, got {raw!r:.80}")
+    return tuple(value)
 
 
 def metadata_keys(kind: str) -> tuple[str, ...]:
@@ -274,6 +315,7 @@ def unit_metadata(chunking: Chunking, unit: Cluster | Segment) -> dict[str, Any]
         "hseg_doc_id": chunking.doc_id, "hseg_cluster_id": cluster.id, "hseg_cluster_index": cluster.index,
         "hseg_cluster_tokens": int(cluster.token_count), "hseg_schema": SCHEMA_VERSION, "hseg_level": level,
         "hseg_index": unit.index, "hseg_start": unit.start, "hseg_end": unit.end, "hseg_tokens": int(unit.token_count),
+        HEADING_PATH_KEY: encode_heading_path(unit.heading_path),
     }
     if isinstance(unit, Cluster):
         meta["hseg_n_segments"] = len(unit.segments)

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from hseg.chunks import unit_id
-from hseg.records import user_metadata
+from hseg.records import HEADING_PATH_KEY, encode_heading_path, user_metadata
 from hseg.search import ParentHit
 
 __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
@@ -44,7 +44,7 @@ def result_for(hit: ParentHit) -> tuple[str, dict[str, Any]]:
     ``metadata`` is the stored user metadata (the ``hseg_*`` keys and a LlamaIndex vector store's
     :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
     ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
-    and ``hseg_segment_ids`` (JSON list). Raises ``ValueError`` naming ``hit`` when it is not a
+    ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists). Raises ``ValueError`` naming ``hit`` when it is not a
     ``ParentHit`` or its matched span lies outside its text.
 
     Example:
@@ -84,5 +84,6 @@ def result_for(hit: ParentHit) -> tuple[str, dict[str, Any]]:
         "hseg_matched_start": m_start,
         "hseg_matched_end": m_end,
         "hseg_matched_text": hit.text[m_start - start : m_end - start],
+        HEADING_PATH_KEY: encode_heading_path(hit.heading_path),
     }
     return result_id(hit), meta

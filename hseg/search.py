@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hseg.records import heading_path
 from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
 
 __all__ = [
@@ -81,6 +82,8 @@ class ParentHit:
             results, the hit is a passage of adjacent segments of the parent ``cluster_id``:
             ``text``/``start``/``end`` are the passage's and ``score`` is its best segment's
             (fused) cosine.
+        heading_path: the markdown headings the hit's text lies under (the cluster's, or the
+            common prefix of a passage's segments'; ``()`` for none or records without the key).
 
     Example:
         >>> hit = store.search("what causes tides?", k=1)[0]  # doctest: +SKIP
@@ -105,6 +108,7 @@ class ParentHit:
     unit: str = "cluster"
     #: the segments a passage is made of (empty for a whole parent)
     segment_ids: list[str] = field(default_factory=list)
+    heading_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -317,6 +321,7 @@ def _finish(collection: Any, chosen: list[_Parent]) -> list[ParentHit]:
                 matched_end=p.matched_end,
                 metadata=meta,
                 segment_scores=dict(p.segment_scores),
+                heading_path=heading_path(meta),
             )
         )
     return hits

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from hseg.records import heading_path
 from hseg.search import ParentHit
+from hseg.structure import common_prefix
 from hseg.unit_index import UnitKey, fused_scale, query_vector
 from hseg.units import (
     DEFAULT_WHOLE_CLUSTER_MIN,
@@ -91,11 +93,13 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
         meta, text = whole
         start, end, tokens = int(meta["hseg_start"]), int(meta["hseg_end"]), whole_tokens
         segment_ids = list(json.loads(meta["hseg_segment_ids"]))
+        path = heading_path(meta)
     else:
         start, end = int(first["hseg_start"]), int(last["hseg_end"])
         text = "".join(m.text for m in members)  # segments tile their document, so this is exact
         tokens = sum(int(m.meta["hseg_tokens"]) for m in members)
         segment_ids = [m.id for m in members]
+        path = common_prefix(heading_path(m.meta) for m in members)
     return ParentHit(
         cluster_id=str(first["hseg_cluster_id"]),
         doc_id=str(first["hseg_doc_id"]),
@@ -112,6 +116,7 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
         segment_scores={m.id: m.score for m in members},
         unit=unit,
         segment_ids=segment_ids,
+        heading_path=path,
     )
 
 

@@ -10,7 +10,11 @@ resources; a Content-Security-Policy forbids any network access) that shows the 
   token count and the boundary probability of the gap after it (coloured by that probability,
   with the details in the hover title);
 - a summary header (doc id, numbers of segments and clusters, mean cluster tokens, k, segmenter)
-  with a legend and an overview bar of cluster sizes that links to each cluster.
+  with a legend and an overview bar of cluster sizes that links to each cluster;
+- for a document read as markdown (:mod:`hseg.structure`): its headings drawn as headings inside
+  their segments (``<span class="heading" data-level>``), each cluster's heading path in its label
+  (and every unit's in ``data-heading-path``, a JSON list, and its hover title), and a collapsible
+  outline in the header that links each heading to the segment it opens.
 
 Labels and badges are drawn by CSS from data attributes, so the page's ``<main>`` text is exactly
 the document: copying from the page copies the original text, and
@@ -20,10 +24,13 @@ Clicking a cluster highlights it; hovering shows details in a status bar at the 
 
 from __future__ import annotations
 
+import json
 import math
+from bisect import bisect_left
 from html import escape
 
 from hseg.chunks import Chunking, Cluster, Segment
+from hseg.structure import Heading
 
 __all__ = ["render_html"]
 
@@ -74,7 +81,18 @@ section.cluster.split-by-cap { border-bottom: 2px dashed var(--edge); }
 section.cluster.selected { outline: 3px solid var(--edge); outline-offset: 2px;
   box-shadow: 0 2px 12px rgba(0,0,0,.18); }
 main.has-selection section.cluster:not(.selected) { opacity: .45; }
+section.cluster::before { max-width: calc(100% - 20px); overflow: hidden; text-overflow: ellipsis; }
 span.segment { border-radius: 2px; }
+span.heading { font: 700 1.08em/1.5 system-ui, "DejaVu Sans", sans-serif; color: var(--edge); }
+span.heading[data-level="1"] { font-size: 1.3em; }
+span.heading[data-level="2"] { font-size: 1.18em; }
+details.outline { margin-top: 6px; font-size: 12.5px; color: var(--muted); }
+details.outline summary { cursor: pointer; user-select: none; }
+details.outline ol { list-style: none; margin: 4px 0 0; padding: 0; max-height: 40vh; overflow: auto;
+  columns: 2 320px; }
+details.outline li { break-inside: avoid; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+details.outline a { color: var(--ink); text-decoration: none; }
+details.outline a:hover { text-decoration: underline; }
 span.segment:nth-child(even) { background: rgba(0,0,0,.045); }
 span.segment:hover { background: rgba(255,214,0,.35); }
 span.boundary { white-space: nowrap; }
@@ -157,14 +175,33 @@ def _split_trailing_space(text: str) -> tuple[str, str]:
     return core, text[len(core):]
 
 
-def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool) -> str:
+def _path_text(path: tuple[str, ...]) -> str:
+    return " \u203a ".join(t or "(untitled)" for t in path)
+
+
+def _path_attr(path: tuple[str, ...]) -> str:
+    return _attr(json.dumps(list(path), ensure_ascii=False))
+
+
+def _core_html(seg: Segment, core: str, heading: Heading | None) -> str:
+    """The segment's text, with the heading it opens (clipped to the segment) drawn as a heading."""
+    if heading is None:
+        return _text(core)
+    a = heading.start - seg.start
+    b = max(a, min(heading.end - seg.start, len(core)))
+    return (f'{_text(core[:a])}<span class="heading" data-level="{heading.level}">{_text(core[a:b])}</span>'
+            f"{_text(core[b:])}")
+
+
+def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, heading: Heading | None = None) -> str:
     p = float(seg.boundary_prob)
     prob = _prob_text(p)
     core, tail = _split_trailing_space(seg.text)
     kind = "document end" if is_last else ("cluster boundary" if is_last_in_cluster else "segment boundary")
     p_desc = "unknown" if math.isnan(p) else f"{p:.3f}"
     seg_title = (f"segment {seg.index}: {seg.token_count} tokens, chars {seg.start}\u2013{seg.end}, "
-                 f"sentences {seg.sentence_start}\u2013{seg.sentence_end - 1}; boundary p = {p_desc} ({kind})")
+                 f"sentences {seg.sentence_start}\u2013{seg.sentence_end - 1}; boundary p = {p_desc} ({kind})"
+                 + (f"; under {_path_text(seg.heading_path)}" if seg.heading_path else ""))
     if is_last:
         label = f"{seg.token_count} tok \u00b7 end"
         classes = "boundary doc-end"
@@ -177,27 +214,58 @@ def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool) -> str:
     boundary = (f'<span class="{classes}" data-prob="{prob}" data-label="{_attr(label)}" '
                 f'style="--pbg:{bg};--pfg:{fg}" title="boundary after segment {seg.index}: p = {p_desc} ({kind})">'
                 f"</span>")
-    return (f'<span class="segment" id="segment-{seg.index}" data-index="{seg.index}" data-start="{seg.start}" '
+    classes = "segment opens-heading" if heading is not None else "segment"
+    return (f'<span class="{classes}" id="segment-{seg.index}" data-index="{seg.index}" data-start="{seg.start}" '
             f'data-end="{seg.end}" data-tokens="{seg.token_count}" data-prob="{prob}" '
-            f'title="{_attr(seg_title)}">{_text(core)}{boundary}{tail_html}</span>')
+            f'data-heading-path="{_path_attr(seg.heading_path)}" '
+            f'title="{_attr(seg_title)}">{_core_html(seg, core, heading)}{boundary}{tail_html}</span>')
 
 
-def _cluster_html(cl: Cluster, n_segments_total: int) -> str:
+def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, Heading]) -> str:
     edge, fill = _PALETTE[cl.index % len(_PALETTE)]
     n = len(cl.segments)
     cap = " \u00b7 split by cap" if cl.split_by_cap else ""
-    label = f"cluster {cl.index} \u00b7 {cl.token_count} tokens \u00b7 {n} segment{'s' if n != 1 else ''}{cap}"
+    path = f" \u00b7 {_path_text(cl.heading_path)}" if cl.heading_path else ""
+    label = f"cluster {cl.index} \u00b7 {cl.token_count} tokens \u00b7 {n} segment{'s' if n != 1 else ''}{cap}{path}"
     title = (f"cluster {cl.index}: {cl.token_count} tokens, {n} segments "
              f"({cl.segments[0].index}\u2013{cl.segments[-1].index}), chars {cl.start}\u2013{cl.end}"
-             + (", cut by the size cap" if cl.split_by_cap else ""))
+             + (", cut by the size cap" if cl.split_by_cap else "")
+             + (f", under {_path_text(cl.heading_path)}" if cl.heading_path else ""))
     body = "".join(
-        _segment_html(s, j == n - 1, s.index == n_segments_total - 1) for j, s in enumerate(cl.segments)
+        _segment_html(s, j == n - 1, s.index == n_segments_total - 1, opened.get(s.index))
+        for j, s in enumerate(cl.segments)
     )
     classes = "cluster split-by-cap" if cl.split_by_cap else "cluster"
     return (f'<section class="{classes}" id="cluster-{cl.index}" data-cluster-index="{cl.index}" '
             f'data-start="{cl.start}" data-end="{cl.end}" data-tokens="{cl.token_count}" data-segments="{n}" '
-            f'data-split-by-cap="{str(cl.split_by_cap).lower()}" data-label="{_attr(label)}" '
-            f'title="{_attr(title)}" style="--edge:{edge};--fill:{fill}">{body}</section>')
+            f'data-split-by-cap="{str(cl.split_by_cap).lower()}" data-heading-path="{_path_attr(cl.heading_path)}" '
+            f'data-label="{_attr(label)}" title="{_attr(title)}" style="--edge:{edge};--fill:{fill}">{body}</section>')
+
+
+def _opened_headings(chunking: Chunking) -> dict[int, Heading]:
+    """``{segment index: the heading it opens}`` (every heading starts a segment, see hseg.chunks)."""
+    starts = [s.start for s in chunking.segments]
+    out: dict[int, Heading] = {}
+    for h in chunking.headings:
+        i = bisect_left(starts, h.start + 1) - 1  # the segment whose span holds the heading's first character
+        if i >= 0:
+            out[i] = h
+    return out
+
+
+def _outline_html(headings: tuple[Heading, ...], opened: dict[int, Heading]) -> str:
+    if not headings:
+        return ""
+    segment_of = {id(h): i for i, h in opened.items()}
+    top = min(h.level for h in headings)
+    items = "".join(
+        f'<li style="padding-left:{1.2 * (h.level - top):.1f}em"><a href="#segment-{segment_of[id(h)]}" '
+        f'title="{_attr(_path_text(h.path))}">{escape(h.title or "(untitled)")}</a></li>'
+        for h in headings if id(h) in segment_of
+    )
+    n = len(headings)
+    return (f'<details class="outline"><summary>outline: {n} heading{"s" if n != 1 else ""} '
+            f"(each starts a segment; clusters keep within the top sections)</summary><ol>{items}</ol></details>")
 
 
 def render_html(chunking: Chunking, *, title: str | None = None) -> str:
@@ -242,6 +310,8 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
             value = f"{value:.4g}"
         if value is not None:
             stats.append((key, str(value)))
+    if chunking.headings:
+        stats.append(("headings", str(len(chunking.headings))))
     stats.append(("characters", str(len(chunking.text))))
     stats_html = "".join(f"<div><dt>{escape(a)}</dt><dd>{escape(b)}</dd></div>" for a, b in stats)
 
@@ -263,8 +333,9 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
         "<span class=\"item\">hover for details \u00b7 click a cluster to highlight it</span>"
         "</div>"
     )
+    opened = _opened_headings(chunking)
     if clusters:
-        body = ("<main>" + "".join(_cluster_html(c, len(segs)) for c in clusters) + "</main>")
+        body = ("<main>" + "".join(_cluster_html(c, len(segs), opened) for c in clusters) + "</main>")
     else:
         body = '<main></main><p class="empty">The document is empty or blank: no segments, no clusters.</p>'
     idle = (f"{len(segs)} segments \u00b7 {len(clusters)} clusters \u00b7 mean {mean:.1f} tokens per cluster "
@@ -279,7 +350,8 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
         '<link rel="icon" href="data:,">\n'
         f"<title>{escape(page_title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f'<header class="summary"><h1>{escape(page_title)}</h1><dl class="stats">{stats_html}</dl>'
-        f'{legend}<nav class="overview" aria-label="clusters">{overview}</nav></header>\n'
+        f'{legend}<nav class="overview" aria-label="clusters">{overview}</nav>'
+        f"{_outline_html(chunking.headings, opened)}</header>\n"
         f"{body}\n"
         f'<footer class="status" id="status">{escape(idle)}</footer>\n'
         f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"

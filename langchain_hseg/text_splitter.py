@@ -5,6 +5,11 @@ The adapter only translates: :class:`hseg.chunker.HierarchicalChunker` does the 
 (``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
 occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
 (:func:`hseg.records.unit_metadata`), as on the store's records.
+
+Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose ``source``
+(``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
+markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.records.heading_path`) names the
+headings it lies under.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from hseg.chunker import HierarchicalChunker
 from hseg.chunks import Chunking, Cluster, Segment
 from hseg.config import ChunkerConfig
 from hseg.records import unit_metadata, user_metadata
+from hseg.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
 
@@ -81,9 +87,9 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         config: a :class:`hseg.config.ChunkerConfig`; its fields can also be given as keyword
             arguments (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``cache``, ``show_progress``, ``backend``, ``device``, ``batch_size``: the same
-            names, defaults and checks as :class:`hseg.chunker.HierarchicalChunker`), which replace
-            the config's.
+            ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,
+            ``batch_size``: the same names, defaults and checks as
+            :class:`hseg.chunker.HierarchicalChunker`), which replace the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
             ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
@@ -99,6 +105,8 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         >>> docs = splitter.split_documents([source])  # doctest: +SKIP
         >>> docs[0].id, docs[0].metadata["hseg_start"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
         ('clu-5d0c...', 0, 'report')
+        >>> hseg.records.heading_path(docs[1].metadata)  # doctest: +SKIP
+        ('Quarterly report', 'Revenue')
     """
 
     def __init__(
@@ -152,17 +160,22 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
             return self.config.encoder  # the same model, without building the chunker yet
         return self.chunker.encoder
 
-    def chunk_texts(self, texts: Sequence[str], ids: Sequence[str | None] | None = None) -> list[Chunking]:
-        """``chunker.chunk_many``: one :class:`hseg.chunks.Chunking` per text (id: given or a content hash)."""
-        return self.chunker.chunk_many(list(texts), None if ids is None else list(ids))
+    def chunk_texts(self, texts: Sequence[str], ids: Sequence[str | None] | None = None,
+                    sources: Sequence[str | None] | None = None) -> list[Chunking]:
+        """``chunker.chunk_many``: one :class:`hseg.chunks.Chunking` per text (id: given or a content
+        hash; ``sources``: the file names or paths that tell plain text from markdown)."""
+        return self.chunker.chunk_many(list(texts), None if ids is None else list(ids),
+                                       sources=None if sources is None else list(sources))
 
     def chunk_documents(self, documents: Iterable[Document]) -> list[Chunking]:
-        """Chunk documents once; ``Document.id`` (when set) becomes the hseg document id.
+        """Chunk documents once; ``Document.id`` (when set) becomes the hseg document id and the
+        ``source`` metadata (:func:`hseg.structure.source_name`) names it for ``structure="auto"``.
 
         The retriever's builders use this, so a corpus is embedded a single time.
         """
         docs = list(documents)
-        return self.chunk_texts([d.page_content for d in docs], [d.id or None for d in docs])
+        return self.chunk_texts([d.page_content for d in docs], [d.id or None for d in docs],
+                                [source_name(d.metadata) for d in docs])
 
     # ------------------------------------------------------------------ TextSplitter API
     def split_text(self, text: str) -> list[str]:
@@ -181,7 +194,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         ``ids`` are optional document ids (default: a hash of each text).
         """
         metas = _metadatas(metadatas, len(texts))
-        return [d for ch, md in zip(self.chunk_texts(texts, ids), metas)
+        return [d for ch, md in zip(self.chunk_texts(texts, ids, [source_name(m) for m in metas]), metas)
                 for d in cluster_documents(ch, md, add_start_index=self._add_start_index)]
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:

@@ -39,6 +39,7 @@ from hseg.clustering import mean_vector
 from hseg.config import ChunkerConfig, describe
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.records import records_for, user_metadata
+from hseg.structure import source_name
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
 
@@ -84,7 +85,10 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
     names. The encoder is a model name (``encoder_name``) or any object ``hseg.encoders.as_encoder``
     accepts, passed as ``encoder`` (a LlamaIndex ``BaseEmbedding`` works): the object is left out of
     dumps, and ``encoder_name`` is set to its name so IngestionPipeline cache keys still tell
-    models apart. Offsets are into the parsed node's text (the ``Document.text``).
+    models apart. Offsets are into the parsed node's text (the ``Document.text``). With
+    ``structure="auto"`` a document whose ``file_path``/``file_name``/``source`` metadata ends in
+    ``.txt`` is plain text, every other one markdown (``hseg_heading_path`` names a node's headings;
+    :func:`hseg.records.heading_path` decodes it).
 
     Example:
         >>> from llama_index.core import Document  # doctest: +SKIP
@@ -186,7 +190,8 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         # one chunk_many call: sentences of all documents share encoder batches. Progress bars
         # follow the `show_progress` field (the chunker is shared between calls, so no per-call flag)
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        chunkings = self.chunker.chunk_many(texts, [n.node_id for n in nodes])
+        chunkings = self.chunker.chunk_many(texts, [n.node_id for n in nodes],
+                                            sources=[source_name(n.metadata) for n in nodes])
         return [out for node, ch in zip(nodes, chunkings) for out in self._nodes_for(node, ch)]
 
     async def _aparse_nodes(

@@ -85,17 +85,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def to_json(result: Chunking) -> dict[str, Any]:
-    """The ``--format json`` object of one document: its segments and clusters with spans and tokens."""
+    """The ``--format json`` object of one document: its segments and clusters with spans, tokens and
+    heading paths (lists of titles, empty for text not read as markdown)."""
     return {
         "doc_id": result.doc_id,
         "k": result.k,
         "segments": [
-            {"id": s.id, "index": s.index, "start": s.start, "end": s.end, "tokens": s.token_count, "text": s.text}
+            {"id": s.id, "index": s.index, "start": s.start, "end": s.end, "tokens": s.token_count,
+             "heading_path": list(s.heading_path), "text": s.text}
             for s in result.segments
         ],
         "clusters": [
             {"id": c.id, "index": c.index, "start": c.start, "end": c.end, "tokens": c.token_count,
-             "segments": [s.index for s in c.segments], "split_by_cap": c.split_by_cap}
+             "segments": [s.index for s in c.segments], "split_by_cap": c.split_by_cap,
+             "heading_path": list(c.heading_path)}
             for c in result.clusters
         ],
     }

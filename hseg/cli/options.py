@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from hseg.config import ChunkerConfig
 from hseg.encoders import BACKENDS
 from hseg.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
+from hseg.structure import STRUCTURES
 
 __all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
            "add_encoder_option", "chunker_from_args", "segmenter_from_args"]
@@ -76,8 +77,9 @@ def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_chunker_options(parser: argparse.ArgumentParser) -> None:
-    """The chunker's size and segmenter options: ``--target-tokens N | --k K``,
-    ``--max-cluster-tokens N`` and ``--segmenter`` (build the chunker with :func:`chunker_from_args`)."""
+    """The chunker's size, structure and segmenter options: ``--target-tokens N | --k K``,
+    ``--max-cluster-tokens N``, ``--structure auto|markdown|none`` and ``--segmenter`` (build the
+    chunker with :func:`chunker_from_args`)."""
     # names, defaults and help come from the one declaration of the settings (hseg.config)
     docs, defaults = ChunkerConfig.docs(), ChunkerConfig.defaults()
     size = parser.add_mutually_exclusive_group()
@@ -86,6 +88,9 @@ def add_chunker_options(parser: argparse.ArgumentParser) -> None:
     size.add_argument("--k", type=finite_float, default=defaults["k"], metavar="K", help=docs["k"])
     parser.add_argument("--max-cluster-tokens", type=positive_int, default=defaults["max_cluster_tokens"],
                         metavar="N", help=docs["max_cluster_tokens"])
+    # a FILE's path is its document id, so with 'auto' a .txt file is plain text, a .md file markdown
+    parser.add_argument("--structure", choices=STRUCTURES, default=defaults["structure"],
+                        help=docs["structure"] + " (default %(default)s)")
     add_segmenter_option(parser)
 
 
@@ -117,6 +122,7 @@ def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress
             segmenter_spec(args.segmenter)  # a mistyped name or path fails before the encoder loads
         return HierarchicalChunker(encoder=encoder, segmenter=args.segmenter, k=args.k,
                                    target_tokens=args.target_tokens, max_cluster_tokens=args.max_cluster_tokens,
+                                   structure=getattr(args, "structure", ChunkerConfig.defaults()["structure"]),
                                    backend=getattr(args, "backend", ChunkerConfig.defaults()["backend"]),
                                    show_progress=progress)
     except ValueError as exc:
