@@ -203,8 +203,7 @@ class SentenceTransformerEncoder:
 
     @property
     def dimension(self) -> int:
-        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        return int(getter())
+        return sentence_embedding_dimension(self._model)
 
     @property
     def max_seq_length(self) -> int:
@@ -233,6 +232,12 @@ class SentenceTransformerEncoder:
             return self.encode([text])[0]
         vec = encode_query([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         return l2_normalize(vec)[0]
+
+
+def sentence_embedding_dimension(model: Any) -> int:
+    """The output dimension of a ``SentenceTransformer`` (the method was renamed in version 6)."""
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
 
 
 def _silence_length_warning(model: Any) -> None:

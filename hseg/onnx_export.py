@@ -95,6 +95,8 @@ def _describe(model: Any, name: str, source: str) -> OnnxManifest:
     import sentence_transformers
     import torch
 
+    from hseg.encoders import sentence_embedding_dimension
+
     hint = f"encoder {name!r} cannot be exported to ONNX by hseg ({{}}); use backend='torch'"
     tokenizer: Any = getattr(model[0], "tokenizer", None)
     if getattr(tokenizer, "backend_tokenizer", None) is None:
@@ -110,7 +112,7 @@ def _describe(model: Any, name: str, source: str) -> OnnxManifest:
     return OnnxManifest(
         model=name,
         source=source_identity(source),
-        dimension=int(_dimension(model)),
+        dimension=sentence_embedding_dimension(model),
         max_seq_length=int(model.max_seq_length),
         inputs=inputs,
         pad_id=int(tokenizer.pad_token_id or 0),
@@ -120,11 +122,6 @@ def _describe(model: Any, name: str, source: str) -> OnnxManifest:
         versions={"torch": torch.__version__, "onnx": onnx.__version__,
                   "sentence-transformers": sentence_transformers.__version__},
     )
-
-
-def _dimension(model: Any) -> int:
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(getter())
 
 
 def _trace(model: Any, manifest: OnnxManifest, path: Path) -> None:
