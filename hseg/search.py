@@ -276,15 +276,26 @@ def search_collection(
         chosen = _select(parents, k, budget_tokens, exhausted=len(ids) < n)
         if chosen is not None:
             return _finish(collection, chosen)
-        # widen: at least double; when k is known, aim at k parents from the parents-per-record
-        # rate seen so far (one more round trip costs more than a few extra results)
-        grow = 2 * n
-        if k is not None and parents:
-            grow = max(grow, min(8 * n, -(-3 * n * k // (2 * len(parents)))))
+        grow = _widened(n, parents, k, budget_tokens)
         if not server_levels and mode != "segment+cluster" and grow > SERVER_LEVEL_FILTER_AT:
             server_levels = True  # past this size a scan is cheaper than fetching the other level
         logger.debug("search: %d parents in %d records, widening to %d", len(parents), len(ids), grow)
         n = grow
+
+
+def _widened(n: int, parents: list[_Parent], k: int | None, budget: int | None) -> int:
+    """The next request size: at least double, and aimed at what is still missing from the rate
+    seen so far (parents per record for ``k``, parent tokens per record for a budget), with half
+    again as margin: one more round trip costs more than a few extra results. At most 8x, so a
+    skewed first page cannot ask for the whole collection."""
+    grow = 2 * n
+    if k is not None and parents:
+        grow = max(grow, min(8 * n, -(-3 * n * k // (2 * len(parents)))))
+    elif budget is not None:
+        seen = sum(p.tokens or 0 for p in parents)
+        if seen > 0:
+            grow = max(grow, min(8 * n, -(-3 * n * budget // (2 * seen))))
+    return grow
 
 
 def _finish(collection: Any, chosen: list[_Parent]) -> list[ParentHit]:
