@@ -1,6 +1,6 @@
 """Ingestion throughput of ``hseg.distributed.index_dataset`` (a Ray Data job) by number of workers.
 
-    python benchmarks/ingest_scale.py [PATH ...] [--workers 1 2] [--threads 1] [--backend torch]
+    python benchmarks/ingest_scale.py [PATH ...] [--workers 1 2] [--threads 1] [--backend onnx|torch]
         [--num-gpus G] [--batch-size B] [--batch-docs N] [--doc-chars C] [--repeat R] [--rounds K]
         [--ray ADDRESS] [--host HOST --port PORT]
 
@@ -16,11 +16,11 @@ the last finished, and end to end (Ray starting the workers and each worker load
 included), and the ratio of each to the first worker count's. ``--rounds K`` repeats every count
 K times, interleaved, and keeps the fastest (load from other processes hits every count alike).
 
-On CPU every worker reserves ``--threads`` CPUs and runs torch with that many threads
-(``torch.set_num_threads``); the acceptance target on 2 cores is 2 workers of 1 thread >= 1.6x the
-work tokens/s of 1 worker of 1 thread. On a GPU machine give each worker a GPU and a larger encoder
-batch: ``--workers 1 2 --num-gpus 1 --batch-size 128`` (one worker per GPU; ``--threads`` then
-sizes the CPU side of each worker).
+On CPU every worker reserves ``--threads`` CPUs and runs its encoder with that many threads
+(``torch.set_num_threads``, and the ONNX session's intra-op threads); the acceptance target on 2
+cores is 2 workers of 1 thread >= 1.6x the work tokens/s of 1 worker of 1 thread. On a GPU machine
+give each worker a GPU and a larger encoder batch: ``--workers 1 2 --num-gpus 1 --batch-size 128``
+(one worker per GPU; ``--threads`` then sizes the CPU side of each worker).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 from hseg import ingest  # noqa: E402
 from hseg.config import ChunkerConfig  # noqa: E402
 from hseg.distributed import import_ray, index_dataset  # noqa: E402
+from hseg.encoders import BACKENDS, DEFAULT_BACKEND  # noqa: E402
 from hseg.tokens import as_token_counter, count_many  # noqa: E402
 
 DEFAULT_CORPORA = REPO / ".." / "shared" / "data" / "chroma_eval" / "corpora"
@@ -93,7 +94,7 @@ def measure(ray: Any, docs: dict[str, str], workers: int, args: argparse.Namespa
     start = time.time()
     summary = index_dataset(dataset, host=host, port=port, collection=f"scale-{uuid.uuid4().hex[:12]}",
                             config=config, num_workers=workers, num_cpus=args.threads, num_gpus=args.num_gpus,
-                            batch_docs=args.batch_docs, torch_threads=args.threads, show_progress=False,
+                            batch_docs=args.batch_docs, threads=args.threads, show_progress=False,
                             on_batch=lambda _, t0, t1: batches.append((t0, t1)))
     end = time.time()
     if summary.documents != len(docs) or summary.failed:
@@ -107,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", default=[str(DEFAULT_CORPORA)], metavar="PATH")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="N")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (and CPUs) per worker (default 1)")
-    parser.add_argument("--backend", default="torch",
-                        help="encoder backend (default torch: --threads pins its threads)")
+    parser.add_argument("--threads", type=int, default=1, help="encoder threads (and CPUs) per worker (default 1)")
+    parser.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
+                        help=f"encoder backend (default {DEFAULT_BACKEND})")
     parser.add_argument("--num-gpus", type=float, default=0.0, help="GPUs per worker (1: one worker per GPU)")
     parser.add_argument("--batch-size", type=int, default=None, help="encoder batch size (default: the backend's)")
     parser.add_argument("--batch-docs", type=int, default=2, help="documents per batch (default 2)")

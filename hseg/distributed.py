@@ -59,12 +59,13 @@ def import_ray() -> Any:
     return ray
 
 
-def _named_encoder(config: ChunkerConfig) -> Any:
+def _named_encoder(config: ChunkerConfig, threads: int | None = None) -> Any:
     """The encoder of ``config`` as ``hseg index`` names it: a model name (or ``None``) becomes a
     :class:`~hseg.ingest.LazyEncoder` under that name, so records and settings compare equal to the
-    command's; an encoder object is used as given."""
+    command's (with ``threads`` for an ONNX session); an encoder object is used as given."""
     if config.encoder is None or isinstance(config.encoder, str):
-        return LazyEncoder(config.encoder, backend=config.backend)
+        onnx_threads = threads if config.backend == "onnx" else None  # torch's are set per process
+        return LazyEncoder(config.encoder, backend=config.backend, threads=onnx_threads)
     return config.encoder
 
 
@@ -86,15 +87,17 @@ class IndexWorker:
     """
 
     def __init__(self, config: ChunkerConfig, *, host: str, port: int, collection: str = "hseg",
-                 force: bool = False, torch_threads: int | None = None) -> None:
-        if torch_threads is not None:
+                 force: bool = False, threads: int | None = None) -> None:
+        if threads is not None:
             import torch
 
-            torch.set_num_threads(torch_threads)  # one pool of threads per worker, not one per core each
+            # one pool of threads per worker, not one per core each: torch runs the BiLSTM segmenter
+            # on every backend, and the encoder too on backend "torch"
+            torch.set_num_threads(threads)
         from hseg.chunker import HierarchicalChunker
         from hseg.store import HierarchicalStore
 
-        encoder = _named_encoder(config)
+        encoder = _named_encoder(config, threads)
         if isinstance(encoder, LazyEncoder):
             encoder.loaded  # noqa: B018 - now, while Ray starts the pool, not inside the first batch
         self.chunker = HierarchicalChunker(config.replace(encoder=encoder, show_progress=False))
@@ -154,7 +157,7 @@ def _summary_from_row(text: str) -> IngestSummary:
 
 
 def _check_args(host: Any, num_workers: Any, num_cpus: Any, num_gpus: Any, batch_docs: Any,
-                torch_threads: Any) -> None:
+                threads: Any) -> None:
     def positive_int(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
@@ -172,8 +175,8 @@ def _check_args(host: Any, num_workers: Any, num_cpus: Any, num_gpus: Any, batch
         raise ValueError(f"num_gpus must be a number >= 0, got {num_gpus!r}")
     if not positive_int(batch_docs):
         raise ValueError(f"batch_docs must be an int >= 1, got {batch_docs!r}")
-    if torch_threads is not None and not positive_int(torch_threads):
-        raise ValueError(f"torch_threads must be an int >= 1 or None, got {torch_threads!r}")
+    if threads is not None and not positive_int(threads):
+        raise ValueError(f"threads must be an int >= 1 or None, got {threads!r}")
 
 
 def _chunker_config(config: ChunkerConfig | None, settings: Mapping[str, Any]) -> ChunkerConfig:
@@ -235,7 +238,7 @@ def index_dataset(
     num_cpus: float = 1,
     num_gpus: float = 0,
     batch_docs: int = 32,
-    torch_threads: int | None = None,
+    threads: int | None = None,
     force: bool = False,
     show_progress: bool = True,
     report: Callable[[str], None] | None = None,
@@ -258,8 +261,10 @@ def index_dataset(
         num_cpus, num_gpus: what each worker reserves; ``num_gpus=1`` puts one worker per GPU.
         batch_docs: documents per batch, chunked together and written together (a batch goes to
             one worker: with fewer than ``num_workers * batch_docs`` documents some stay idle).
-        torch_threads: ``torch.set_num_threads`` in each worker (``None``: Ray's default, one
-            thread per reserved CPU).
+        threads: the encoder's threads in each worker: ``torch.set_num_threads`` (which also bounds
+            the segmenter) and, on backend ``"onnx"``, the ONNX session's intra-op threads
+            (``None``: the CPUs each worker reserves, ``num_cpus`` rounded down, at least 1; left to
+            itself an ONNX session takes every core, and workers sharing a machine would fight).
         force: re-chunk documents already stored unchanged.
         show_progress: Ray Data's progress bars.
         report: called with ``"doc id: message"`` for each document that could not be chunked or
@@ -278,7 +283,7 @@ def index_dataset(
         >>> index_dataset(ds, host="127.0.0.1", num_workers=2, target_tokens=384).documents  # doctest: +SKIP
         12
     """
-    _check_args(host, num_workers, num_cpus, num_gpus, batch_docs, torch_threads)
+    _check_args(host, num_workers, num_cpus, num_gpus, batch_docs, threads)
     config = _chunker_config(config, settings)
     ray = import_ray()
     columns = dataset.columns()  # None: an empty dataset, nothing to check
@@ -286,13 +291,14 @@ def index_dataset(
         raise ValueError(f"dataset: needs the columns {ID_COLUMN!r} and {TEXT_COLUMN!r}, it has {columns}")
     _open_collection(host, port, collection, config)  # once here: workers never race to create it
     workers = num_workers or default_workers(ray, num_cpus, num_gpus)
+    threads = threads if threads is not None else max(1, int(num_cpus))
     _warn_if_short(ray, workers, num_cpus, num_gpus)
     logger.info("indexing with %d Ray workers into %r at %s:%d", workers, collection, host, port)
     results = dataset.map_batches(
         IndexWorker,
         fn_constructor_args=(config,),
         fn_constructor_kwargs={"host": host, "port": port, "collection": collection, "force": force,
-                               "torch_threads": torch_threads},
+                               "threads": threads},
         batch_size=batch_docs,
         batch_format="numpy",
         # one batch at a time per worker: a batch queued behind a busy worker would wait while another is idle

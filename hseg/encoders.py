@@ -355,24 +355,28 @@ class CachingEncoder:
 
 
 def as_encoder(encoder: Any = None, *, backend: str = DEFAULT_BACKEND, device: str | None = None,
-               batch_size: int | None = None) -> Encoder:
+               batch_size: int | None = None, threads: int | None = None) -> Encoder:
     """Turn what a user passes into an :class:`Encoder`.
 
     Accepts ``None`` (the default model), a model name (run on ``backend``), a
     ``SentenceTransformer``, a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or anything
     with ``encode``/``encode_query`` (used as given). ``batch_size=None`` is the backend's fastest
-    measured (torch 32, onnx 16).
+    measured (torch 32, onnx 16). ``threads`` bounds the ONNX session's threads; torch's are per
+    process (``torch.set_num_threads``), so with ``backend="torch"`` it is refused here.
 
     Example:
         >>> as_encoder("all-MiniLM-L6-v2", backend="torch").name  # doctest: +SKIP
         'sentence-transformers/all-MiniLM-L6-v2'
     """
     check_backend(backend)
+    if threads is not None and not (backend == "onnx" and (encoder is None or isinstance(encoder, str))):
+        raise ValueError(f"threads applies to a model name on backend='onnx', got threads={threads!r} with "
+                         f"backend={backend!r}; torch threads are per process: torch.set_num_threads")
     if encoder is None or isinstance(encoder, str):
         if backend == "onnx":
             from hseg.onnx_encoder import OnnxEncoder
 
-            return OnnxEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size)
+            return OnnxEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size, threads=threads)
         return SentenceTransformerEncoder(encoder or DEFAULT_MODEL, device=device, batch_size=batch_size or 32)
     from hseg.onnx_encoder import OnnxEncoder
 

@@ -168,28 +168,30 @@ def read_files(files: Iterable[SourceFile], problem: Callable[[str, str], None],
     return texts
 
 
-def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
+def load_encoder(name: str | None = None, backend: str | None = None, threads: int | None = None) -> Any:
     """The sentence encoder for a model name (``None``: the default model) on ``backend``
-    (``None``: the default backend). The one factory the CLI uses."""
+    (``None``: the default backend), with ``threads`` for an ONNX session. The one factory the CLI uses."""
     from hseg.encoders import DEFAULT_BACKEND, as_encoder
 
-    return as_encoder(name, backend=backend or DEFAULT_BACKEND)
+    return as_encoder(name, backend=backend or DEFAULT_BACKEND, threads=threads)
 
 
 class LazyEncoder:
     """An encoder that loads its model (through :func:`load_encoder`) on the first ``encode``.
 
     Its ``name`` is known without loading, so settings can be compared and unchanged documents
-    skipped before paying for the model. ``on_load(name)`` is called just before loading.
+    skipped before paying for the model. ``on_load(name)`` is called just before loading;
+    ``backend`` and ``threads`` go to :func:`load_encoder`.
     """
 
     def __init__(self, name: str | None = None, on_load: Callable[[str], None] | None = None,
-                 backend: str | None = None) -> None:
+                 backend: str | None = None, threads: int | None = None) -> None:
         from hseg.encoders import DEFAULT_MODEL, check_backend
 
         self._name = name or DEFAULT_MODEL
         self._backend = check_backend(backend) if backend is not None else None
         self._on_load = on_load
+        self._threads = threads
         self._encoder: Any = None
 
     @property
@@ -202,7 +204,7 @@ class LazyEncoder:
         if self._encoder is None:
             if self._on_load is not None:
                 self._on_load(self._name)
-            self._encoder = load_encoder(self._name, self._backend)
+            self._encoder = load_encoder(self._name, self._backend, self._threads)
         return self._encoder
 
     def encode(self, texts: Sequence[str]) -> Any:

@@ -152,6 +152,8 @@ class OnnxEncoder:
         device: ``"cpu"``, ``"cuda"`` (needs the ``onnxruntime-gpu`` package) or ``None``: CUDA when
             onnxruntime offers it, else CPU.
         batch_size: texts per run (``None``: 16, fastest measured on CPU).
+        threads: onnxruntime's intra-op threads on CPU (``None``: one per core). Give 1 when several
+            encoders share a machine, one per process (Ray workers), so they do not oversubscribe it.
         cache_dir: the cache's root folder (``None``: :func:`onnx_cache_dir`).
         show_progress: a tqdm bar over batches on long inputs.
 
@@ -174,12 +176,15 @@ class OnnxEncoder:
         batch_size: int | None = None,
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
+        threads: int | None = None,
     ) -> None:
         from hseg.encoders import DEFAULT_MODEL, canonical_model_name
 
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size <= 0):
             raise ValueError(f"batch_size must be an int > 0, got {batch_size!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0):
+            raise ValueError(f"threads must be an int > 0 or None, got {threads!r}")
         if device not in (None, "cpu", "cuda") and not str(device).startswith("cuda:"):
             raise ValueError(f"device must be None, 'cpu' or 'cuda[:N]' for the onnx backend, got {device!r}")
         source = model or DEFAULT_MODEL
@@ -187,7 +192,8 @@ class OnnxEncoder:
         self.folder = model_cache_folder(self._name, cache_dir)
         self.manifest = self._ready_manifest(source)
         self.runner = ExportedModel(self.folder, self.manifest, device=device,
-                                    batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress)
+                                    batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress,
+                                    threads=threads)
 
     def _ready_manifest(self, source: str) -> OnnxManifest:
         """The cached export, made (or redone) here when missing or exported from other weights."""
@@ -245,13 +251,14 @@ class ExportedModel:
     """
 
     def __init__(self, folder: Path, manifest: OnnxManifest, *, graph: str = GRAPH_NAME, device: str | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE, show_progress: bool = False) -> None:
+                 batch_size: int = DEFAULT_BATCH_SIZE, show_progress: bool = False,
+                 threads: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         self.manifest = manifest
         self.batch_size = batch_size
         self.show_progress = show_progress
-        self.session = _session(folder / graph, device)
+        self.session = _session(folder / graph, device, threads)
         path = str(folder / "tokenizer.json")
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.no_padding()  # batches are padded here, after sorting by length
@@ -299,7 +306,7 @@ class ExportedModel:
         return {name: columns[name] for name in self.manifest.inputs}
 
 
-def _session(path: Path, device: str | None) -> Any:
+def _session(path: Path, device: str | None, threads: int | None = None) -> Any:
     import onnxruntime as ort
 
     available = ort.get_available_providers()
@@ -313,4 +320,7 @@ def _session(path: Path, device: str | None) -> Any:
         providers.insert(0, ("CUDAExecutionProvider", {"device_id": index}))
     options = ort.SessionOptions()
     options.log_severity_level = 3  # onnxruntime's own warnings about unused initializers alarm users
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1  # the graph runs sequentially: one pool is all it uses
     return ort.InferenceSession(str(path), options, providers=providers)

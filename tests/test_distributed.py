@@ -180,7 +180,7 @@ def test_bad_arguments_are_refused_before_ray_is_needed():
     from hseg.distributed import index_dataset
 
     where = {"host": "127.0.0.1", "port": 8000}
-    for bad in ({"num_workers": 0}, {"batch_docs": 0}, {"num_gpus": -1}, {"num_cpus": 0}, {"torch_threads": 0},
+    for bad in ({"num_workers": 0}, {"batch_docs": 0}, {"num_gpus": -1}, {"num_cpus": 0}, {"threads": 0},
                 {"host": ""}, {"target_tokens": -5}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             index_dataset(None, **{**where, **bad})

@@ -39,6 +39,10 @@ def test_onnx_encoder_rejects_bad_arguments_before_loading(tmp_path):
         OnnxEncoder(batch_size=0, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="device"):
         OnnxEncoder(device="mps", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="threads"):
+        OnnxEncoder(threads=0, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="threads applies to a model name on backend='onnx'"):
+        as_encoder(None, backend="torch", threads=1)  # torch's threads are per process, not per encoder
     assert not any(tmp_path.iterdir()), "nothing may be exported for a refused argument"
 
 
@@ -72,6 +76,14 @@ def test_onnx_vectors_equal_torch_vectors(onnx_encoder, encoder):
     # one batch or many, longest first: the order of the output is the order of the input
     one_by_one = np.stack([onnx_encoder.encode([t])[0] for t in TEXTS])
     assert np.allclose(one_by_one, onnx_vectors, atol=1e-5)
+
+
+@pytest.mark.model
+def test_a_one_thread_session_gives_the_same_vectors(onnx_encoder):
+    # Ray workers sharing a machine run one thread each (hseg.distributed)
+    single = as_encoder(None, backend="onnx", threads=1)
+    assert single.runner.session.get_session_options().intra_op_num_threads == 1
+    np.testing.assert_allclose(single.encode(TEXTS), onnx_encoder.encode(TEXTS), atol=1e-6)
 
 
 @pytest.mark.model
