@@ -32,7 +32,7 @@ CATS = ("Cats are small carnivorous mammals. A cat sleeps for most of the day. C
         "and people keep cats as companions in their homes.\n\n")
 
 
-def _load_fake(name=None, backend=None):
+def _load_fake(name=None, backend=None, threads=None):
     assert name == HashingEncoder.name, name
     return HashingEncoder()
 
@@ -284,7 +284,8 @@ def real_db(tmp_path_factory, encoder):
     shutil.copy(REPO / "examples" / "data" / "example.md", _write(root / "docs" / "example.md", ""))
     _write(root / "docs" / "tiny.txt", TIDES + CATS)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ingest, "load_encoder", lambda name=None, backend=None: encoder)  # the session's model, loaded once
+        # the session's model, loaded once
+        mp.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
         mp.chdir(root)
         yield root
 
@@ -337,7 +338,7 @@ def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, enco
     from hseg.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None: encoder)
+    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "docs" / "tides.txt", TIDES * 3)
     _write(tmp_path / "docs" / "cats.txt", CATS * 3)

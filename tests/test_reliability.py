@@ -386,7 +386,7 @@ def _cli(monkeypatch):
     real = chunker_module.as_encoder
     monkeypatch.setattr(chunker_module, "as_encoder",
                         lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw))
-    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None: HashingEncoder())
+    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: HashingEncoder())
     return main
 
 
@@ -659,7 +659,7 @@ from hseg.cli import main
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder
 
-ingest.load_encoder = lambda name=None, backend=None: HashingEncoder()
+ingest.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
 
 def add(self, chunkings, metadatas=None):
@@ -785,7 +785,7 @@ from hseg import ingest
 from hseg.cli import main
 from tests.fakes import HashingEncoder
 
-ingest.load_encoder = lambda name=None, backend=None: HashingEncoder()
+ingest.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 # kill -9 after the upserts of a changed document, before its stale records are deleted
 Collection.delete = lambda self, *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
 sys.exit(main(sys.argv[1:]))
