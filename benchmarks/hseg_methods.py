@@ -1,7 +1,7 @@
 """hseg's methods for ``benchmarks/retrieval.py``, run through the real product path.
 
 Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a real Chroma collection
-(in memory) by :class:`hseg.store.HierarchicalStore`; queries go through ``store.search``:
+(in memory) by :class:`hseg.store.HierarchicalStore`; queries go through ``store.search_many``:
 
 - ``hseg_sc_<T>``: the paper's Segment+Cluster parents (max over segment and cluster vectors);
 - ``hseg_c_<T>``: Cluster-only parents (the paper's ablation);
@@ -56,11 +56,13 @@ def _units(chunkings: list[Any], level: str) -> list[Chunk]:
 
 def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: int,
                  **search: Any) -> tuple[list[list[Chunk]], dict[str, list[list[Chunk]]]]:
-    """Each setting asked of ``store.search`` itself (k, then every budget), as a user would; the
-    longest budget's lists double as the method's ranked lists."""
-    per_setting = {f"k={k}": [_chunks(store.search(v, k=k, **search), corpora) for v in qv]}
+    """Each setting asked of the store itself (k, then every budget), as a user would, all queries
+    of a setting in one ``store.search_many`` (the answers of ``store.search``, in fewer Chroma
+    calls); the longest budget's lists double as the method's ranked lists."""
+    per_setting = {f"k={k}": [_chunks(hits, corpora) for hits in store.search_many(list(qv), k=k, **search)]}
     for b in budgets:
-        per_setting[f"B={b}"] = [_chunks(store.search(v, budget_tokens=b, **search), corpora) for v in qv]
+        per_setting[f"B={b}"] = [_chunks(hits, corpora) for hits in store.search_many(list(qv), budget_tokens=b,
+                                                                                       **search)]
     longest = per_setting[f"B={max(budgets)}"] if budgets else per_setting[f"k={k}"]
     return longest, per_setting
 

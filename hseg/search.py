@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hseg.reads import Get, Knn, Plan, run_one
 from hseg.records import heading_path
 from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
 
@@ -42,6 +43,7 @@ __all__ = [
     "ParentHit",
     "check_search_args",
     "level_where",
+    "parents_plan",
     "search_collection",
 ]
 
@@ -253,6 +255,23 @@ def search_collection(
 
     Arguments are assumed validated (:func:`check_search_args`).
     """
+    return run_one(parents_plan(collection, query_vector, k=k, mode=mode, where=where, where_document=where_document,
+                                budget_tokens=budget_tokens, oversample=oversample))
+
+
+def parents_plan(
+    collection: Any,
+    query_vector: np.ndarray,
+    *,
+    k: int | None,
+    mode: str,
+    where: Mapping[str, Any] | None = None,
+    where_document: Mapping[str, Any] | None = None,
+    budget_tokens: int | None = None,
+    oversample: float = DEFAULT_OVERSAMPLE,
+) -> Plan[list[ParentHit]]:
+    """:func:`search_collection` as a plan of reads (:mod:`hseg.reads`), so that many queries can
+    share round trips (:func:`hseg.reads.run_many`)."""
     need = k if k is not None else DEFAULT_K
     n = max(1, math.ceil(oversample * need))
     server_levels = False
@@ -260,22 +279,18 @@ def search_collection(
         # levels are filtered client-side (_collapse) while the request is small: any Chroma
         # ``where`` costs a metadata scan (hundreds of ms at 100k records), a few more results do not
         chroma_where = level_where(mode, where) if server_levels else (dict(where) if where else None)
-        res = collection.query(
-            query_embeddings=[np.asarray(query_vector, dtype=np.float32)],
-            n_results=n,
-            where=chroma_where,
-            where_document=dict(where_document) if where_document else None,
-            include=["metadatas", "distances", "documents"],
-        )
-        ids = list(res["ids"][0]) if res["ids"] else []
-        metas = list(res["metadatas"][0]) if res.get("metadatas") else [None] * len(ids)
-        dists = list(res["distances"][0]) if res.get("distances") else [None] * len(ids)
-        docs = list(res["documents"][0]) if res.get("documents") else None
-        parents = _collapse(ids, metas, dists, docs, mode)
+        res = yield Knn(collection, np.asarray(query_vector, dtype=np.float32), n, chroma_where,
+                        dict(where_document) if where_document else None, ("metadatas", "distances", "documents"))
+        ids = res["ids"]
+        parents = _collapse(ids, res["metadatas"], res["distances"], res["documents"], mode)
         # fewer records than asked for: Chroma has nothing more under this filter
         chosen = _select(parents, k, budget_tokens, exhausted=len(ids) < n)
         if chosen is not None:
-            return _finish(collection, chosen)
+            # parents whose cluster record was not in the result list need their text and
+            # metadata: one get for all of them
+            missing = [p.cluster_id for p in chosen if p.cluster_meta is None or p.cluster_doc is None]
+            got = (yield Get(collection, tuple(missing), ("documents", "metadatas"))) if missing else None
+            return _finish(chosen, got)
         grow = _widened(n, parents, k, budget_tokens)
         if not server_levels and mode != "segment+cluster" and grow > SERVER_LEVEL_FILTER_AT:
             server_levels = True  # past this size a scan is cheaper than fetching the other level
@@ -298,12 +313,9 @@ def _widened(n: int, parents: list[_Parent], k: int | None, budget: int | None) 
     return grow
 
 
-def _finish(collection: Any, chosen: list[_Parent]) -> list[ParentHit]:
-    # parents whose cluster record was not in the result list need their text and metadata:
-    # one get for all of them
-    missing = [p.cluster_id for p in chosen if p.cluster_meta is None or p.cluster_doc is None]
-    if missing:
-        got = collection.get(ids=missing, include=["documents", "metadatas"])
+def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[ParentHit]:
+    """The hits of the chosen parents; ``got`` holds the cluster records the kNN did not return."""
+    if got is not None:
         found = {rid: (meta, doc) for rid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"])}
         for p in chosen:
             if p.cluster_meta is None or p.cluster_doc is None:

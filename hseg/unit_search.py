@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from hseg.reads import Get, Knn, Plan, run_one
 from hseg.records import heading_path
 from hseg.search import ParentHit
 from hseg.structure import common_prefix
@@ -40,7 +41,7 @@ from hseg.units import (
     walk,
 )
 
-__all__ = ["search_units"]
+__all__ = ["search_units", "units_plan"]
 
 
 def search_units(
@@ -61,11 +62,31 @@ def search_units(
     ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
     or ``None``. Arguments are assumed validated.
     """
+    return run_one(units_plan(collection, query_vector, unit=unit, k=k, budget_tokens=budget_tokens, where=where,
+                              where_document=where_document, cluster_weight=cluster_weight,
+                              neighbour_weight=neighbour_weight, unit_index=unit_index))
+
+
+def units_plan(
+    collection: Any,
+    query_vector: np.ndarray,
+    *,
+    unit: str,
+    k: int | None,
+    budget_tokens: int | None,
+    where: Mapping[str, Any] | None = None,
+    where_document: Mapping[str, Any] | None = None,
+    cluster_weight: float,
+    neighbour_weight: float,
+    unit_index: Any = None,
+) -> Plan[list[ParentHit]]:
+    """:func:`search_units` as a plan of reads (:mod:`hseg.reads`), so that many queries can share
+    round trips. The gathered path (no usable unit index) reads on its own, one query at a time."""
     if unit == "segment":
-        return _search_segments(collection, query_vector, k, budget_tokens, where, where_document)
+        return (yield from _search_segments(collection, query_vector, k, budget_tokens, where, where_document))
     if unit_index is not None and not where_document:
-        return _search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                               cluster_weight, neighbour_weight)
+        return (yield from _search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
+                                           cluster_weight, neighbour_weight))
     return _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                             cluster_weight, neighbour_weight)
 
@@ -134,31 +155,32 @@ def _first_page(k: int | None, budget_tokens: int | None, per_segment: int, leas
 
 
 def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, w: float, v: float) -> list[ParentHit]:
+                    where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[ParentHit]]:
     scale = fused_scale(w, v)
     qq = query_vector(q)
     # a page of ids and distances costs about the same up to a few hundred records (metadata
     # would cost per record), so the first page is deep: 32 tokens a segment, a quarter of the usual
     n = _first_page(k, budget, 32, 16)
     while True:
-        res = index.query(query_embeddings=[qq], n_results=n, where=dict(where) if where else None,
-                          include=["distances"])
-        ids = list(res["ids"][0]) if res["ids"] else []
+        res = yield Knn(index, qq, n, dict(where) if where else None)
+        ids = res["ids"]
         keys = [UnitKey.parse(i) for i in ids]
-        score = scale * (1.0 - np.asarray(res["distances"][0] if ids else [], dtype=np.float64))
+        score = scale * (1.0 - np.asarray(res["distances"], dtype=np.float64))
         floor = float(score[-1]) if len(ids) >= n else -np.inf
         sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in keys}
         sel = walk(score, [key.cluster_id for key in keys], [key.tokens for key in keys], sizes, budget,
                    max_units=k if budget is None else None, floor=floor)
         if sel is not None:
-            return _indexed_passages(collection, keys, score / scale, sel)
+            whole = {c for _, c in sel.expanded}
+            wanted = [keys[i].segment_id for i in sel.taken] + sorted(whole)
+            got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
+            return _indexed_passages(keys, score / scale, sel, wanted, got)
         n *= 2
 
 
-def _indexed_passages(collection: Any, keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[ParentHit]:
+def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wanted: list[str],
+                      got: Mapping[str, Any]) -> list[ParentHit]:
     whole = {c for _, c in sel.expanded}
-    wanted = [keys[i].segment_id for i in sel.taken] + sorted(whole)
-    got = collection.get(ids=wanted, include=["documents", "metadatas"]) if wanted else {"ids": []}
     found = {rid: (dict(m or {}), d or "") for rid, m, d in
              zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
     missing = [rid for rid in wanted if rid not in found]
@@ -185,24 +207,23 @@ def _indexed_passages(collection: Any, keys: list[UnitKey], score: np.ndarray, s
 
 
 def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> list[ParentHit]:
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[ParentHit]]:
     # the ranking comes from a cheap kNN of ids and distances; records are read in rank order, a
     # slice at a time, until the walk is decided (reading costs per record, ~0.06 ms). Cluster
     # records and other writers' records in the ranking are skipped.
     n = _first_page(k, budget, 32, 16)
     while True:
-        res = collection.query(query_embeddings=[np.asarray(q, dtype=np.float32)], n_results=n,
-                               where=dict(where) if where else None,
-                               where_document=dict(wdoc) if wdoc else None, include=["distances"])
-        ids = list(res["ids"][0]) if res["ids"] else []
+        res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, dict(where) if where else None,
+                        dict(wdoc) if wdoc else None)
+        ids = res["ids"]
         if not ids:
             return []
-        sims = [1.0 - float(d) for d in res["distances"][0]]
+        sims = [1.0 - float(d) for d in res["distances"]]
         rows: list[_Member] = []
         read, m = 0, _first_page(k, budget, 96, 8)
         while True:
             part = ids[read : read + m]
-            got = collection.get(ids=part, include=["metadatas", "documents"])
+            got = yield Get(collection, tuple(part))
             found = {rid: (dict(meta or {}), doc or "") for rid, meta, doc in
                      zip(got["ids"], got["metadatas"], got["documents"])}
             for rid, sim in zip(part, sims[read : read + m]):

@@ -111,6 +111,69 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
                 assert d1 != d2 or e1 <= s2  # never the same characters twice
 
 
+class CountingCollection:
+    """A collection that counts the Chroma calls made through it."""
+
+    def __init__(self, collection):
+        self._collection = collection
+        self.calls = 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._collection, name)
+        if name in ("query", "get"):
+            def counted(*args, **kwargs):
+                self.calls += 1
+                return attr(*args, **kwargs)
+            return counted
+        return attr
+
+
+def _summary(hits):
+    return [(h.cluster_id, h.unit, h.segment_ids, h.start, h.end, h.text, h.score, h.token_count, h.matched_id)
+            for h in hits]
+
+
+@pytest.mark.parametrize("small_pages", [False, True])
+def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_collection_name, make_chunking,
+                                                       small_pages, monkeypatch):
+    if small_pages:  # widening rounds and further reads run, at a different step for each query
+        import hseg.unit_search
+
+        monkeypatch.setattr(hseg.unit_search, "_first_page", lambda *args: 2)
+    rng = np.random.default_rng(11)
+    chunkings = [make_chunking(f"doc{i}", rng, n_clusters=5, max_segments=5) for i in range(4)]
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add(chunkings)
+    queries = [q / np.linalg.norm(q) for q in rng.standard_normal((9, 16)).astype(np.float32)]
+    settings = [dict(k=1), dict(k=6), dict(budget_tokens=60), dict(budget_tokens=400), dict(k=3, mode="cluster"),
+                dict(budget_tokens=200, mode="segment"), dict(k=2, where={"hseg_doc_id": "doc1"}),
+                dict(k=4, unit="segment"), dict(budget_tokens=150, unit="segment"), dict(k=4, unit="auto"),
+                dict(budget_tokens=150, unit="auto"),
+                dict(budget_tokens=150, unit="auto", where={"hseg_doc_id": "doc2"})]
+    for setting in settings:
+        one = [_summary(store.search(q, **setting)) for q in queries]
+        many = [_summary(hits) for hits in store.search_many(queries, **setting)]
+        assert many == one, setting
+    counting = CountingCollection(store.collection)
+    store.collection = counting
+    store.search_many(queries, budget_tokens=400)
+    batched, counting.calls = counting.calls, 0
+    for q in queries:
+        store.search(q, budget_tokens=400)
+    assert batched < counting.calls
+
+
+def test_search_many_checks_its_arguments(chroma_collection_name):
+    import chromadb
+
+    store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder(16))
+    with pytest.raises(ValueError, match="queries must be a list"):
+        store.search_many("one question")
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        store.search_many([np.ones(16, np.float32)], k=0)
+    assert store.search_many([]) == []
+
+
 def test_unit_arguments_are_checked(chroma_collection_name):
     import chromadb
 

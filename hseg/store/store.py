@@ -15,8 +15,9 @@ import numpy as np
 
 from hseg.chunks import Chunking
 from hseg.encoders import canonical_model_name
+from hseg.reads import Plan, run_many, run_one
 from hseg.records import SCHEMA_VERSION, Record, records_for
-from hseg.search import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, search_collection
+from hseg.search import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, parents_plan
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_schema,
@@ -30,7 +31,7 @@ from hseg.store.connection import (
 from hseg.store.reading import level_stats, pages
 from hseg.store.writing import dedupe, write_batches, write_failure
 from hseg.unit_index import UnitKey, unit_records
-from hseg.unit_search import search_units
+from hseg.unit_search import units_plan
 from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 
 __all__ = ["HierarchicalStore"]
@@ -650,19 +651,60 @@ class HierarchicalStore:
         return self._passages(self._query_vector(query), k_eff, budget_tokens, unit, where, where_document,
                               float(cluster_weight), float(neighbour_weight))
 
+    def search_many(
+        self,
+        queries: Sequence[str | np.ndarray | Sequence[float]],
+        k: int | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        mode: str = "segment+cluster",
+        budget_tokens: int | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        unit: str = "cluster",
+        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
+        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
+    ) -> list[list[ParentHit]]:
+        """:meth:`search` for many queries, with the same settings and the same answers, in fewer
+        Chroma calls: the searches advance together and each step's reads go to Chroma as one
+        ``query`` with many query vectors and one ``get`` (:mod:`hseg.reads`). For evaluations
+        and batch jobs; a single question is :meth:`search`.
+
+        Example:
+            >>> hits = store.search_many(["what causes tides?", "who saw Jupiter's moons?"], budget_tokens=1024,
+            ...                          unit="auto")  # doctest: +SKIP
+            >>> len(hits)  # doctest: +SKIP
+            2
+        """
+        if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
+            raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
+        k_eff = check_search_args(k, mode, budget_tokens, where, unit=unit, cluster_weight=cluster_weight,
+                                  neighbour_weight=neighbour_weight)
+        vectors = [self._query_vector(q) for q in queries]
+        with remote_errors(self.collection, "search"):
+            return run_many([self._plan(v, k_eff, budget_tokens, mode, unit, where, where_document,
+                                        float(cluster_weight), float(neighbour_weight)) for v in vectors])
+
     def _parents(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, where: Any,
                  where_document: Any) -> list[ParentHit]:
         with remote_errors(self.collection, "search"):
-            return search_collection(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
-                                     budget_tokens=budget, oversample=self.oversample)
+            return run_one(self._plan(vec, k, budget, mode, "cluster", where, where_document, 0.0, 0.0))
 
     def _passages(self, vec: np.ndarray, k: int | None, budget: int | None, unit: str, where: Any,
                   where_document: Any, cluster_weight: float, neighbour_weight: float) -> list[ParentHit]:
         with remote_errors(self.collection, "search"):
-            index = self._usable_unit_index(cluster_weight, neighbour_weight) if unit == "auto" else None
-            return search_units(self.collection, vec, unit=unit, k=k, budget_tokens=budget, where=where,
-                                where_document=where_document, cluster_weight=cluster_weight,
-                                neighbour_weight=neighbour_weight, unit_index=index)
+            return run_one(self._plan(vec, k, budget, "segment+cluster", unit, where, where_document, cluster_weight,
+                                      neighbour_weight))
+
+    def _plan(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, unit: str, where: Any,
+              where_document: Any, cluster_weight: float, neighbour_weight: float) -> Plan[list[ParentHit]]:
+        """The reads of one search (see :mod:`hseg.reads`); weights apply to passages only."""
+        if unit == "cluster":
+            return parents_plan(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
+                                budget_tokens=budget, oversample=self.oversample)
+        index = self._usable_unit_index(cluster_weight, neighbour_weight) if unit == "auto" else None
+        return units_plan(self.collection, vec, unit=unit, k=k, budget_tokens=budget, where=where,
+                          where_document=where_document, cluster_weight=cluster_weight,
+                          neighbour_weight=neighbour_weight, unit_index=index)
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):

@@ -1,0 +1,131 @@
+"""Chroma reads as values, so that many searches can share round trips.
+
+A search is written once, as a *plan*: a generator that yields the reads it needs (:class:`Knn`,
+:class:`Get`), receives each one's answer for its own query, and returns its result.
+:func:`run_one` answers the reads one at a time (a single search); :func:`run_many` advances many
+plans together and answers the reads they wait on with one Chroma call per group of equal reads:
+kNN reads of the same depth, filter and fields become one ``query`` with many query vectors, and
+``get`` reads of the same fields become one ``get`` of the union of their ids.
+
+Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
+own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
+each record whatever else is asked with it. Per query, :func:`run_many` therefore returns exactly
+what :func:`run_one` returns (tested against each other on real stores).
+
+Example:
+    >>> def plan(collection, vector):  # doctest: +SKIP
+    ...     page = yield Knn(collection, vector, 5, include=("distances",))
+    ...     return page["ids"]
+    >>> run_many([plan(c, v) for v in vectors])  # doctest: +SKIP
+    [['seg-1', ...], ...]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class Knn:
+    """The ``n`` nearest records of ``collection`` to ``vector``; answered with one query's lists
+    (``{"ids": [...], "distances": [...], ...}``, the fields of ``include``)."""
+
+    collection: Any
+    vector: np.ndarray
+    n: int
+    where: Mapping[str, Any] | None = None
+    where_document: Mapping[str, Any] | None = None
+    include: tuple[str, ...] = ("distances",)
+
+    def group(self) -> tuple[Any, ...]:
+        """What must be equal for two reads to go in one ``query``."""
+        return ("knn", id(self.collection), self.n, _key(self.where), _key(self.where_document), self.include)
+
+
+@dataclass(frozen=True, eq=False)
+class Get:
+    """The records ``ids`` of ``collection``; answered like Chroma's ``get`` (records it lacks are
+    absent from the answer; the order is not the order of ``ids``)."""
+
+    collection: Any
+    ids: tuple[str, ...]
+    include: tuple[str, ...] = ("metadatas", "documents")
+
+    def group(self) -> tuple[Any, ...]:
+        return ("get", id(self.collection), self.include)
+
+
+Read = Knn | Get
+#: a search: yields reads, is sent each read's answer, returns its result
+Plan = Generator[Read, dict[str, list[Any]], T]
+
+
+def _key(value: Mapping[str, Any] | None) -> str:
+    return json.dumps(value, sort_keys=True, default=str) if value else ""
+
+
+def run_one(plan: Plan[T]) -> T:
+    """Drive one plan, one Chroma call per read."""
+    try:
+        read = next(plan)
+        while True:
+            read = plan.send(_answer([read])[0])
+    except StopIteration as done:
+        return done.value
+
+
+def run_many(plans: Sequence[Plan[T]]) -> list[T]:
+    """Drive many plans together, one Chroma call per group of equal reads at each step."""
+    results: list[Any] = [None] * len(plans)
+    waiting: dict[int, Read] = {}
+    for i in range(len(plans)):
+        _advance(plans, i, None, waiting, results)
+    while waiting:
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, read in waiting.items():
+            groups.setdefault(read.group(), []).append(i)
+        for members in groups.values():
+            answers = _answer([waiting.pop(i) for i in members])
+            for i, answer in zip(members, answers):
+                _advance(plans, i, answer, waiting, results)
+    return results
+
+
+def _advance(plans: Sequence[Plan[Any]], i: int, answer: Any, waiting: dict[int, Read], results: list[Any]) -> None:
+    try:
+        waiting[i] = next(plans[i]) if answer is None else plans[i].send(answer)
+    except StopIteration as done:
+        results[i] = done.value
+
+
+def _answer(reads: list[Read]) -> list[dict[str, list[Any]]]:
+    """One Chroma call for reads of one group; each read's own answer."""
+    first = reads[0]
+    if isinstance(first, Knn):
+        res = first.collection.query(
+            query_embeddings=[np.asarray(r.vector, dtype=np.float32) for r in reads],  # type: ignore[union-attr]
+            n_results=first.n,
+            where=dict(first.where) if first.where else None,
+            where_document=dict(first.where_document) if first.where_document else None,
+            include=list(first.include),
+        )
+        fields = ("ids",) + first.include
+        return [{f: list(res[f][q]) if res.get(f) is not None else [] for f in fields} for q in range(len(reads))]
+    wanted = sorted({rid for r in reads for rid in r.ids})  # type: ignore[union-attr]
+    got: Any = first.collection.get(ids=wanted, include=list(first.include)) if wanted else {"ids": []}
+    fields = ("ids",) + first.include
+    rows = {rid: i for i, rid in enumerate(got["ids"])}
+    answers = []
+    for r in reads:
+        mine = [rows[rid] for rid in dict.fromkeys(r.ids) if rid in rows]  # type: ignore[union-attr]
+        answers.append({f: [got[f][i] for i in mine] if got.get(f) is not None else [] for f in fields})
+    return answers
