@@ -32,36 +32,47 @@ from torch import nn
 
 from hseg.cohesion import depth_scores, window_similarity
 
-__all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "N_GAP_FEATURES"]
+__all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "GAP_WINDOWS",
+           "LEGACY_GAP_WINDOWS", "gap_feature_count"]
 
 logger = logging.getLogger(__name__)
 
 #: the shipped weights (torch file; the model card is the ``.json`` next to it)
 DEFAULT_WEIGHTS = Path(__file__).parent / "models" / "bilstm_segmenter.pt"
 
-_WINDOWS = (1, 2, 3, 5, 8)
+#: the TextTiling windows (sentences a side) whose gap signals a new model is trained on. The long
+#: ones carry what tuned TextTiling finds on textbooks and Wikipedia (its best window on both
+#: development sets is 16, benchmarks/segmenter_vs_texttiling.py); a model card records its own set.
+GAP_WINDOWS = (1, 2, 3, 5, 8, 12, 16, 24)
+#: the set of models whose card names none (the first shipped weights)
+LEGACY_GAP_WINDOWS = (1, 2, 3, 5, 8)
 #: windows per forward pass in ``gap_scores``: bounds memory on long documents (a document of up to
 #: WINDOW_BATCH windows, ~6000 sentences, still goes in one pass)
 WINDOW_BATCH = 64
-N_GAP_FEATURES = 4 * len(_WINDOWS)
 
 
-def sentence_features(embeddings: np.ndarray) -> np.ndarray:
-    """Per-sentence model input ``(n, d + N_GAP_FEATURES)`` float32: the embedding, then the
-    TextTiling signals of the gap *after* the sentence (the last sentence gets neutral values).
+def gap_feature_count(windows: Sequence[int] = GAP_WINDOWS) -> int:
+    """Gap signals per sentence for a window set: similarity, its z-score, depth, scaled depth."""
+    return 4 * len(windows)
+
+
+def sentence_features(embeddings: np.ndarray, windows: Sequence[int] = GAP_WINDOWS) -> np.ndarray:
+    """Per-sentence model input ``(n, d + gap_feature_count(windows))`` float32: the embedding, then
+    the TextTiling signals of the gap *after* the sentence at each window (the last sentence gets
+    neutral values).
 
     Example:
-        >>> sentence_features(np.eye(4, dtype=np.float32)).shape
+        >>> sentence_features(np.eye(4, dtype=np.float32), windows=(1, 2, 3, 5, 8)).shape
         (4, 24)
     """
     e = np.asarray(embeddings, dtype=np.float32)
     if e.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n, d), got shape {e.shape}")
     n = len(e)
-    gap = np.zeros((n, N_GAP_FEATURES), dtype=np.float32)
+    gap = np.zeros((n, gap_feature_count(windows)), dtype=np.float32)
     if n >= 2:
         cols = []
-        for w in _WINDOWS:
+        for w in windows:
             sim = window_similarity(e, w)
             z = (sim - sim.mean()) / (sim.std() + 1e-6)  # relative to the document's own cohesion
             depth = depth_scores(sim)
@@ -138,6 +149,7 @@ class BiLSTMSegmenter:
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"threshold must lie in (0, 1), got {self.threshold}")
         self.window, self.overlap = window, overlap
+        self.gap_windows = tuple(int(w) for w in self.card.get("gap_windows", LEGACY_GAP_WINDOWS))
         if cpu_threads is not None and cpu_threads < 1:
             raise ValueError(f"cpu_threads must be >= 1 or None, got {cpu_threads!r}")
         self.cpu_threads = cpu_threads
@@ -170,7 +182,7 @@ class BiLSTMSegmenter:
         if self._use_fallback(embeddings):
             return np.asarray(self.fallback.gap_scores(sentences, embeddings), dtype=np.float32)
         self.check_encoder(dimension=np.asarray(embeddings).shape[1])
-        feats = torch.from_numpy(sentence_features(embeddings))
+        feats = torch.from_numpy(sentence_features(embeddings, self.gap_windows))
         starts = window_starts(n, self.window, self.overlap)
         size = min(n, self.window)
         # windows go through the model WINDOW_BATCH at a time: one batch of every window of a book
@@ -226,7 +238,8 @@ class BiLSTMSegmenter:
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {k: (v.half() if half and v.is_floating_point() else v).cpu()
                  for k, v in self.model.state_dict().items()}
-        card = dict(self.card, threshold=self.threshold, window=self.window, model=self.model.config)
+        card = dict(self.card, threshold=self.threshold, window=self.window, model=self.model.config,
+                    gap_windows=list(self.gap_windows))
         torch.save({"state_dict": state, "card": card}, path)
         path.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
         return path

@@ -13,7 +13,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,12 @@ def embed_documents(
     return [np.load(p).astype(np.float32) for p in paths]
 
 
+def _default_gap_windows() -> tuple[int, ...]:
+    from hseg.bilstm import GAP_WINDOWS  # torch: imported when training, not with this module
+
+    return GAP_WINDOWS
+
+
 @dataclass
 class TrainConfig:
     """Training knobs; defaults are what the shipped weights used."""
@@ -102,6 +108,7 @@ class TrainConfig:
     hidden: int = 256
     pos_weight: float | None = None  # None: sqrt of the negative/positive ratio
     mixed_ratio: float = 1.0  # synthetic mixed-source documents per natural document, redrawn each epoch
+    gap_windows: tuple[int, ...] = field(default_factory=_default_gap_windows)  # TextTiling signals' windows
     seed: int = 0
     device: str | None = None
     quiet: bool = False  # no progress bars; each epoch's dev scores are logged (INFO) either way
@@ -114,10 +121,10 @@ class TrainResult:
     seconds: float
 
 
-def _prepare(docs: Sequence[Document], embeddings: Sequence[np.ndarray]):
+def _prepare(docs: Sequence[Document], embeddings: Sequence[np.ndarray], windows: Sequence[int]):
     from hseg.bilstm import sentence_features
 
-    return [(sentence_features(e), np.asarray(d.labels, dtype=np.int64)) for d, e in zip(docs, embeddings)]
+    return [(sentence_features(e, windows), np.asarray(d.labels, dtype=np.int64)) for d, e in zip(docs, embeddings)]
 
 
 def mixed_documents(docs: Sequence[Document], embeddings: Sequence[np.ndarray], count: int,
@@ -237,7 +244,7 @@ def train_segmenter(
     import torch
     from tqdm.auto import tqdm
 
-    from hseg.bilstm import BiLSTMModel, BiLSTMSegmenter
+    from hseg.bilstm import BiLSTMModel, BiLSTMSegmenter, gap_feature_count
 
     cfg = config or TrainConfig()
     if not train_docs:
@@ -249,7 +256,7 @@ def train_segmenter(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     start = time.perf_counter()
-    train = _prepare(train_docs, train_emb)  # dev documents are scored by the segmenter itself
+    train = _prepare(train_docs, train_emb, cfg.gap_windows)  # dev documents are scored by the segmenter itself
     dim = int(train[0][0].shape[1])
     pos = sum(int(lab[:-1].sum()) for _, lab in train)
     neg = sum(len(lab) - 1 for _, lab in train) - pos
@@ -259,7 +266,8 @@ def train_segmenter(
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor([1.0, pos_weight], device=device), reduction="sum")
     base_card = {
-        "encoder": {"name": encoder_name, "dimension": dim - _n_gap()},
+        "encoder": {"name": encoder_name, "dimension": dim - gap_feature_count(cfg.gap_windows)},
+        "gap_windows": list(cfg.gap_windows),
         "training": dict(card or {}, train_documents=len(train_docs), dev_documents=len(dev_docs),
                          positive_weight=round(pos_weight, 3), seed=cfg.seed),
     }
@@ -280,7 +288,7 @@ def train_segmenter(
         epoch_data = train
         if cfg.mixed_ratio > 0:
             extra = mixed_documents(train_docs, train_emb, int(round(cfg.mixed_ratio * len(train_docs))), rng)
-            epoch_data = train + _prepare(*extra)
+            epoch_data = train + _prepare(*extra, cfg.gap_windows)
         for x, y, mask, lengths in tqdm(_batches(epoch_data, cfg.window, cfg.batch_size, rng), desc=f"epoch {epoch}",
                                         unit="batch", disable=cfg.quiet, leave=False):
             x, y, mask = x.to(device), y.to(device), mask.to(device)
@@ -360,12 +368,6 @@ def _load_checkpoint(path: str | Path, run_key: str, model: Any, opt: Any,
     rng.bit_generator.state = state["numpy_rng"]
     torch.set_rng_state(state["torch_rng"])
     return state
-
-
-def _n_gap() -> int:
-    from hseg.bilstm import N_GAP_FEATURES
-
-    return N_GAP_FEATURES
 
 
 def evaluate_segmenter(segmenter, docs: Sequence[Document], embeddings: Sequence[np.ndarray]) -> dict:
