@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["OnnxEncoder", "OnnxManifest", "onnx_cache_dir", "model_folder", "source_identity", "MANIFEST_NAME",
-           "MANIFEST_FORMAT", "GRAPH_NAME", "model_cache_folder", "ExportedModel"]
+           "MANIFEST_FORMAT", "GRAPH_NAME", "model_cache_folder", "weights_path", "ExportedModel"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,10 +91,14 @@ def onnx_cache_dir() -> Path:
     return Path(base) / "hseg" / "onnx"
 
 
-def model_cache_folder(name: str, cache_dir: str | Path | None = None) -> Path:
-    """The cache folder of one model: readable slug plus a hash, so distinct names never share it."""
+def model_cache_folder(name: str, cache_dir: str | Path | None = None, weights: str | Path | None = None) -> Path:
+    """The cache folder of one model: readable slug plus a hash of the name and of where its
+    ``weights`` lie, so distinct names never share a folder, and neither do two installations of
+    one model (two virtual environments would otherwise re-export it in turn, each finding the
+    other's export made from other weights)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[-60:] or "model"
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    key = name if weights is None else f"{name}\0{weights}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     root = Path(cache_dir) if cache_dir is not None else onnx_cache_dir()
     return root / f"{slug}-{digest}"
 
@@ -129,19 +133,27 @@ def model_folder(name: str) -> Path | None:
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
-def source_identity(name: str) -> str | None:
-    """Identity of the weights of ``name`` on disk: path, size and modification time of the
-    weights file (a stat, not a hash: it is checked on every load, also by a cold ``hseg query``);
-    ``None`` when the weights are not on disk."""
+def weights_path(name: str) -> Path | None:
+    """The resolved path of the weights file of ``name`` (or of its folder when it holds none of
+    the usual files); ``None`` when the weights are not on disk."""
     folder = model_folder(name)
     if folder is None:
         return None
     for file in _WEIGHT_FILES:
-        path = folder / file
-        if path.exists():
-            st = os.stat(path)  # follows the HF cache's symlink to the blob
-            return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
-    return str(folder.resolve())
+        if (folder / file).exists():
+            return Path(os.path.realpath(folder / file))  # the HF cache's symlink to the blob
+    return folder.resolve()
+
+
+def source_identity(name: str) -> str | None:
+    """Identity of the weights of ``name`` on disk: path, size and modification time of the
+    weights file (a stat, not a hash: it is checked on every load, also by a cold ``hseg query``);
+    ``None`` when the weights are not on disk."""
+    path = weights_path(name)
+    if path is None or path.is_dir():
+        return None if path is None else str(path)
+    st = os.stat(path)
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
 class OnnxEncoder:
@@ -189,7 +201,7 @@ class OnnxEncoder:
             raise ValueError(f"device must be None, 'cpu' or 'cuda[:N]' for the onnx backend, got {device!r}")
         source = model or DEFAULT_MODEL
         self._name = canonical_model_name(source)
-        self.folder = model_cache_folder(self._name, cache_dir)
+        self.folder = model_cache_folder(self._name, cache_dir, weights_path(source))
         self.manifest = self._ready_manifest(source)
         self.runner = ExportedModel(self.folder, self.manifest, device=device,
                                     batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress,

@@ -57,6 +57,10 @@ def test_cache_folders_of_different_names_differ(tmp_path):
     a = model_cache_folder("org/model-a", tmp_path)
     b = model_cache_folder("org/model_a", tmp_path)  # same slug, other name
     assert a != b and a.parent == b.parent == tmp_path
+    # one model installed twice (two virtual environments): two exports, not one re-made in turn
+    first = model_cache_folder("org/model-a", tmp_path, "/venv1/model.safetensors")
+    second = model_cache_folder("org/model-a", tmp_path, "/venv2/model.safetensors")
+    assert len({a, first, second}) == 3
 
 
 @pytest.fixture(scope="module")
