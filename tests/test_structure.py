@@ -419,6 +419,12 @@ def test_cli_chunk_reads_a_txt_file_as_plain_text(tmp_path, capsys, monkeypatch)
     assert len(md["segments"]) > len(txt["segments"])  # every heading starts a segment in the .md file
     assert ["Orbits of the planets", "Tides"] in [s["heading_path"] for s in md["segments"]]
     assert all(u["heading_path"] == [] for u in txt["segments"] + txt["clusters"])
+    # the markdown report names each unit's section, for a markdown source only
+    assert main(["chunk", str(tmp_path / "notes.md"), str(tmp_path / "notes.txt"), "--quiet",
+                 "--segmenter", "texttiling", "--target-tokens", "64"]) == 0
+    md_report, txt_report = capsys.readouterr().out.split("## " + str(tmp_path / "notes.txt"))
+    assert "| section |" in md_report and "Orbits of the planets › Tides" in md_report
+    assert "| section |" not in txt_report
 
 
 # --------------------------------------------------------------------------- metadata, adapters, store

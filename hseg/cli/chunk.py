@@ -109,22 +109,32 @@ def _preview(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _section(path: tuple[str, ...]) -> str:
+    return " › ".join(path).replace("|", "/")
+
+
 def to_markdown(result: Chunking) -> str:
-    """The ``--format markdown`` section of one document: a summary line and a table, cluster by cluster."""
+    """The ``--format markdown`` section of one document: a summary line and a table, cluster by
+    cluster; a ``section`` column with each unit's heading path when the document has headings."""
     sizes = [c.token_count for c in result.clusters]
     mean = sum(sizes) / len(sizes) if sizes else 0
     k = f"{result.k:.3f}" if result.k is not None else "-"
+    sections = any(s.heading_path for s in result.segments)
+    head = ["cluster", "segment", "start", "end", "tokens"] + (["section"] if sections else []) + ["text"]
     lines = [
         f"## {result.doc_id}",
         "",
         f"{len(result.segments)} segments, {len(result.clusters)} clusters, mean cluster {mean:.0f} tokens, k = {k}",
         "",
-        "| cluster | segment | start | end | tokens | text |",
-        "|---|---|---|---|---|---|",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
     for c in result.clusters:
-        lines.append(f"| **{c.index}** | | {c.start} | {c.end} | **{c.token_count}** | |")
+        section = [f"**{_section(c.heading_path)}**"] if sections and c.heading_path else [""] * sections
+        lines.append("| " + " | ".join([f"**{c.index}**", "", str(c.start), str(c.end), f"**{c.token_count}**",
+                                         *section, ""]) + " |")
         for s in c.segments:
             preview = _preview(s.text).replace("|", "/")
-            lines.append(f"| | {s.index} | {s.start} | {s.end} | {s.token_count} | {preview} |")
+            lines.append("| " + " | ".join(["", str(s.index), str(s.start), str(s.end), str(s.token_count),
+                                             *([_section(s.heading_path)] if sections else []), preview]) + " |")
     return "\n".join(lines) + "\n\n"
