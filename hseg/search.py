@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.reads import Get, Knn, Plan, run_one
+from hseg.reads import Get, Knn, Plan
 from hseg.records import heading_path
 from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
 
@@ -44,7 +44,6 @@ __all__ = [
     "check_search_args",
     "level_where",
     "parents_plan",
-    "search_collection",
 ]
 
 logger = logging.getLogger(__name__)
@@ -240,25 +239,6 @@ def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted
     return parents if exhausted else None
 
 
-def search_collection(
-    collection: Any,
-    query_vector: np.ndarray,
-    *,
-    k: int | None,
-    mode: str,
-    where: Mapping[str, Any] | None = None,
-    where_document: Mapping[str, Any] | None = None,
-    budget_tokens: int | None = None,
-    oversample: float = DEFAULT_OVERSAMPLE,
-) -> list[ParentHit]:
-    """Top parents of ``collection`` for a unit query vector; see the module docstring.
-
-    Arguments are assumed validated (:func:`check_search_args`).
-    """
-    return run_one(parents_plan(collection, query_vector, k=k, mode=mode, where=where, where_document=where_document,
-                                budget_tokens=budget_tokens, oversample=oversample))
-
-
 def parents_plan(
     collection: Any,
     query_vector: np.ndarray,
@@ -270,8 +250,12 @@ def parents_plan(
     budget_tokens: int | None = None,
     oversample: float = DEFAULT_OVERSAMPLE,
 ) -> Plan[list[ParentHit]]:
-    """:func:`search_collection` as a plan of reads (:mod:`hseg.reads`), so that many queries can
-    share round trips (:func:`hseg.reads.run_many`)."""
+    """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
+    of reads (:mod:`hseg.reads`): :func:`~hseg.reads.run_one` answers it, and
+    :func:`~hseg.reads.run_many` answers many with shared round trips.
+
+    Arguments are assumed validated (:func:`check_search_args`).
+    """
     need = k if k is not None else DEFAULT_K
     n = max(1, math.ceil(oversample * need))
     server_levels = False

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.reads import Get, Knn, Plan, run_one
+from hseg.reads import Get, Knn, Plan
 from hseg.records import heading_path
 from hseg.search import ParentHit
 from hseg.structure import common_prefix
@@ -41,30 +41,7 @@ from hseg.units import (
     walk,
 )
 
-__all__ = ["search_units", "units_plan"]
-
-
-def search_units(
-    collection: Any,
-    query_vector: np.ndarray,
-    *,
-    unit: str,
-    k: int | None,
-    budget_tokens: int | None,
-    where: Mapping[str, Any] | None = None,
-    where_document: Mapping[str, Any] | None = None,
-    cluster_weight: float,
-    neighbour_weight: float,
-    unit_index: Any = None,
-) -> list[ParentHit]:
-    """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone).
-
-    ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
-    or ``None``. Arguments are assumed validated.
-    """
-    return run_one(units_plan(collection, query_vector, unit=unit, k=k, budget_tokens=budget_tokens, where=where,
-                              where_document=where_document, cluster_weight=cluster_weight,
-                              neighbour_weight=neighbour_weight, unit_index=unit_index))
+__all__ = ["units_plan"]
 
 
 def units_plan(
@@ -80,8 +57,13 @@ def units_plan(
     neighbour_weight: float,
     unit_index: Any = None,
 ) -> Plan[list[ParentHit]]:
-    """:func:`search_units` as a plan of reads (:mod:`hseg.reads`), so that many queries can share
-    round trips. The gathered path (no usable unit index) reads on its own, one query at a time."""
+    """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
+    a plan of reads (:mod:`hseg.reads`). The gathered path (no usable unit index) reads on its own,
+    one query at a time.
+
+    ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
+    or ``None``. Arguments are assumed validated.
+    """
     if unit == "segment":
         return (yield from _search_segments(collection, query_vector, k, budget_tokens, where, where_document))
     if unit_index is not None and not where_document:
