@@ -33,6 +33,10 @@ __all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one"]
 
 T = TypeVar("T")
 
+#: reads answered by one Chroma call at the most: a ``get`` of the union of a few hundred searches'
+#: ids stays far below SQLite's bound on the variables of one statement, and a server request small
+READS_PER_CALL = 256
+
 
 @dataclass(frozen=True, eq=False)
 class Knn:
@@ -94,9 +98,11 @@ def run_many(plans: Sequence[Plan[T]]) -> list[T]:
         for i, read in waiting.items():
             groups.setdefault(read.group(), []).append(i)
         for members in groups.values():
-            answers = _answer([waiting.pop(i) for i in members])
-            for i, answer in zip(members, answers):
-                _advance(plans, i, answer, waiting, results)
+            for start in range(0, len(members), READS_PER_CALL):
+                part = members[start:start + READS_PER_CALL]
+                answers = _answer([waiting.pop(i) for i in part])
+                for i, answer in zip(part, answers):
+                    _advance(plans, i, answer, waiting, results)
     return results
 
 

@@ -137,9 +137,11 @@ def _summary(hits):
 def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_collection_name, make_chunking,
                                                        small_pages, monkeypatch):
     if small_pages:  # widening rounds and further reads run, at a different step for each query
+        import hseg.reads
         import hseg.unit_search
 
         monkeypatch.setattr(hseg.unit_search, "_first_page", lambda *args: 2)
+        monkeypatch.setattr(hseg.reads, "READS_PER_CALL", 4)  # groups split over several calls
     rng = np.random.default_rng(11)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=5, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
