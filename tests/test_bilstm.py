@@ -171,8 +171,26 @@ def test_long_documents_run_in_windows(trained):
     assert boundaries_from_scores(np.array([0.2, 0.9, 0.8, 0.1, 0.7]), 0.5) == [1, 4]
 
 
+def test_the_gap_windows_a_model_was_trained_on_travel_with_it(trained):
+    from hseg.bilstm import GAP_WINDOWS, LEGACY_GAP_WINDOWS, gap_feature_count
+
+    result, dev, de, tmp, *_ = trained
+    seg = result.segmenter
+    assert seg.gap_windows == GAP_WINDOWS and seg.card["gap_windows"] == list(GAP_WINDOWS)
+    assert seg.model.config["input_dim"] == DIM + gap_feature_count(GAP_WINDOWS)
+    loaded = BiLSTMSegmenter.load(seg.save(tmp / "windows.pt"), device="cpu")
+    assert loaded.gap_windows == GAP_WINDOWS
+    # weights whose card names no set (the first shipped model) read the legacy signals
+    card = {k: v for k, v in seg.card.items() if k != "gap_windows"}
+    legacy = BiLSTMSegmenter(type(seg.model)(DIM + gap_feature_count(LEGACY_GAP_WINDOWS), hidden=32), card,
+                             device="cpu")
+    assert legacy.gap_windows == LEGACY_GAP_WINDOWS
+    assert legacy.gap_scores(dev[0].sentences, de[0]).shape == (len(dev[0].sentences) - 1,)
+
+
 def test_features_shape_and_bad_input():
     assert sentence_features(np.eye(5, dtype=np.float32)).shape[0] == 5
+    assert sentence_features(np.eye(5, dtype=np.float32), windows=(1, 2)).shape == (5, 5 + 8)
     with pytest.raises(ValueError, match="embeddings"):
         sentence_features(np.zeros(3))
 
