@@ -115,23 +115,31 @@ def _advance(plans: Sequence[Plan[Any]], i: int, answer: Any, waiting: dict[int,
 
 def _answer(reads: list[Read]) -> list[dict[str, list[Any]]]:
     """One Chroma call for reads of one group; each read's own answer."""
+    knn = [r for r in reads if isinstance(r, Knn)]
+    return _query(knn) if knn else _get([r for r in reads if isinstance(r, Get)])
+
+
+def _query(reads: list[Knn]) -> list[dict[str, list[Any]]]:
     first = reads[0]
-    if isinstance(first, Knn):
-        res = first.collection.query(
-            query_embeddings=[np.asarray(r.vector, dtype=np.float32) for r in reads],  # type: ignore[union-attr]
-            n_results=first.n,
-            where=dict(first.where) if first.where else None,
-            where_document=dict(first.where_document) if first.where_document else None,
-            include=list(first.include),
-        )
-        fields = ("ids",) + first.include
-        return [{f: list(res[f][q]) if res.get(f) is not None else [] for f in fields} for q in range(len(reads))]
-    wanted = sorted({rid for r in reads for rid in r.ids})  # type: ignore[union-attr]
+    res = first.collection.query(
+        query_embeddings=[np.asarray(r.vector, dtype=np.float32) for r in reads],
+        n_results=first.n,
+        where=dict(first.where) if first.where else None,
+        where_document=dict(first.where_document) if first.where_document else None,
+        include=list(first.include),
+    )
+    fields = ("ids",) + first.include
+    return [{f: list(res[f][q]) if res.get(f) is not None else [] for f in fields} for q in range(len(reads))]
+
+
+def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
+    first = reads[0]
+    wanted = sorted({rid for r in reads for rid in r.ids})
     got: Any = first.collection.get(ids=wanted, include=list(first.include)) if wanted else {"ids": []}
     fields = ("ids",) + first.include
     rows = {rid: i for i, rid in enumerate(got["ids"])}
     answers = []
     for r in reads:
-        mine = [rows[rid] for rid in dict.fromkeys(r.ids) if rid in rows]  # type: ignore[union-attr]
+        mine = [rows[rid] for rid in dict.fromkeys(r.ids) if rid in rows]
         answers.append({f: [got[f][i] for i in mine] if got.get(f) is not None else [] for f in fields})
     return answers
