@@ -156,6 +156,10 @@ def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_col
         one = [_summary(store.search(q, **setting)) for q in queries]
         many = [_summary(hits) for hits in store.search_many(queries, **setting)]
         assert many == one, setting
+    import asyncio
+
+    assert [_summary(h) for h in asyncio.run(store.asearch_many(queries[:3], budget_tokens=150, unit="auto"))] == \
+        [_summary(store.search(q, budget_tokens=150, unit="auto")) for q in queries[:3]]
     counting = CountingCollection(store.collection)
     store.collection = counting
     store.search_many(queries, budget_tokens=400)

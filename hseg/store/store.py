@@ -728,6 +728,10 @@ class HierarchicalStore:
         """:meth:`search` in a worker thread (the encoder and Chroma calls block)."""
         return await asyncio.to_thread(self.search, query, k, **kwargs)
 
+    async def asearch_many(self, queries: Any, k: int | None = None, **kwargs: Any) -> list[list[ParentHit]]:
+        """:meth:`search_many` in a worker thread."""
+        return await asyncio.to_thread(self.search_many, queries, k, **kwargs)
+
     async def aadd(self, chunkings: Any, metadatas: Any = None) -> int:
         """:meth:`add` in a worker thread."""
         return await asyncio.to_thread(self.add, chunkings, metadatas)
