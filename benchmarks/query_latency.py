@@ -11,7 +11,8 @@ none profits systematically from a warm cache or suffers from a burst of load):
   time is the adapter's and the search's).
 
 Reports p50/p95 per call and their ratio to the plain query's p50/p95 (markdown, printed and
-written with ``--out``).
+written with ``--out``). A second table gives the per-query cost of answering all queries in one
+call: Chroma's ``query`` with every vector, and ``store.search_many`` at each setting.
 
 Stores:
 
@@ -165,6 +166,36 @@ def measure(fns: dict[str, Callable[[np.ndarray, str], Any]], queries: np.ndarra
     return times
 
 
+def batched(store: HierarchicalStore, queries: np.ndarray, rounds: int) -> dict[str, list[float]]:
+    """Per-query cost (seconds) of answering all ``queries`` in one call: Chroma's ``query`` with
+    every vector against ``store.search_many`` at each setting, once per round, interleaved."""
+    col, vectors = store.collection, list(queries)
+    fns: dict[str, Callable[[], Any]] = {"plain query(all vectors, n_results=5)": lambda: col.query(
+        query_embeddings=vectors, n_results=5)}
+    for unit in ("cluster", "segment", "auto"):
+        fns[f"search_many(unit={unit}, k=5)"] = lambda u=unit: store.search_many(vectors, k=5, unit=u)
+        for b in BUDGETS:
+            fns[f"search_many(unit={unit}, budget={b})"] = lambda u=unit, b=b: store.search_many(
+                vectors, budget_tokens=b, unit=u)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(rounds):
+        names = list(fns)[r % len(fns):] + list(fns)[: r % len(fns)]
+        for name in names:
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append((time.perf_counter() - t0) / len(vectors))
+    return times
+
+
+def batched_table(times: dict[str, list[float]], single_plain_p50: float, n: int, title: str) -> str:
+    lines = [f"### {title}: {n} queries per call", "",
+             "| call | ms per query (median of rounds) | × one plain query p50 |", "|---|---|---|"]
+    for name, ts in times.items():
+        ms = float(np.median(ts)) * 1000.0
+        lines.append(f"| `{name}` | {ms:.3f} | {ms / single_plain_p50:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def table(times: dict[str, list[float]], title: str) -> str:
     pp50, pp95 = percentiles(times[PLAIN])
     lines = [f"### {title}", "", "| call | p50 ms | p95 ms | × plain p50 | × plain p95 |", "|---|---|---|---|---|"]
@@ -245,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         fns = calls(store, args.adapters)
         print(f"{label}; {len(qs)} queries × {args.rounds} rounds, {len(fns)} calls interleaved")
         times = measure(fns, qs, texts, args.rounds, args.warmup)
-    md = table(times, label)
+        many = batched(store, qs, max(3, args.rounds))
+    md = table(times, label) + "\n" + batched_table(many, percentiles(times[PLAIN])[0], len(qs), label)
     print(md)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as fh:
