@@ -70,14 +70,7 @@ class HierarchicalChunker:
     """
 
     def __init__(self, config: ChunkerConfig | None = None, **settings: Any) -> None:
-        if config is not None and not isinstance(config, ChunkerConfig):
-            raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
-        unknown = sorted(set(settings) - set(ChunkerConfig.field_names()))
-        if unknown:
-            raise ValueError(f"unknown chunker settings {unknown}; "
-                             f"the settings are {list(ChunkerConfig.field_names())}")
-        if config is None or settings:
-            config = ChunkerConfig(**settings) if config is None else config.replace(**settings)
+        config = ChunkerConfig.resolve(config, **settings)
         self.config = config
         self.k = config.k
         self.target_tokens = config.effective_target_tokens

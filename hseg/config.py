@@ -224,6 +224,24 @@ class ChunkerConfig:
             rows.append(f"| `{name}` | `{default!r}` | {cls.docs()[name]} |")
         return "\n".join(rows) + "\n"
 
+    @classmethod
+    def resolve(cls, config: ChunkerConfig | None = None, **settings: Any) -> ChunkerConfig:
+        """``config`` (default: all defaults) with ``settings`` replacing its fields: what every
+        entry point taking a config and keyword settings builds; names no setting -> ``ValueError``.
+
+        Example:
+            >>> ChunkerConfig.resolve(ChunkerConfig(target_tokens=256), min_segment_tokens=16).target_tokens
+            256
+        """
+        if config is not None and not isinstance(config, ChunkerConfig):
+            raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
+        unknown = sorted(set(settings) - set(cls.field_names()))
+        if unknown:
+            raise ValueError(f"unknown chunker settings {unknown}; the settings are {list(cls.field_names())}")
+        if config is None:
+            return cls(**settings)
+        return config.replace(**settings) if settings else config
+
     def replace(self, **changes: Any) -> ChunkerConfig:
         """A validated copy with some settings changed."""
         return dataclasses.replace(self, **changes)

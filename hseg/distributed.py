@@ -179,17 +179,6 @@ def _check_args(host: Any, num_workers: Any, num_cpus: Any, num_gpus: Any, batch
         raise ValueError(f"threads must be an int >= 1 or None, got {threads!r}")
 
 
-def _chunker_config(config: ChunkerConfig | None, settings: Mapping[str, Any]) -> ChunkerConfig:
-    """``config`` with ``settings`` replacing its fields, checked before any worker starts."""
-    if config is not None and not isinstance(config, ChunkerConfig):
-        raise ValueError(f"config must be a ChunkerConfig, got {type(config).__name__}")
-    unknown = sorted(set(settings) - set(ChunkerConfig.field_names()))
-    if unknown:
-        raise ValueError(f"unknown chunker settings {unknown}; the settings are {list(ChunkerConfig.field_names())}")
-    config = config or ChunkerConfig()
-    return config.replace(**settings) if settings else config
-
-
 def default_workers(ray: Any, num_cpus: float = 1, num_gpus: float = 0) -> int:
     """As many workers as the connected Ray cluster has room for: its GPUs when each worker takes
     ``num_gpus``, else its CPUs for ``num_cpus`` each.
@@ -284,7 +273,7 @@ def index_dataset(
         12
     """
     _check_args(host, num_workers, num_cpus, num_gpus, batch_docs, threads)
-    config = _chunker_config(config, settings)
+    config = ChunkerConfig.resolve(config, **settings)  # checked before any worker starts
     ray = import_ray()
     columns = dataset.columns()  # None: an empty dataset, nothing to check
     if columns is not None and not {ID_COLUMN, TEXT_COLUMN} <= set(columns):
