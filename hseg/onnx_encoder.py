@@ -149,7 +149,10 @@ def source_identity(name: str) -> str | None:
     """Identity of the weights of ``name`` on disk: path, size and modification time of the
     weights file (a stat, not a hash: it is checked on every load, also by a cold ``hseg query``);
     ``None`` when the weights are not on disk."""
-    path = weights_path(name)
+    return _identity(weights_path(name))
+
+
+def _identity(path: Path | None) -> str | None:
     if path is None or path.is_dir():
         return None if path is None else str(path)
     st = os.stat(path)
@@ -201,15 +204,15 @@ class OnnxEncoder:
             raise ValueError(f"device must be None, 'cpu' or 'cuda[:N]' for the onnx backend, got {device!r}")
         source = model or DEFAULT_MODEL
         self._name = canonical_model_name(source)
-        self.folder = model_cache_folder(self._name, cache_dir, weights_path(source))
-        self.manifest = self._ready_manifest(source)
+        weights = weights_path(source)  # looked up once: the cache folder and the freshness check use it
+        self.folder = model_cache_folder(self._name, cache_dir, weights)
+        self.manifest = self._ready_manifest(source, _identity(weights))
         self.runner = ExportedModel(self.folder, self.manifest, device=device,
                                     batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress,
                                     threads=threads)
 
-    def _ready_manifest(self, source: str) -> OnnxManifest:
+    def _ready_manifest(self, source: str, identity: str | None) -> OnnxManifest:
         """The cached export, made (or redone) here when missing or exported from other weights."""
-        identity = source_identity(source)
         manifest = OnnxManifest.read(self.folder)
         fresh = manifest is not None and (identity is None or manifest.source == identity)
         if manifest is None or not fresh or not (self.folder / GRAPH_NAME).exists():
