@@ -12,7 +12,8 @@ none profits systematically from a warm cache or suffers from a burst of load):
 
 Reports p50/p95 per call and their ratio to the plain query's p50/p95 (markdown, printed and
 written with ``--out``). A second table gives the per-query cost of answering all queries in one
-call: Chroma's ``query`` with every vector, and ``store.search_many`` at each setting.
+call: Chroma's ``query`` with every vector, and ``store.search_many`` at each setting (with
+``--adapters`` also LangChain ``batch``, against LangChain's default ``batch``).
 
 Stores:
 
@@ -166,9 +167,12 @@ def measure(fns: dict[str, Callable[[np.ndarray, str], Any]], queries: np.ndarra
     return times
 
 
-def batched(store: HierarchicalStore, queries: np.ndarray, rounds: int) -> dict[str, list[float]]:
+def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rounds: int,
+            adapters: bool) -> dict[str, list[float]]:
     """Per-query cost (seconds) of answering all ``queries`` in one call: Chroma's ``query`` with
-    every vector against ``store.search_many`` at each setting, once per round, interleaved."""
+    every vector against ``store.search_many`` at each setting, once per round, interleaved; with
+    ``adapters`` also LangChain's ``batch`` of the hseg retriever (one ``search_many``) against
+    LangChain's default ``batch`` (``invoke`` per query in a thread pool)."""
     col, vectors = store.collection, list(queries)
     fns: dict[str, Callable[[], Any]] = {"plain query(all vectors, n_results=5)": lambda: col.query(
         query_embeddings=vectors, n_results=5)}
@@ -177,6 +181,14 @@ def batched(store: HierarchicalStore, queries: np.ndarray, rounds: int) -> dict[
         for b in BUDGETS:
             fns[f"search_many(unit={unit}, budget={b})"] = lambda u=unit, b=b: store.search_many(
                 vectors, budget_tokens=b, unit=u)
+    if adapters:
+        from langchain_core.retrievers import BaseRetriever
+
+        from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
+
+        lc = LCRetriever(store=store, unit="auto", budget_tokens=1024)
+        fns["LangChain batch(unit=auto, budget=1024)"] = lambda: lc.batch(texts)
+        fns["LangChain's default batch (invoke per query, thread pool)"] = lambda: BaseRetriever.batch(lc, texts)
     times: dict[str, list[float]] = {name: [] for name in fns}
     for r in range(rounds):
         names = list(fns)[r % len(fns):] + list(fns)[: r % len(fns)]
@@ -276,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         fns = calls(store, args.adapters)
         print(f"{label}; {len(qs)} queries × {args.rounds} rounds, {len(fns)} calls interleaved")
         times = measure(fns, qs, texts, args.rounds, args.warmup)
-        many = batched(store, qs, max(3, args.rounds))
+        many = batched(store, qs, texts, max(3, args.rounds), args.adapters)
     md = table(times, label) + "\n" + batched_table(many, percentiles(times[PLAIN])[0], len(qs), label)
     print(md)
     if args.out:

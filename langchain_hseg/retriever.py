@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManager,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import get_config_list
 from pydantic import ConfigDict, field_validator, model_validator
 
 from hseg.results import result_for
@@ -53,7 +59,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         splitter: the splitter that chunked the store's documents (used by :meth:`add_documents`).
 
     ``invoke(query, k=..., budget_tokens=..., unit=..., where=...)`` overrides a field for one
-    call (``ainvoke`` too). Each result's metadata holds ``hseg_score`` and the matched record; see
+    call (``ainvoke`` too). ``batch(queries)`` and ``abatch`` answer many queries in one batched
+    store search (:meth:`batch`). Each result's metadata holds ``hseg_score`` and the matched record; see
     :func:`hit_to_document`.
 
     Example:
@@ -106,7 +113,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
     def _search_kwargs(
-        self, k: int | None, budget_tokens: int | None, unit: str | None, where: Mapping[str, Any] | None
+        self, k: int | None = None, budget_tokens: int | None = None, unit: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         # a per-call k or budget replaces the configured size rule; giving both is the store's error
         if k is None and budget_tokens is None:
@@ -147,6 +155,78 @@ class HierarchicalSegmentRetriever(BaseRetriever):
     ) -> list[Document]:
         hits = await self.store.asearch(query, **self._search_kwargs(k, budget_tokens, unit, where))
         return [hit_to_document(h) for h in hits]
+
+    # ------------------------------------------------------------------ batches
+    def batch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """The answers ``invoke`` gives each query, from one
+        :meth:`hseg.store.HierarchicalStore.search_many`: the Chroma reads of all the queries go
+        out together (LangChain's default ``batch`` runs ``invoke`` once per query in a thread pool).
+
+        Each query is still its own retriever run for callbacks and tracing; keyword arguments
+        (``k``, ``budget_tokens``, ``unit``, ``where``) apply to every query. The search is one
+        call, so an error fails the whole batch: it is raised, or with ``return_exceptions``
+        returned in place of every query's answer.
+
+        Example:
+            >>> questions = ["what causes tides?", "who saw Jupiter's moons?"]
+            >>> answers = retriever.batch(questions, budget_tokens=1024)  # doctest: +SKIP
+            >>> len(answers), answers[0][0].metadata["hseg_score"]  # doctest: +SKIP
+            (2, 0.61)
+        """
+        if not inputs:
+            return []
+        configs = get_config_list(config, len(inputs))
+        runs = [self._callbacks(cfg, kwargs).on_retriever_start(None, query, **self._run_args(cfg, i, kwargs))
+                for i, (query, cfg) in enumerate(zip(inputs, configs))]
+        try:
+            answers = self.store.search_many(list(inputs), **self._search_kwargs(**_search_args(kwargs)))
+        except Exception as exc:
+            for run in runs:
+                run.on_retriever_error(exc)
+            if return_exceptions:
+                return [exc] * len(inputs)
+            raise
+        documents = [[hit_to_document(h) for h in hits] for hits in answers]
+        for run, docs in zip(runs, documents):
+            run.on_retriever_end(docs)
+        return documents
+
+    async def abatch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """:meth:`batch` in a worker thread (the encoder and the Chroma calls block, as in ``asearch``)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.batch, inputs, config, return_exceptions=return_exceptions, **kwargs)
+
+    def _run_args(self, config: RunnableConfig, i: int, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        # a run_id keyword names the first query's run, as a run_id in a single config does
+        run_id = config.get("run_id") or (kwargs.get("run_id") if i == 0 else None)
+        return {"name": config.get("run_name") or self.get_name(), "run_id": run_id}
+
+    def _callbacks(self, config: RunnableConfig, kwargs: Mapping[str, Any]) -> CallbackManager:
+        """The callback manager of one query's run, configured as ``BaseRetriever.invoke`` does."""
+        return CallbackManager.configure(
+            config.get("callbacks"),
+            None,
+            verbose=kwargs.get("verbose", False),
+            inheritable_tags=config.get("tags"),
+            local_tags=self.tags,
+            inheritable_metadata={**(config.get("metadata") or {}), **self._get_ls_params(**kwargs)},
+            local_metadata=self.metadata,
+        )
 
     # ------------------------------------------------------------------ ingestion
     def add_documents(self, documents: Iterable[Document]) -> list[str]:
@@ -256,6 +336,11 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         splitter = _as_splitter(splitter, encoder)  # also rejects an encoder given twice
         store = HierarchicalStore.from_collection(collection, encoder=splitter.encoder)
         return cls(store=store, splitter=splitter, **retriever_kwargs)
+
+
+def _search_args(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A batch's keyword arguments less what names its runs (``invoke`` takes ``run_id`` out too)."""
+    return {name: value for name, value in kwargs.items() if name != "run_id"}
 
 
 def _as_splitter(splitter: Any, encoder: Any) -> HierarchicalSegmentTextSplitter:

@@ -13,9 +13,11 @@ import json
 import time
 import uuid
 from functools import cache
+from typing import Any
 
 import chromadb
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
@@ -278,6 +280,63 @@ async def test_ainvoke_with_kwargs(fast_retriever):
     assert [len(b) for b in both] == [2, 3]
 
 
+class RecordingHandler(BaseCallbackHandler):
+    """Remembers the retriever runs it is told about."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, Any, list[str], dict]] = []
+        self.ended: list[tuple[Any, list[str]]] = []
+        self.errors: list[tuple[Any, BaseException]] = []
+
+    def on_retriever_start(self, serialized, query, *, run_id, tags=None, metadata=None, **kwargs):
+        self.started.append((query, run_id, tags or [], metadata or {}))
+
+    def on_retriever_end(self, documents, *, run_id, **kwargs):
+        self.ended.append((run_id, [d.id for d in documents]))
+
+    def on_retriever_error(self, error, *, run_id, **kwargs):
+        self.errors.append((run_id, error))
+
+
+def test_batch_answers_as_invoke_does_in_one_batched_search(fast_retriever, monkeypatch):
+    queries = ["moon tides gravity", "bread yeast", "cats hunting mice at night"]
+    for kwargs in ({}, {"k": 2}, {"unit": "auto", "budget_tokens": 60}, {"where": {"source": "b.md"}, "k": 5}):
+        one = [fast_retriever.invoke(q, **kwargs) for q in queries]
+        many = fast_retriever.batch(queries, **kwargs)
+        assert [[(d.id, d.page_content, d.metadata) for d in docs] for docs in many] == \
+            [[(d.id, d.page_content, d.metadata) for d in docs] for docs in one], kwargs
+        assert asyncio.run(fast_retriever.abatch(queries, **kwargs)) == many
+    calls: list[int] = []
+    store = fast_retriever.store
+    search_many = store.search_many
+    monkeypatch.setattr(store, "search_many", lambda qs, **kw: calls.append(len(qs)) or search_many(qs, **kw))
+    monkeypatch.setattr(store, "search", lambda *a, **kw: pytest.fail("batch must not search one query at a time"))
+    fast_retriever.batch(queries)
+    assert calls == [3] and fast_retriever.batch([]) == []
+
+
+def test_batch_reports_each_query_as_its_own_run(fast_retriever):
+    handler = RecordingHandler()
+    first = uuid.uuid4()
+    configs = [{"callbacks": [handler], "tags": ["t1"], "metadata": {"n": 1}, "run_id": first},
+               {"callbacks": [handler], "tags": ["t2"], "metadata": {"n": 2}}]
+    docs = fast_retriever.batch(["moon tides", "bread"], configs, k=1)
+    assert [(q, tags, meta["n"]) for q, _, tags, meta in handler.started] == [("moon tides", ["t1"], 1),
+                                                                              ("bread", ["t2"], 2)]
+    assert handler.started[0][1] == first and handler.started[1][1] != first
+    assert [ids for _, ids in handler.ended] == [[d.id for d in ds] for ds in docs]
+    assert [run for run, _ in handler.ended] == [run for _, run, _, _ in handler.started]
+    # one search for the batch: a bad argument fails every query's run
+    failing = RecordingHandler()
+    with pytest.raises(ValueError, match="unit"):
+        fast_retriever.batch(["a", "b"], {"callbacks": [failing]}, unit="page")
+    assert len(failing.errors) == 2 and not failing.ended
+    out = fast_retriever.batch(["a", "b"], unit="page", return_exceptions=True)
+    assert len(out) == 2 and all(isinstance(e, ValueError) for e in out)
+    with pytest.raises(TypeError):
+        fast_retriever.batch(["a"], colour="blue")  # as invoke: an unknown keyword is an error
+
+
 @pytest.mark.parametrize("budget", [30, 60, 150])
 def test_auto_unit_respects_the_budget(fast_retriever, budget):
     retriever = fast_retriever.model_copy(update={"unit": "auto", "budget_tokens": budget})
@@ -424,6 +483,16 @@ def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
         if "budget_tokens" in size:
             total = sum(d.metadata["hseg_tokens"] for d in docs)
             assert total <= size["budget_tokens"] or len(docs) == 1
+
+
+@pytest.mark.model
+@pytest.mark.shared_data
+def test_e2e_batch_equals_invoke(eval_retriever):
+    retriever, _, questions = eval_retriever
+    for size in ({"k": 5}, {"unit": "auto", "budget_tokens": 1024}):
+        many = retriever.batch(questions, **size)
+        for q, docs in zip(questions, many):
+            assert [(d.id, d.metadata) for d in docs] == [(d.id, d.metadata) for d in retriever.invoke(q, **size)]
 
 
 @pytest.mark.model
