@@ -9,7 +9,8 @@ Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a rea
 - ``hseg_auto_<T>``: the budget-aware unit (``unit="auto"``), asked once per setting.
 
 ``<T>`` is the target cluster size in tokens (256, 512, 1024). All methods share the run's
-caching encoder, so each sentence is encoded once for all sizes.
+caching encoder, so each sentence is encoded once for all sizes. ``<name>@<segmenter>`` (see
+:func:`variant`) runs a method with other segmenter weights, e.g. ``hseg_auto_512@old.pt``.
 """
 
 from __future__ import annotations
@@ -24,22 +25,26 @@ from evaluation import Chunk, Query, query_vectors
 TARGETS = (256, 512, 1024)
 
 
+#: name -> (target, level, search settings) of every registered method, for :func:`variant`
+SPECS: dict[str, tuple[int, str, dict[str, Any]]] = {}
+
+
 @lru_cache(maxsize=8)
-def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any) -> Any:
+def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None) -> Any:
     import chromadb
 
     from hseg.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target)
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter)
     chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
     store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
     store.add(chunkings)
     return store, chunkings
 
 
-def _setup(corpora: dict[str, str], target: int, encoder: Any):
-    return _store(tuple(sorted(corpora.items())), target, encoder)
+def _setup(corpora: dict[str, str], target: int, encoder: Any, segmenter: str | None = None):
+    return _store(tuple(sorted(corpora.items())), target, encoder, segmenter)
 
 
 def _chunks(hits: list[Any], corpora: dict[str, str]) -> list[Chunk]:
@@ -67,16 +72,18 @@ def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: 
     return longest, per_setting
 
 
-def store_method(target: int, level: str, retrieval_cls: Any, **search: Any) -> Callable[..., Any]:
+def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | None = None,
+                 **search: Any) -> Callable[..., Any]:
     """A method answering every setting with ``store.search(**search)``; ``level`` names the units
-    the index is made of (``"cluster"`` for parents, ``"segment"`` for passages).
+    the index is made of (``"cluster"`` for parents, ``"segment"`` for passages); ``segmenter``
+    (a name or a weights file) replaces the default segmenter.
 
     For parents, the store's budget rule is the evaluation's (parents in rank order while their
     cl100k tokens fit, at least one), so asking per setting equals truncating one deep list, at a
     fraction of the cost of ranking DEFAULT_DEPTH parents per query.
     """
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
-        store, chunkings = _setup(corpora, target, encoder)
+        store, chunkings = _setup(corpora, target, encoder, segmenter)
         longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, **search)
         return retrieval_cls(longest, _units(chunkings, level), per_setting)
 
@@ -85,7 +92,20 @@ def store_method(target: int, level: str, retrieval_cls: Any, **search: Any) -> 
 
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     for t in TARGETS:
-        register(f"hseg_sc_{t}", store_method(t, "cluster", retrieval_cls, mode="segment+cluster"))
-        register(f"hseg_c_{t}", store_method(t, "cluster", retrieval_cls, mode="cluster"))
-        register(f"hseg_seg_{t}", store_method(t, "segment", retrieval_cls, unit="segment"))
-        register(f"hseg_auto_{t}", store_method(t, "segment", retrieval_cls, unit="auto"))
+        SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"mode": "segment+cluster"})
+        SPECS[f"hseg_c_{t}"] = (t, "cluster", {"mode": "cluster"})
+        SPECS[f"hseg_seg_{t}"] = (t, "segment", {"unit": "segment"})
+        SPECS[f"hseg_auto_{t}"] = (t, "segment", {"unit": "auto"})
+    for name, (target, level, search) in SPECS.items():
+        register(name, store_method(target, level, retrieval_cls, **search))
+
+
+def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
+    """The method ``<hseg method>@<segmenter>``: the hseg method chunking with that segmenter (a
+    registered name or a saved weights file), to compare segmenters query by query
+    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``); ``None`` for other names."""
+    base, sep, segmenter = name.partition("@")
+    if not sep or base not in SPECS or not segmenter:
+        return None
+    target, level, search = SPECS[base]
+    return store_method(target, level, retrieval_cls, segmenter=segmenter, **search)

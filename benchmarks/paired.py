@@ -2,6 +2,7 @@
 
     HF_HUB_OFFLINE=1 python benchmarks/paired.py hseg_sc_256 hseg_c_256 [--pairs A B ...] \
         [--data ../shared/data/chroma_eval] [--budgets 1024 2048 4096] [--ks 5 8 10]
+    python benchmarks/paired.py hseg_auto_512 hseg_auto_512@previous.pt   # two segmenters, one method
 
 A pooled recall difference of one point is three queries of 276. For every setting (k chunks, or
 a token budget with the benchmark's first-misfit rule) this prints the mean recall of each
@@ -56,7 +57,9 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
 
     A budget-aware method answers every setting itself (asked once per k: its answer for k=5 is
     not the first five of its answer for a budget)."""
-    fn = retrieval.METHODS[name]
+    fn = retrieval.resolve_method(name)
+    if fn is None:
+        raise ValueError(f"unknown method {name!r}")
     if not retrieval.takes_budgets(fn):
         out = fn(corpora, queries, encoder)
         return {"ranked": out.ranked if hasattr(out, "ranked") else out}
@@ -98,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args.pairs) % 2:
         p.error("--pairs takes method names two by two")
     pairs = [(args.a, args.b), *zip(args.pairs[::2], args.pairs[1::2])]
-    unknown = sorted({m for pair in pairs for m in pair} - set(retrieval.METHODS))
+    unknown = sorted(m for m in {m for pair in pairs for m in pair} if retrieval.resolve_method(m) is None)
     if unknown:
         p.error(f"unknown methods {unknown}; known: {list(retrieval.METHODS)}")
     corpora, queries = load_eval(args.data)

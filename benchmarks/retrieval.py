@@ -103,6 +103,12 @@ import hseg_methods  # noqa: E402
 hseg_methods.register_all(register, Retrieval)
 
 
+def resolve_method(name: str) -> Method | None:
+    """A registered method, or an hseg method with other segmenter weights (``hseg_c_512@w.pt``);
+    ``None`` when the name is neither."""
+    return METHODS.get(name) or hseg_methods.variant(name, Retrieval)
+
+
 # --------------------------------------------------------------------------- run
 
 
@@ -126,7 +132,8 @@ def takes_budgets(fn: Method) -> bool:
 def run_method(name: str, corpora: dict[str, str], queries: list[Query], encoder: Any,
                k: int, budgets: Sequence[int]) -> list[dict[str, Any]]:
     t0 = time.perf_counter()
-    fn = METHODS[name]
+    fn = resolve_method(name)
+    assert fn is not None, name  # main() refuses unknown names
     out = fn(corpora, queries, encoder, budgets=budgets, k=k) if takes_budgets(fn) else fn(corpora, queries, encoder)
     # duck-typed: a plugin may hold a Retrieval class from a second import of this module (__main__)
     ranked, units = (out.ranked, out.units) if hasattr(out, "ranked") else (out, None)
@@ -225,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     args = p.parse_args(argv)
 
     methods = args.methods or list(METHODS)
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if resolve_method(m) is None]
     if unknown:
         p.error(f"unknown methods {unknown}; known: {list(METHODS)}")
     corpora, queries = load_eval(args.data)
