@@ -69,6 +69,22 @@ def test_paired_comparison_smoke(shared_dir, tmp_path):
         assert wins + losses <= 45 and 0 <= float(r[5]) <= 1  # chatlogs has 45 queries
 
 
+def test_paired_compares_one_method_under_two_segmenters(shared_dir, tmp_path):
+    data = shared_dir / "data" / "chroma_eval"
+    stdout = run(["benchmarks/paired.py", "hseg_seg_256", "hseg_seg_256@bilstm", "--pairs", "hseg_seg_256",
+                  "hseg_seg_256@texttiling", "--data", str(data), "--corpora", "chatlogs", "--budgets", "1024",
+                  "--ks", "5"], tmp_path)
+    same, other = stdout.split("### ")[1:]
+    assert "hseg_seg_256@bilstm (B)" in same and "hseg_seg_256@texttiling (B)" in other
+    for r in (r for r in table_rows(same) if not r[0].startswith("setting")):
+        assert float(r[3]) == 0 and r[4] == "0/0"  # "@bilstm" is the default segmenter: the same answers
+    texttiling = [r for r in table_rows(other) if not r[0].startswith("setting")]
+    assert [r[0] for r in texttiling] == ["k=5", "B=1024"]
+    bad = subprocess.run([sys.executable, "benchmarks/paired.py", "hseg_seg_256", "lc_recursive_200_0@bilstm"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "unknown methods" in bad.stderr  # only hseg methods take a segmenter
+
+
 def test_query_cold_start_smoke(tmp_path):
     report = tmp_path / "cold.md"
     stdout = run(["benchmarks/query_cold_start.py", "--db", str(tmp_path / "db"), "--runs", "1",
