@@ -84,6 +84,8 @@ def test_langchain_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     auto = _stdout(_tagged(nb, "retrieval-auto"))
     _check_retrieval_output(auto)
     assert "unit=auto" in auto
+    batch = _stdout(_tagged(nb, "retrieval-batch"))
+    assert batch.count("passages, ") == 2  # one line per question: the batch answered both
 
 
 @pytest.mark.model
