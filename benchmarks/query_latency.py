@@ -5,7 +5,8 @@ none profits systematically from a warm cache or suffers from a burst of load):
 
 * ``plain``: ``collection.query(query_embeddings=[q], n_results=5)`` (Chroma's default include);
 * ``store.search`` with ``unit`` = cluster (the paper's parents), segment and auto, each at
-  ``k=5`` and at ``budget_tokens`` 1024 and 4096;
+  ``k=5`` and at ``budget_tokens`` 1024 and 4096, and auto at 1024 with ``cluster_weight=0.3``
+  (not the unit index's weights: the gathered path);
 * with ``--adapters``: one LangChain ``invoke`` and one LlamaIndex ``retrieve`` with
   ``unit="auto"``, ``budget_tokens=1024`` (query embeddings are looked up, not computed, so the
   time is the adapter's and the search's).
@@ -61,6 +62,7 @@ logger = logging.getLogger("query_latency")
 SYNTHETIC_COLLECTION = "latency"
 BUDGETS = (1024, 4096)
 PLAIN = "plain query(n_results=5)"
+GATHERED = "search(unit=auto, budget=1024, cluster_weight=0.3: gathered)"
 
 
 def synthetic_doc(doc_id: str, rng: np.random.Generator, n_clusters: int, n_segments: int, dim: int) -> Chunking:
@@ -137,6 +139,8 @@ def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.nd
         out[f"search(unit={unit}, k=5)"] = lambda q, _, u=unit: store.search(q, k=5, unit=u)
         for b in BUDGETS:
             out[f"search(unit={unit}, budget={b})"] = lambda q, _, u=unit, b=b: store.search(q, budget_tokens=b, unit=u)
+    # weights other than the unit index's: the gathered path of unit="auto"
+    out[GATHERED] = lambda q, _: store.search(q, budget_tokens=1024, unit="auto", cluster_weight=0.3)
     if adapters:
         from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
         from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever
@@ -182,6 +186,8 @@ def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rou
         for b in BUDGETS:
             fns[f"search_many(unit={unit}, budget={b})"] = lambda u=unit, b=b: store.search_many(
                 vectors, budget_tokens=b, unit=u)
+    fns[f"{GATHERED.replace('search(', 'search_many(')}"] = lambda: store.search_many(
+        vectors, budget_tokens=1024, unit="auto", cluster_weight=0.3)
     if adapters:
         from langchain_core.retrievers import BaseRetriever
 

@@ -4,13 +4,14 @@ A search is written once, as a *plan*: a generator that yields the reads it need
 :class:`Get`), receives each one's answer for its own query, and returns its result.
 :func:`run_one` answers the reads one at a time (a single search); :func:`run_many` advances many
 plans together and answers the reads they wait on with one Chroma call per group of equal reads:
-kNN reads of the same depth, filter and fields become one ``query`` with many query vectors, and
-``get`` reads of the same fields become one ``get`` of the union of their ids.
+kNN reads of the same depth, filter and fields become one ``query`` with many query vectors,
+``get`` reads of the same fields and filter become one ``get`` of the union of their ids, and a
+:class:`Scan` (a ``get`` by filter alone) is a call of its own.
 
 Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
 own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
-each record whatever else is asked with it. Per query, :func:`run_many` therefore returns exactly
-what :func:`run_one` returns (tested against each other on real stores).
+each record (that matches its filter) whatever else is asked with it. Per query, :func:`run_many`
+therefore returns exactly what :func:`run_one` returns (tested against each other on real stores).
 
 Example:
     >>> def plan(collection, vector):  # doctest: +SKIP
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one"]
+__all__ = ["Get", "Knn", "Plan", "Read", "Scan", "run_many", "run_one"]
 
 T = TypeVar("T")
 
@@ -57,18 +58,33 @@ class Knn:
 
 @dataclass(frozen=True, eq=False)
 class Get:
-    """The records ``ids`` of ``collection``; answered like Chroma's ``get`` (records it lacks are
-    absent from the answer; the order is not the order of ``ids``)."""
+    """The records ``ids`` of ``collection`` (of them, those matching ``where``); answered like
+    Chroma's ``get`` (records it lacks are absent from the answer), in the order of ``ids``."""
 
     collection: Any
     ids: tuple[str, ...]
     include: tuple[str, ...] = ("metadatas", "documents")
+    where: Mapping[str, Any] | None = None
 
     def group(self) -> tuple[Any, ...]:
-        return ("get", id(self.collection), self.include)
+        return ("get", id(self.collection), self.include, _key(self.where))
 
 
-Read = Knn | Get
+@dataclass(frozen=True, eq=False)
+class Scan:
+    """Every record of ``collection`` that matches ``where`` (``None``: every record); answered with
+    Chroma's ``get`` of that filter, in Chroma's order. Each scan is its own call: filters do not
+    merge without changing what each one matches."""
+
+    collection: Any
+    where: Mapping[str, Any] | None
+    include: tuple[str, ...] = ("metadatas", "documents")
+
+    def group(self) -> tuple[Any, ...]:
+        return ("scan", id(self))
+
+
+Read = Knn | Get | Scan
 #: a search: yields reads, is sent each read's answer, returns its result
 Plan = Generator[Read, dict[str, list[Any]], T]
 
@@ -115,8 +131,13 @@ def _advance(plans: Sequence[Plan[Any]], i: int, answer: Any, waiting: dict[int,
 
 def _answer(reads: list[Read]) -> list[dict[str, list[Any]]]:
     """One Chroma call for reads of one group; each read's own answer."""
-    knn = [r for r in reads if isinstance(r, Knn)]
-    return _query(knn) if knn else _get([r for r in reads if isinstance(r, Get)])
+    first = reads[0]
+    if isinstance(first, Knn):
+        return _query([r for r in reads if isinstance(r, Knn)])
+    if isinstance(first, Scan):  # a group of one
+        got = first.collection.get(where=dict(first.where) if first.where else None, include=list(first.include))
+        return [{f: list(got[f]) if got.get(f) is not None else [] for f in ("ids",) + first.include}]
+    return _get([r for r in reads if isinstance(r, Get)])
 
 
 def _query(reads: list[Knn]) -> list[dict[str, list[Any]]]:
@@ -135,7 +156,8 @@ def _query(reads: list[Knn]) -> list[dict[str, list[Any]]]:
 def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
     first = reads[0]
     wanted = sorted({rid for r in reads for rid in r.ids})
-    got: Any = first.collection.get(ids=wanted, include=list(first.include)) if wanted else {"ids": []}
+    got: Any = first.collection.get(ids=wanted, where=dict(first.where) if first.where else None,
+                                    include=list(first.include)) if wanted else {"ids": []}
     fields = ("ids",) + first.include
     rows = {rid: i for i, rid in enumerate(got["ids"])}
     answers = []

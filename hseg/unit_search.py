@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.reads import Get, Knn, Plan
+from hseg.reads import Get, Knn, Plan, Scan
 from hseg.records import heading_path
 from hseg.search import ParentHit
 from hseg.structure import common_prefix
@@ -58,8 +58,7 @@ def units_plan(
     unit_index: Any = None,
 ) -> Plan[list[ParentHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
-    a plan of reads (:mod:`hseg.reads`). The gathered path (no usable unit index) reads on its own,
-    one query at a time.
+    a plan of reads (:mod:`hseg.reads`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
     or ``None``. Arguments are assumed validated.
@@ -69,8 +68,8 @@ def units_plan(
     if unit_index is not None and not where_document:
         return (yield from _search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
                                            cluster_weight, neighbour_weight))
-    return _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
-                            cluster_weight, neighbour_weight)
+    return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
+                                        cluster_weight, neighbour_weight))
 
 
 # --------------------------------------------------------------------------- passages
@@ -246,15 +245,13 @@ def _next_slice(rows: list[_Member], read: int, k: int | None, budget: int | Non
 # --------------------------------------------------------------------------- unit="auto", gathered
 
 
-def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: list[str]):
-    res = collection.query(query_embeddings=[np.asarray(q, dtype=np.float32)], n_results=n,
-                           where=dict(where) if where else None, where_document=dict(wdoc) if wdoc else None,
-                           include=include)
-    ids = list(res["ids"][0]) if res["ids"] else []
-    metas = [dict(m or {}) for m in res["metadatas"][0]] if ids else []
-    dists = list(res["distances"][0]) if ids else []
-    docs = list(res["documents"][0]) if ids and "documents" in include else [None] * len(ids)
-    return ids, metas, dists, docs
+def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: tuple[str, ...]) -> Plan[tuple]:
+    res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, dict(where) if where else None,
+                    dict(wdoc) if wdoc else None, include)
+    ids = list(res["ids"])
+    metas = [dict(m or {}) for m in res["metadatas"]]
+    docs = list(res["documents"]) if "documents" in include else [None] * len(ids)
+    return ids, metas, list(res["distances"]), docs
 
 
 def _and(*parts: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -284,42 +281,43 @@ def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
     return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
 
 
-def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> dict[str, tuple]:
+def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> Plan[dict[str, tuple]]:
     if not ids:
         return {}
-    got = collection.get(ids=ids, where=where, include=["metadatas", "documents", "embeddings"])
+    got = yield Get(collection, tuple(ids), ("metadatas", "documents", "embeddings"), where)
     return {rid: (dict(m), d, float(sim))
             for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
 def _gather(
     collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
-) -> _Gathered:
+) -> Plan[_Gathered]:
     """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
     term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
     counts); plus a bound on the fused score of all other segments."""
     seg_where = _and({"hseg_level": "segment"}, where)
-    ids, metas, dists, docs = _query(collection, q, n_seg, seg_where, wdoc, ["metadatas", "distances", "documents"])
+    ids, metas, dists, docs = yield from _query(collection, q, n_seg, seg_where, wdoc,
+                                                ("metadatas", "distances", "documents"))
     rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
     seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
     if nweight:  # a segment next to a near one may rank high through its neighbour
         around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
-        rows.update(_fetch_scored(collection, q, around, seg_where))
+        rows.update((yield from _fetch_scored(collection, q, around, seg_where)))
     cluster_score: dict[str, float] = {}
     nearest: set[str] = set()
     clu_floor = -np.inf
     if weight:
-        cids, _, cdists, _ = _query(collection, q, n_clu, _and({"hseg_level": "cluster"}, where), wdoc,
-                                    ["metadatas", "distances"])
+        cids, _, cdists, _ = yield from _query(collection, q, n_clu, _and({"hseg_level": "cluster"}, where), wdoc,
+                                               ("metadatas", "distances"))
         cluster_score = {c: 1.0 - float(d) for c, d in zip(cids, cdists)}
         nearest = set(cids)
         clu_floor = (1.0 - float(cdists[-1])) if len(cids) >= n_clu else -np.inf
         if cids:  # all segments of the nearest clusters (they may rank high through their cluster)
-            got = collection.get(where=_and({"hseg_level": "segment"}, {"hseg_cluster_id": {"$in": cids}}, where),
-                                 include=["metadatas", "documents", "embeddings"])
+            got = yield Scan(collection, _and({"hseg_level": "segment"}, {"hseg_cluster_id": {"$in": cids}}, where),
+                             ("metadatas", "documents", "embeddings"))
             for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"])):
                 rows.setdefault(rid, (dict(m), d, float(sim)))
         unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
         if unknown:
-            got = collection.get(ids=unknown, include=["embeddings"])
+            got = yield Get(collection, tuple(unknown), ("embeddings",))
             cluster_score.update(zip(got["ids"], (float(s) for s in _cosines(q, got["embeddings"]))))
     # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster
     floor = seg_floor * (1.0 + nweight) + (weight * clu_floor if weight else 0.0)
@@ -329,7 +327,7 @@ def _gather(
     if nweight:
         context = {r: v[2] for r, v in rows.items()}
         missing = sorted({n for m in metas for n in _neighbour_ids(m)} - set(context))
-        context.update({r: v[2] for r, v in _fetch_scored(collection, q, missing, None).items()})
+        context.update({r: v[2] for r, v in (yield from _fetch_scored(collection, q, missing, None)).items()})
         neighbour_score = np.array([
             np.mean([context[n] for n in _neighbour_ids(m) if n in context] or [rows[r][2]])
             for r, m in zip(ids, metas)
@@ -357,13 +355,13 @@ def _gather(
 
 def _search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                      where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
-                     nweight: float) -> list[ParentHit]:
+                     nweight: float) -> Plan[list[ParentHit]]:
     need = max(8, budget // 48 + 4) if budget is not None else k
     if need is None:
         raise ValueError("give k or budget_tokens")
     n_seg, n_clu = 2 * need + 4, need + 2
     while True:  # each round doubles, so it ends once a round holds the whole collection
-        g = _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight)
+        g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight)
         taken = select_auto(g.cands, budget, max_units=k if budget is None else None, cluster_weight=weight,
                             floor=g.floor, whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
         if taken is not None:

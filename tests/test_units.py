@@ -151,7 +151,11 @@ def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_col
                 dict(budget_tokens=200, mode="segment"), dict(k=2, where={"hseg_doc_id": "doc1"}),
                 dict(k=4, unit="segment"), dict(budget_tokens=150, unit="segment"), dict(k=4, unit="auto"),
                 dict(budget_tokens=150, unit="auto"),
-                dict(budget_tokens=150, unit="auto", where={"hseg_doc_id": "doc2"})]
+                dict(budget_tokens=150, unit="auto", where={"hseg_doc_id": "doc2"}),
+                # weights other than the unit index's: the gathered path
+                dict(k=3, unit="auto", cluster_weight=0.3), dict(budget_tokens=150, unit="auto", cluster_weight=0.3),
+                dict(budget_tokens=150, unit="auto", cluster_weight=0.0, neighbour_weight=0.0,
+                     where={"hseg_doc_id": "doc1"})]
     for setting in settings:
         one = [_summary(store.search(q, **setting)) for q in queries]
         many = [_summary(hits) for hits in store.search_many(queries, **setting)]
@@ -162,11 +166,13 @@ def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_col
         [_summary(store.search(q, budget_tokens=150, unit="auto")) for q in queries[:3]]
     counting = CountingCollection(store.collection)
     store.collection = counting
-    store.search_many(queries, budget_tokens=400)
-    batched, counting.calls = counting.calls, 0
-    for q in queries:
-        store.search(q, budget_tokens=400)
-    assert batched < counting.calls
+    for setting in (dict(budget_tokens=400), dict(budget_tokens=150, unit="auto", cluster_weight=0.3)):
+        counting.calls = 0
+        store.search_many(queries, **setting)
+        batched, counting.calls = counting.calls, 0
+        for q in queries:
+            store.search(q, **setting)
+        assert batched < counting.calls, setting
 
 
 def test_search_many_checks_its_arguments(chroma_collection_name):
