@@ -111,9 +111,14 @@ def test_incomplete_index_falls_back_and_sync_rebuilds_it(chroma_collection_name
     assert reopened.sync_unit_index() == sum(len(c.segments) for c in chunkings)
     assert reopened._usable_unit_index(0.5, 0.2) is not None
     assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected
-    # other weights than the index's are served exactly by the gathering path
-    assert reopened._usable_unit_index(0.3, 0.2) is None
-    reopened.search(q, budget_tokens=200, unit="auto", cluster_weight=0.3)
+    # other weights than the index's are served exactly by the gathering path, and the store says so once
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hseg.store"):
+        assert reopened._usable_unit_index(0.3, 0.2) is None
+        reopened.search(q, budget_tokens=200, unit="auto", cluster_weight=0.3)
+        reopened.search(q, k=2, unit="auto", cluster_weight=0.3)
+    assert caplog.text.count("cluster_weight=0.3, neighbour_weight=0.2 takes the slower path") == 1
+    assert "built with, 0.5/0.2" in caplog.text
 
 
 def test_index_lists_only_stored_records_at_every_step(chroma_collection_name, make_chunking, monkeypatch):

@@ -139,6 +139,7 @@ class HierarchicalStore:
             self._check_encoder_name(self._encoder.name)
         self.unit_index = open_unit_index(collection, hnsw)
         self._unit_index_complete: bool | None = None  # checked on the first unit="auto" search
+        self._warned_weights: set[tuple[float, float]] = set()  # weights the unit index cannot serve, told once
 
     # ----------------------------------------------------------------- the unit index
 
@@ -153,7 +154,15 @@ class HierarchicalStore:
 
     def _usable_unit_index(self, cluster_weight: float, neighbour_weight: float) -> Any:
         """The unit index if it serves a search with these weights and covers every segment."""
-        if self.unit_index is None or self.unit_weights != (cluster_weight, neighbour_weight):
+        built = self.unit_weights
+        if built is None:  # no unit index
+            return None
+        if built != (cluster_weight, neighbour_weight):
+            if (cluster_weight, neighbour_weight) not in self._warned_weights:
+                self._warned_weights.add((cluster_weight, neighbour_weight))
+                logger.warning("collection %r: unit='auto' with cluster_weight=%g, neighbour_weight=%g takes the "
+                               "slower path (several round trips): the unit index serves the weights it was built "
+                               "with, %g/%g", self.collection.name, cluster_weight, neighbour_weight, *built)
             return None
         if self._unit_index_complete is None:
             # once per store object: the index must hold one record per segment record, or a
