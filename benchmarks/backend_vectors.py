@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,14 +43,14 @@ def sentences(data: str) -> list[str]:
 class Bf16Encoder:
     """The torch encoder with its forward passes under bfloat16 autocast (not an hseg backend)."""
 
-    def __init__(self, encoder: object) -> None:
+    def __init__(self, encoder: Any) -> None:
         self.encoder = encoder
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import torch
 
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            return self.encoder.encode(texts)  # type: ignore[attr-defined]
+            return self.encoder.encode(texts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from hseg.onnx_encoder import OnnxEncoder
 
     texts = sentences(args.data)
-    encoders = {"torch": SentenceTransformerEncoder(device="cpu"), "onnx": OnnxEncoder(device="cpu")}
+    encoders: dict[str, Any] = {"torch": SentenceTransformerEncoder(device="cpu"), "onnx": OnnxEncoder(device="cpu")}
     if args.int8:
         from int8 import int8_encoder
 
