@@ -62,7 +62,14 @@ logger = logging.getLogger("query_latency")
 SYNTHETIC_COLLECTION = "latency"
 BUDGETS = (1024, 4096)
 PLAIN = "plain query(n_results=5)"
-GATHERED = "search(unit=auto, budget=1024, cluster_weight=0.3: gathered)"
+#: weights other than the unit index's: unit="auto" takes its gathered path
+GATHERED = {"budget_tokens": 1024, "unit": "auto", "cluster_weight": 0.3}
+GATHERED_NAME = "unit=auto, budget=1024, cluster_weight=0.3: gathered"
+
+
+def rotated(names: list[str], step: int) -> list[str]:
+    """``names`` starting at position ``step`` (wrapping): the calls' order for one query or round."""
+    return names[step % len(names):] + names[: step % len(names)]
 
 
 def synthetic_doc(doc_id: str, rng: np.random.Generator, n_clusters: int, n_segments: int, dim: int) -> Chunking:
@@ -139,8 +146,7 @@ def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.nd
         out[f"search(unit={unit}, k=5)"] = lambda q, _, u=unit: store.search(q, k=5, unit=u)
         for b in BUDGETS:
             out[f"search(unit={unit}, budget={b})"] = lambda q, _, u=unit, b=b: store.search(q, budget_tokens=b, unit=u)
-    # weights other than the unit index's: the gathered path of unit="auto"
-    out[GATHERED] = lambda q, _: store.search(q, budget_tokens=1024, unit="auto", cluster_weight=0.3)
+    out[f"search({GATHERED_NAME})"] = lambda q, _: store.search(q, **GATHERED)
     if adapters:
         from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
         from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever
@@ -160,8 +166,7 @@ def measure(fns: dict[str, Callable[[np.ndarray, str], Any]], queries: np.ndarra
     step = 0
     for _ in range(rounds):
         for q, text in zip(queries, texts):
-            order = names[step % len(names):] + names[: step % len(names)]
-            for name in order:
+            for name in rotated(names, step):
                 t0 = time.perf_counter()
                 fns[name](q, text)
                 dt = time.perf_counter() - t0
@@ -186,8 +191,7 @@ def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rou
         for b in BUDGETS:
             fns[f"search_many(unit={unit}, budget={b})"] = lambda u=unit, b=b: store.search_many(
                 vectors, budget_tokens=b, unit=u)
-    fns[f"{GATHERED.replace('search(', 'search_many(')}"] = lambda: store.search_many(
-        vectors, budget_tokens=1024, unit="auto", cluster_weight=0.3)
+    fns[f"search_many({GATHERED_NAME})"] = lambda: store.search_many(vectors, **GATHERED)
     if adapters:
         from langchain_core.retrievers import BaseRetriever
 
@@ -203,8 +207,7 @@ def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rou
             fns["LangChain's default batch, questions encoded"] = lambda: BaseRetriever.batch(encoding, texts)
     times: dict[str, list[float]] = {name: [] for name in fns}
     for r in range(rounds):
-        names = list(fns)[r % len(fns):] + list(fns)[: r % len(fns)]
-        for name in names:
+        for name in rotated(list(fns), r):
             t0 = time.perf_counter()
             fns[name]()
             times[name].append((time.perf_counter() - t0) / len(vectors))

@@ -45,14 +45,14 @@ def tuned_texttiling(docs: list, embeddings: list) -> tuple[dict, tuple[int, flo
     from hseg.segmenters import TextTilingSegmenter
     from hseg.training import evaluate_segmenter
 
-    depth: dict[tuple[int, int], object] = {}  # (document, window) -> gap scores: the costly part
+    gaps: dict[tuple[int, int], object] = {}  # (document, window) -> gap scores: the costly part
 
     class Memo(TextTilingSegmenter):
         def gap_scores(self, sentences, embeddings):  # type: ignore[no-untyped-def]
             key = (id(embeddings), self.window)
-            if key not in depth:
-                depth[key] = super().gap_scores(sentences, embeddings)
-            return depth[key]
+            if key not in gaps:
+                gaps[key] = super().gap_scores(sentences, embeddings)
+            return gaps[key]
 
     best: tuple[dict, tuple[int, float, int]] | None = None
     for window, std, least in itertools.product(WINDOWS, THRESHOLDS, MIN_SENTENCES):

@@ -153,8 +153,10 @@ def source_identity(name: str) -> str | None:
 
 
 def _identity(path: Path | None) -> str | None:
-    if path is None or path.is_dir():
-        return None if path is None else str(path)
+    if path is None:
+        return None
+    if path.is_dir():  # no weights file of a known name: the folder stands for them
+        return str(path)
     st = os.stat(path)
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 

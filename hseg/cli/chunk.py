@@ -113,6 +113,10 @@ def _section(path: tuple[str, ...]) -> str:
     return " › ".join(path).replace("|", "/")
 
 
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def to_markdown(result: Chunking) -> str:
     """The ``--format markdown`` section of one document: a summary line and a table, cluster by
     cluster; a ``section`` column with each unit's heading path when the document has headings."""
@@ -120,21 +124,24 @@ def to_markdown(result: Chunking) -> str:
     mean = sum(sizes) / len(sizes) if sizes else 0
     k = f"{result.k:.3f}" if result.k is not None else "-"
     sections = any(s.heading_path for s in result.segments)
-    head = ["cluster", "segment", "start", "end", "tokens"] + (["section"] if sections else []) + ["text"]
+
+    def section(cell: str) -> list[str]:  # the section column's cell, when the table has one
+        return [cell] if sections else []
+
+    head = ["cluster", "segment", "start", "end", "tokens", *section("section"), "text"]
     lines = [
         f"## {result.doc_id}",
         "",
         f"{len(result.segments)} segments, {len(result.clusters)} clusters, mean cluster {mean:.0f} tokens, k = {k}",
         "",
-        "| " + " | ".join(head) + " |",
+        _row(head),
         "|" + "---|" * len(head),
     ]
     for c in result.clusters:
-        section = [f"**{_section(c.heading_path)}**"] if sections and c.heading_path else [""] * sections
-        lines.append("| " + " | ".join([f"**{c.index}**", "", str(c.start), str(c.end), f"**{c.token_count}**",
-                                         *section, ""]) + " |")
+        path = f"**{_section(c.heading_path)}**" if c.heading_path else ""
+        lines.append(_row([f"**{c.index}**", "", str(c.start), str(c.end), f"**{c.token_count}**", *section(path), ""]))
         for s in c.segments:
             preview = _preview(s.text).replace("|", "/")
-            lines.append("| " + " | ".join(["", str(s.index), str(s.start), str(s.end), str(s.token_count),
-                                             *([_section(s.heading_path)] if sections else []), preview]) + " |")
+            lines.append(_row(["", str(s.index), str(s.start), str(s.end), str(s.token_count),
+                               *section(_section(s.heading_path)), preview]))
     return "\n".join(lines) + "\n\n"
