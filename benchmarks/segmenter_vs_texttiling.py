@@ -1,7 +1,7 @@
 """Supervised segmenters against TextTiling tuned on each evaluation set itself, per domain.
 
     python benchmarks/segmenter_vs_texttiling.py [--segmenter bilstm PATH.pt ...] [--data DIR]
-        [--set NAME=FOLDER ...] [--limit N]
+        [--set NAME=FOLDER ...] [--limit N] [--true-count]
 
 For each set (default: ``wiki_dev``, ``choi/1/3-11`` and the OpenStax books held out of training,
 pooled; ``--set`` adds or replaces one), the documents are embedded once (hseg's disk cache) and
@@ -11,6 +11,10 @@ scored with mean per-document Pk / WindowDiff (segeval's k):
 - TextTiling with its defaults;
 - TextTiling **tuned on that set**: the best Pk over window 2..16, threshold_std -0.5..3 and
   min_sentences 2..16 (an optimistic baseline: it sees the answers of the set it is scored on).
+
+With ``--true-count`` each segmenter is also scored when told how many boundaries each document
+has (its K strongest local maxima of gap scores, K from the reference): a ceiling for any decoder
+that estimates the count, which separates "the scores rank gaps badly" from "the threshold is off".
 
 Issue 14 asks the segmenter to beat the tuned TextTiling by at least 0.03 Pk on the OpenStax books
 and ``wiki_dev``. Prints one markdown table.
@@ -23,6 +27,8 @@ import itertools
 import os
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -63,6 +69,30 @@ def tuned_texttiling(docs: list, embeddings: list) -> tuple[dict, tuple[int, flo
     return best
 
 
+def strongest_peaks(scores: np.ndarray, count: int) -> list[int]:
+    """The ``count`` highest local maxima of ``scores`` (gap indices, ascending).
+
+    Example:
+        >>> strongest_peaks(np.array([0.1, 0.9, 0.2, 0.5, 0.4, 0.8]), 2)
+        [1, 5]
+    """
+    padded = np.concatenate([[-np.inf], scores, [-np.inf]])
+    peaks = np.flatnonzero((scores >= padded[:-2]) & (scores > padded[2:]))
+    return sorted(int(g) for g in peaks[np.argsort(-scores[peaks], kind="stable")][:count])
+
+
+def true_count_pk(segmenter, docs: list, embeddings: list) -> float:
+    """Mean Pk of ``segmenter``'s gap scores decoded with each document's true boundary count."""
+    from hseg.metrics import ends_to_masses, pk
+
+    scores = []
+    for d, e in zip(docs, embeddings):
+        n = len(d.sentences)
+        ends = strongest_peaks(np.asarray(segmenter.gap_scores(d.sentences, e), dtype=np.float64), len(d.masses) - 1)
+        scores.append(pk(d.masses, ends_to_masses(ends + [n - 1], n)))
+    return float(np.mean(scores))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT / ".." / "shared" / "data" / "segmentation")
@@ -71,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="an evaluation set (repeatable); replaces a default set of the same name")
     ap.add_argument("--only", nargs="+", default=None, help="evaluate these set names only")
     ap.add_argument("--limit", type=int, default=None, help="first N documents of each folder")
+    ap.add_argument("--true-count", action="store_true",
+                    help="also score each segmenter given every document's true boundary count")
     ap.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default ~/.cache/hseg/embeddings)")
     args = ap.parse_args(argv)
 
@@ -91,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     segmenters = {s: get_segmenter(s, encoder_name=encoder.name) for s in args.segmenter}
     head = ["set", "documents"] + [f"{s} Pk / WD" for s in segmenters] + \
         ["TextTiling default Pk / WD", "TextTiling tuned Pk / WD", "tuned (window/std/min)"] + \
-        [f"{s} - tuned Pk" for s in segmenters]
+        [f"{s} - tuned Pk" for s in segmenters] + \
+        ([f"{s} Pk, true count" for s in segmenters] + ["TextTiling tuned Pk, true count"]) * args.true_count
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head), flush=True)
     for name, folders in sets.items():
         docs = [d for f in folders for d in read_wiki727k(f, limit=args.limit)]
@@ -102,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         cells = [name, str(len(docs))] + [f"{r['pk']:.4f} / {r['windowdiff']:.4f}" for r in scores.values()] + \
             [f"{default['pk']:.4f} / {default['windowdiff']:.4f}", f"{tuned['pk']:.4f} / {tuned['windowdiff']:.4f}",
              "{} / {:g} / {}".format(*params)] + [f"{r['pk'] - tuned['pk']:+.4f}" for r in scores.values()]
+        if args.true_count:
+            window, std, least = params
+            counted = [*segmenters.values(), TextTilingSegmenter(window=window, threshold_std=std, min_sentences=least)]
+            cells += [f"{true_count_pk(seg, docs, vectors):.4f}" for seg in counted]
         print("| " + " | ".join(cells) + " |", flush=True)
     return 0
 
