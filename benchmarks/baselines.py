@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -103,8 +104,8 @@ def token_text(size: int, overlap: int) -> Chunker:
     return chunk
 
 
-class LCEmbeddings:
-    """Our encoder as a LangChain ``Embeddings`` (duck-typed: embed_documents/embed_query)."""
+class LCEmbeddings(Embeddings):
+    """Our encoder as a LangChain ``Embeddings``."""
 
     def __init__(self, encoder: Any) -> None:
         self.encoder = encoder

@@ -54,6 +54,7 @@ def main() -> int:
                 [sys.executable, str(tmp / "child.py"), "index", "docs", "--db", "db", "--batch-docs", "8", *FAKE_CLI],
                 cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             )
+            assert proc.stdout is not None  # stdout=PIPE
             proc.stdout.readline()  # the first write begins
             time.sleep(rnd.uniform(0, 0.6))
             os.kill(proc.pid, signal.SIGKILL)

@@ -136,7 +136,7 @@ def recover_spans(corpus_id: str, corpus: str, texts: Iterable[str]) -> list[Chu
         best: dict[int, tuple[tuple[int, int, int], int, int, Any]] = {}
         for state in beam:
             cost, q, q_end, _ = state
-            starts = []
+            starts: list[int] = []
             p = corpus.find(text, q, min(q_end, last) + n)
             while p >= 0 and len(starts) < SPAN_BEAM:
                 starts.append(p)
@@ -276,16 +276,18 @@ def evaluate(
     if len(ranked_per_query) != len(queries):
         raise ValueError(f"{len(ranked_per_query)} ranked lists for {len(queries)} queries")
     size = chunk_sizes(count)
+    def within(limit: int) -> Callable[[Sequence[Chunk]], list[Chunk]]:
+        return lambda r: budget(r, limit, [size(c) for c in r])
+
     selectors: list[tuple[str, Callable[[Sequence[Chunk]], list[Chunk]]]] = [(f"k={k}", lambda r: top_k(r, k))]
-    for b in budgets:
-        selectors.append((f"B={b}", lambda r, b=b: budget(r, b, [size(c) for c in r])))
+    selectors += [(f"B={b}", within(b)) for b in budgets]
     omega = [precision_omega(q, units) for q in queries] if units else [float("nan")] * len(queries)
 
     corpus_ids = sorted({q.corpus_id for q in queries})
     index_stats = {}
     for cid in [*corpus_ids, POOLED]:
-        sel = [u for u in (units or []) if cid in (POOLED, u.corpus_id)]
-        index_stats[cid] = (len(sel), float(np.mean([size(u) for u in sel])) if sel else float("nan"))
+        indexed = [u for u in (units or []) if cid in (POOLED, u.corpus_id)]
+        index_stats[cid] = (len(indexed), float(np.mean([size(u) for u in indexed])) if indexed else float("nan"))
 
     rows = []
     for setting, select in selectors:

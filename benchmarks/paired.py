@@ -66,6 +66,8 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
     lists: dict[str, list] = {}
     for k in ks:
         out = fn(corpora, queries, encoder, budgets=budgets, k=k)
+        assert not isinstance(out, list), f"{name} takes budgets but returned bare ranked lists"
+        assert out.per_setting is not None, f"{name} takes budgets but answered no setting"
         lists.update({"ranked": out.ranked, **out.per_setting})
     return lists
 

@@ -63,7 +63,7 @@ SYNTHETIC_COLLECTION = "latency"
 BUDGETS = (1024, 4096)
 PLAIN = "plain query(n_results=5)"
 #: weights other than the unit index's: unit="auto" takes its gathered path
-GATHERED = {"budget_tokens": 1024, "unit": "auto", "cluster_weight": 0.3}
+GATHERED: dict[str, Any] = {"budget_tokens": 1024, "unit": "auto", "cluster_weight": 0.3}
 GATHERED_NAME = "unit=auto, budget=1024, cluster_weight=0.3: gathered"
 
 
@@ -89,7 +89,7 @@ def synthetic_doc(doc_id: str, rng: np.random.Generator, n_clusters: int, n_segm
                           int(tokens[i]), i, i + 1, vecs[i])
             pos += len(text)
             members.append(seg)
-        mean = np.mean([s.embedding for s in members], axis=0)
+        mean = vecs[c * n_segments:(c + 1) * n_segments].mean(axis=0)  # the members' vectors
         mean /= np.linalg.norm(mean)
         start, end = members[0].start, members[-1].end
         clusters.append(Cluster(unit_id(doc_id, "cluster", start, end), doc_id, c, start, end,
@@ -142,10 +142,14 @@ def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.nd
     out: dict[str, Callable[[np.ndarray, str], Any]] = {
         PLAIN: lambda q, _: col.query(query_embeddings=[q], n_results=5),
     }
+
+    def searching(**settings: Any) -> Callable[[np.ndarray, str], Any]:
+        return lambda q, _: store.search(q, **settings)
+
     for unit in ("cluster", "segment", "auto"):
-        out[f"search(unit={unit}, k=5)"] = lambda q, _, u=unit: store.search(q, k=5, unit=u)
+        out[f"search(unit={unit}, k=5)"] = searching(k=5, unit=unit)
         for b in BUDGETS:
-            out[f"search(unit={unit}, budget={b})"] = lambda q, _, u=unit, b=b: store.search(q, budget_tokens=b, unit=u)
+            out[f"search(unit={unit}, budget={b})"] = searching(budget_tokens=b, unit=unit)
     out[f"search({GATHERED_NAME})"] = lambda q, _: store.search(q, **GATHERED)
     if adapters:
         from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
@@ -186,11 +190,14 @@ def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rou
     col, vectors = store.collection, list(queries)
     fns: dict[str, Callable[[], Any]] = {"plain query(all vectors, n_results=5)": lambda: col.query(
         query_embeddings=vectors, n_results=5)}
+
+    def searching(**settings: Any) -> Callable[[], Any]:
+        return lambda: store.search_many(vectors, **settings)
+
     for unit in ("cluster", "segment", "auto"):
-        fns[f"search_many(unit={unit}, k=5)"] = lambda u=unit: store.search_many(vectors, k=5, unit=u)
+        fns[f"search_many(unit={unit}, k=5)"] = searching(k=5, unit=unit)
         for b in BUDGETS:
-            fns[f"search_many(unit={unit}, budget={b})"] = lambda u=unit, b=b: store.search_many(
-                vectors, budget_tokens=b, unit=u)
+            fns[f"search_many(unit={unit}, budget={b})"] = searching(budget_tokens=b, unit=unit)
     fns[f"search_many({GATHERED_NAME})"] = lambda: store.search_many(vectors, **GATHERED)
     if adapters:
         from langchain_core.retrievers import BaseRetriever

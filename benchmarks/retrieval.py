@@ -44,7 +44,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -73,7 +73,8 @@ class Retrieval(NamedTuple):
     per_setting: dict[str, list[list[Chunk]]] | None = None
 
 
-Method = Callable[[dict[str, str], list[Query], Any], "list[list[Chunk]] | Retrieval"]
+# (corpora, queries, encoder) -> ranked lists; a budget-aware method also takes budgets= and k=
+Method = Callable[..., "list[list[Chunk]] | Retrieval"]
 METHODS: dict[str, Method] = {}
 
 
@@ -136,7 +137,8 @@ def run_method(name: str, corpora: dict[str, str], queries: list[Query], encoder
     assert fn is not None, name  # main() refuses unknown names
     out = fn(corpora, queries, encoder, budgets=budgets, k=k) if takes_budgets(fn) else fn(corpora, queries, encoder)
     # duck-typed: a plugin may hold a Retrieval class from a second import of this module (__main__)
-    ranked, units = (out.ranked, out.units) if hasattr(out, "ranked") else (out, None)
+    ranked = cast("list[list[Chunk]]", getattr(out, "ranked", out))
+    units = getattr(out, "units", None)
     per_setting = getattr(out, "per_setting", None)
     seconds = time.perf_counter() - t0
     check_ranked(name, corpora, queries, ranked)

@@ -54,7 +54,7 @@ def tuned_texttiling(docs: list, embeddings: list) -> tuple[dict, tuple[int, flo
     gaps: dict[tuple[int, int], object] = {}  # (document, window) -> gap scores: the costly part
 
     class Memo(TextTilingSegmenter):
-        def gap_scores(self, sentences, embeddings):  # type: ignore[no-untyped-def]
+        def gap_scores(self, sentences, embeddings):
             key = (id(embeddings), self.window)
             if key not in gaps:
                 gaps[key] = super().gap_scores(sentences, embeddings)

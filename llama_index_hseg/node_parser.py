@@ -34,7 +34,7 @@ from llama_index.core.schema import (
 
 from hseg import __version__ as HSEG_VERSION
 from hseg.chunker import HierarchicalChunker
-from hseg.chunks import Chunking
+from hseg.chunks import Chunking, Cluster, Segment
 from hseg.clustering import mean_vector
 from hseg.config import ChunkerConfig, describe
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
@@ -56,7 +56,10 @@ def _chunker_fields() -> dict[str, Any]:
 
 
 # a base class holding one field per chunker setting: declared once, in hseg.config
-_ChunkerSettings = create_model("_ChunkerSettings", __base__=NodeParser, **_chunker_fields())
+if typing.TYPE_CHECKING:  # a class made at run time is no type to mypy; the fields are checked by pydantic
+    _ChunkerSettings = NodeParser
+else:
+    _ChunkerSettings = create_model("_ChunkerSettings", __base__=NodeParser, **_chunker_fields())
 
 
 def _info(node: TextNode) -> RelatedNodeInfo:
@@ -253,7 +256,10 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
 
     def _link(self, chunking: Chunking, nodes: dict[str, TextNode]) -> None:
         infos = {rid: _info(n) for rid, n in nodes.items()}
-        for level in (chunking.clusters, chunking.segments if self.include_segments else ()):
+        levels: list[Sequence[Segment | Cluster]] = [chunking.clusters]
+        if self.include_segments:
+            levels.append(chunking.segments)
+        for level in levels:
             for i, unit in enumerate(level):
                 rel = nodes[unit.id].relationships
                 if self.include_prev_next_rel and i > 0:

@@ -20,7 +20,7 @@ from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, Q
 try:  # the vector-store integration is optional: a bare chromadb collection works too
     from llama_index.vector_stores.chroma import ChromaVectorStore
 except ImportError:  # pragma: no cover - installed with the llama-index extra
-    ChromaVectorStore = None
+    ChromaVectorStore = None  # type: ignore[assignment,misc]
 
 from hseg.records import RESERVED_PREFIX
 from hseg.results import result_for
