@@ -5,8 +5,7 @@ A search is written once, as a *plan*: a generator that yields the reads it need
 :func:`run_one` answers the reads one at a time (a single search); :func:`run_many` advances many
 plans together and answers the reads they wait on with one Chroma call per group of equal reads:
 kNN reads of the same depth, filter and fields become one ``query`` with many query vectors,
-``get`` reads of the same fields and filter become one ``get`` of the union of their ids, and a
-:class:`Scan` (a ``get`` by filter alone) is a call of its own.
+and ``get`` reads of the same fields and filter become one ``get`` of the union of their ids.
 
 Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
 own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
@@ -30,7 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Plan", "Read", "Scan", "run_many", "run_one"]
+__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one"]
 
 T = TypeVar("T")
 
@@ -70,21 +69,7 @@ class Get:
         return ("get", id(self.collection), self.include, _key(self.where))
 
 
-@dataclass(frozen=True, eq=False)
-class Scan:
-    """Every record of ``collection`` that matches ``where`` (``None``: every record); answered with
-    Chroma's ``get`` of that filter, in Chroma's order. Each scan is its own call: filters do not
-    merge without changing what each one matches."""
-
-    collection: Any
-    where: Mapping[str, Any] | None
-    include: tuple[str, ...] = ("metadatas", "documents")
-
-    def group(self) -> tuple[Any, ...]:
-        return ("scan", id(self))
-
-
-Read = Knn | Get | Scan
+Read = Knn | Get
 #: a search: yields reads, is sent each read's answer, returns its result
 Plan = Generator[Read, dict[str, list[Any]], T]
 
@@ -134,9 +119,6 @@ def _answer(reads: list[Read]) -> list[dict[str, list[Any]]]:
     first = reads[0]
     if isinstance(first, Knn):
         return _query([r for r in reads if isinstance(r, Knn)])
-    if isinstance(first, Scan):  # a group of one
-        got = first.collection.get(where=dict(first.where) if first.where else None, include=list(first.include))
-        return [{f: list(got[f]) if got.get(f) is not None else [] for f in ("ids",) + first.include}]
     return _get([r for r in reads if isinstance(r, Get)])
 
 

@@ -79,7 +79,8 @@ def brute_force(chunkings, q, budget, k, weight):
 
 
 @pytest.mark.parametrize(("unit", "path"), [("auto", "unit index"), ("auto", "gathered"), ("segment", "kNN"),
-                                           ("auto", "small pages"), ("segment", "small pages")])
+                                           ("auto", "small pages"), ("segment", "small pages"),
+                                           ("auto", "gathered, filtered"), ("auto", "unit index, filtered")])
 def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit, path,
                                        monkeypatch):
     if path == "small pages":  # every widening and every further read of the segment path runs
@@ -91,17 +92,20 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add(chunkings)
     assert store.unit_index.count() == sum(len(ch.segments) for ch in chunkings)
-    if path == "gathered":
+    if path.startswith("gathered"):
         store.unit_index = None  # as for a collection written by another tool
     if unit == "auto":
-        assert (store._usable_unit_index(0.5, 0.2) is not None) == (path != "gathered")
+        assert (store._usable_unit_index(0.5, 0.2) is not None) == (not path.startswith("gathered"))
     weight = 0.5 if unit == "auto" else 0.0
+    # a filter keeps whole documents, so the brute force over those documents is the answer
+    where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
+    kept = [ch for ch in chunkings if where is None or ch.doc_id in ("doc0", "doc2")]
     for trial in range(4):
         q = rng.standard_normal(16).astype(np.float32)
         q /= np.linalg.norm(q)
         for budget, k in [(None, 1), (None, 7), (40, None), (150, None), (10_000, None)]:
-            hits = store.search(q, k=k, budget_tokens=budget, unit=unit)
-            expected = brute_force(chunkings, q, budget, k, weight)
+            hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where)
+            expected = brute_force(kept, q, budget, k, weight)
             assert [h.segment_ids for h in hits] == expected, (trial, budget, k)
             texts = {ch.doc_id: ch.text for ch in chunkings}
             spans = sorted((h.doc_id, h.start, h.end) for h in hits)
