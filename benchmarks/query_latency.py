@@ -150,7 +150,7 @@ def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.nd
         out[f"search(unit={unit}, k=5)"] = searching(k=5, unit=unit)
         for b in BUDGETS:
             out[f"search(unit={unit}, budget={b})"] = searching(budget_tokens=b, unit=unit)
-    out[f"search({GATHERED_NAME})"] = lambda q, _: store.search(q, **GATHERED)
+    out[f"search({GATHERED_NAME})"] = searching(**GATHERED)
     if adapters:
         from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
         from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever
@@ -198,7 +198,7 @@ def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rou
         fns[f"search_many(unit={unit}, k=5)"] = searching(k=5, unit=unit)
         for b in BUDGETS:
             fns[f"search_many(unit={unit}, budget={b})"] = searching(budget_tokens=b, unit=unit)
-    fns[f"search_many({GATHERED_NAME})"] = lambda: store.search_many(vectors, **GATHERED)
+    fns[f"search_many({GATHERED_NAME})"] = searching(**GATHERED)
     if adapters:
         from langchain_core.retrievers import BaseRetriever
 

@@ -47,6 +47,7 @@ __all__ = [
     "HEADING_PATH_KEY",
     "encode_heading_path",
     "heading_path",
+    "listed_segment_ids",
 ]
 
 SCHEMA_VERSION = 1
@@ -142,6 +143,24 @@ def heading_path(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise ValueError(f"{HEADING_PATH_KEY}: expected a JSON list of strings, got {raw!r:.80}")
     return tuple(value)
+
+
+def listed_segment_ids(metadata: Mapping[str, Any]) -> list[str]:
+    """The segment ids a cluster record lists (``hseg_segment_ids``, a JSON list), in document order.
+    ``ValueError`` naming the key when it is absent or not a JSON list of strings.
+
+    Example:
+        >>> listed_segment_ids({"hseg_segment_ids": '["seg-a", "seg-b"]'})
+        ['seg-a', 'seg-b']
+    """
+    raw = metadata.get("hseg_segment_ids")
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValueError(f"hseg_segment_ids: expected a JSON list of strings, got {raw!r:.80}")
+    return value
 
 
 def metadata_keys(kind: str) -> tuple[str, ...]:

@@ -17,7 +17,6 @@ Three read paths, each exact with respect to the neighbours Chroma returns (the 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hseg.reads import Get, Knn, Plan
-from hseg.records import heading_path
+from hseg.records import heading_path, listed_segment_ids
 from hseg.search import ParentHit
 from hseg.structure import common_prefix
 from hseg.unit_index import UnitKey, fused_scale, query_vector
@@ -94,7 +93,7 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
     if whole is not None:
         meta, text = whole
         start, end, tokens = int(meta["hseg_start"]), int(meta["hseg_end"]), whole_tokens
-        segment_ids = list(json.loads(meta["hseg_segment_ids"]))
+        segment_ids = listed_segment_ids(meta)
         path = heading_path(meta)
     else:
         start, end = int(first["hseg_start"]), int(last["hseg_end"])
@@ -246,8 +245,7 @@ def _next_slice(rows: list[_Member], read: int, k: int | None, budget: int | Non
 
 
 def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: tuple[str, ...]) -> Plan[tuple]:
-    res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, dict(where) if where else None,
-                    dict(wdoc) if wdoc else None, include)
+    res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, where or None, wdoc or None, include)
     ids = list(res["ids"])
     metas = [dict(m or {}) for m in res["metadatas"]]
     docs = list(res["documents"]) if "documents" in include else [None] * len(ids)
@@ -287,6 +285,8 @@ def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) ->
     got = yield Get(collection, tuple(ids), ("metadatas", "documents", "embeddings"), where)
     return {rid: (dict(m), d, float(sim))
             for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
+
+
 def _gather(
     collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
 ) -> Plan[_Gathered]:
@@ -314,9 +314,8 @@ def _gather(
         clu_floor = (1.0 - float(cdists[-1])) if len(cids) >= n_clu else -np.inf
         # all segments of the nearest clusters (they may rank high through their cluster), by the ids
         # each cluster lists: a get by ids, where a filter on the cluster ids scanned the metadata
-        members = [sid for m in cmetas for sid in json.loads(m["hseg_segment_ids"]) if sid not in rows]
-        for rid, row in (yield from _fetch_scored(collection, q, members, where)).items():
-            rows.setdefault(rid, row)
+        listed = [sid for m in cmetas for sid in listed_segment_ids(m) if sid not in rows]
+        rows.update((yield from _fetch_scored(collection, q, listed, where)))
         unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
         if unknown:
             got = yield Get(collection, tuple(unknown), ("embeddings",))

@@ -7,6 +7,7 @@ becomes a ``Document`` (see :func:`hit_to_document`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -207,8 +208,6 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Any]:
         """:meth:`batch` in a worker thread (the encoder and the Chroma calls block, as in ``asearch``)."""
-        import asyncio
-
         return await asyncio.to_thread(self.batch, inputs, config, return_exceptions=return_exceptions, **kwargs)
 
     def _run_args(self, config: RunnableConfig, i: int, kwargs: Mapping[str, Any]) -> dict[str, Any]:

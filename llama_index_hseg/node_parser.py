@@ -38,7 +38,7 @@ from hseg.chunks import Chunking, Cluster, Segment
 from hseg.clustering import mean_vector
 from hseg.config import ChunkerConfig, describe
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
-from hseg.records import records_for, user_metadata
+from hseg.records import listed_segment_ids, records_for, user_metadata
 from hseg.structure import source_name
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
@@ -282,7 +282,7 @@ def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
         if meta.get(key):
             out[key] = ids.get(meta[key], meta[key])
     if "hseg_segment_ids" in meta:
-        out["hseg_segment_ids"] = json.dumps([ids.get(s, s) for s in json.loads(meta["hseg_segment_ids"])])
+        out["hseg_segment_ids"] = json.dumps([ids.get(s, s) for s in listed_segment_ids(meta)])
     return out
 
 

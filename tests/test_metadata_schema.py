@@ -30,6 +30,7 @@ from hseg.records import (  # noqa: E402
     KINDS,
     METADATA_KEYS,
     RESERVED_PREFIX,
+    listed_segment_ids,
     metadata_keys,
     metadata_table,
     records_for,
@@ -235,3 +236,10 @@ def test_both_retrievers_agree_on_the_real_model(encoder, example_text):
     for unit, size in [("cluster", {"k": 3}), ("auto", {"budget_tokens": 512})]:
         docs = same_results(store, "What did Galileo see through his telescope?", unit, size)
         check_result_metadata(docs, {"example": text}, unit)
+
+
+def test_listed_segment_ids_reads_a_cluster_record_and_names_the_key_when_it_cannot():
+    assert listed_segment_ids({"hseg_segment_ids": '["s1", "s2"]'}) == ["s1", "s2"]
+    for bad in ({}, {"hseg_segment_ids": "s1,s2"}, {"hseg_segment_ids": "[1, 2]"}, {"hseg_segment_ids": ["s1"]}):
+        with pytest.raises(ValueError, match="hseg_segment_ids"):
+            listed_segment_ids(bad)
