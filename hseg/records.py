@@ -133,16 +133,21 @@ def heading_path(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
         >>> heading_path({"hseg_heading_path": '["Chapter 2", "2.1 Orbits"]'})
         ('Chapter 2', '2.1 Orbits')
     """
-    raw = (metadata or {}).get(HEADING_PATH_KEY)
-    if raw is None:
+    if (metadata or {}).get(HEADING_PATH_KEY) is None:
         return ()
+    return tuple(_json_strings(metadata or {}, HEADING_PATH_KEY))
+
+
+def _json_strings(metadata: Mapping[str, Any], key: str) -> list[str]:
+    """The JSON list of strings stored under ``key``; ``ValueError`` naming ``key`` otherwise."""
+    raw = metadata.get(key)
     try:
         value = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
         value = None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise ValueError(f"{HEADING_PATH_KEY}: expected a JSON list of strings, got {raw!r:.80}")
-    return tuple(value)
+        raise ValueError(f"{key}: expected a JSON list of strings, got {raw!r:.80}")
+    return value
 
 
 def listed_segment_ids(metadata: Mapping[str, Any]) -> list[str]:
@@ -153,14 +158,7 @@ def listed_segment_ids(metadata: Mapping[str, Any]) -> list[str]:
         >>> listed_segment_ids({"hseg_segment_ids": '["seg-a", "seg-b"]'})
         ['seg-a', 'seg-b']
     """
-    raw = metadata.get("hseg_segment_ids")
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError:
-        value = None
-    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-        raise ValueError(f"hseg_segment_ids: expected a JSON list of strings, got {raw!r:.80}")
-    return value
+    return _json_strings(metadata, "hseg_segment_ids")
 
 
 def metadata_keys(kind: str) -> tuple[str, ...]:
