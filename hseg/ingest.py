@@ -488,19 +488,40 @@ def _write_batch(
     if not chunkings:
         return 0, []
     try:
-        return store.add(chunkings, metas), chunkings
+        return _add(store, chunkings, metas), chunkings
     except ValueError:
         if len(chunkings) == 1:
             raise
     vectors, written = 0, []
     for chunking, meta in zip(chunkings, metas):
         try:
-            vectors += store.add([chunking], [meta])
+            vectors += _add(store, [chunking], [meta])
         except ValueError as exc:
             problem(chunking.doc_id, f"not written: {exc}")
             continue
         written.append(chunking)
     return vectors, written
+
+
+#: seconds to wait before each further try of a write Chroma failed internally
+WRITE_RETRY_DELAYS = (0.5, 2.0)
+
+
+def _add(store: Any, chunkings: list[Any], metas: list[dict[str, Any]]) -> int:
+    """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
+    of a collection another writer is flushing for the first time ("Error creating hnsw segment
+    reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
+    add replaces its documents' records, so a second try of a partial write completes it."""
+    from chromadb.errors import InternalError
+
+    for delay in WRITE_RETRY_DELAYS:
+        try:
+            return store.add(chunkings, metas)
+        except InternalError as exc:
+            logger.warning("writing %d documents failed inside Chroma (%s); trying again in %g s",
+                           len(chunkings), exc, delay)
+            time.sleep(delay)
+    return store.add(chunkings, metas)
 
 
 def _chunk_batch(chunker: Any, texts: Mapping[str, str], problem: Callable[[str, str], None]) -> list[Any]:

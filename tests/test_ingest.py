@@ -153,3 +153,31 @@ def test_prune_scope_follows_what_each_path_argument_covers(tmp_path, monkeypatc
     named = ingest.prune_scope(["one.md", "gone.md", "vanished"])  # files, existing or not
     assert named("one.md") and named("./gone.md") and named("vanished")
     assert not named("vanished/a.md")  # a missing folder (an unmounted disk?) covers nothing inside
+
+
+class FlakyStore:
+    """A store whose ``add`` fails inside Chroma ``failures`` times, then writes (counts them)."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls = failures, 0
+
+    def add(self, chunkings, metas):
+        from chromadb.errors import InternalError
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise InternalError("Error creating hnsw segment reader: Nothing found on disk")
+        return len(chunkings)
+
+
+def test_a_write_chroma_fails_internally_is_tried_again(monkeypatch, caplog):
+    monkeypatch.setattr(ingest, "WRITE_RETRY_DELAYS", (0.0, 0.0))
+    chunkings = _chunker().chunk_many([TEXT, TEXT], ["a", "b"])
+    store = FlakyStore(failures=2)
+    with caplog.at_level("WARNING", logger="hseg.ingest"):
+        assert ingest._write_batch(store, chunkings, [{}, {}], lambda d, m: None) == (2, chunkings)
+    assert store.calls == 3 and caplog.text.count("trying again") == 2
+    stubborn = FlakyStore(failures=3)  # more failures than tries: the error reaches the caller
+    with pytest.raises(Exception, match="Nothing found on disk"):
+        ingest._write_batch(stubborn, chunkings, [{}, {}], lambda d, m: None)
+    assert stubborn.calls == 3
