@@ -34,6 +34,7 @@ from hseg.chunker import HierarchicalChunker
 from hseg.chunks import Chunking, Cluster, Segment
 from hseg.sentences import split_sentences
 from hseg.store import SCHEMA_VERSION, HierarchicalStore, flatten_metadata, records_for
+from hseg.unit_index import UnitKey, companion_name
 from tests.fakes import HashingEncoder, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
@@ -685,6 +686,15 @@ def _expected_records(files: dict[str, str]) -> int:
     return sum(len(r.segments) + len(r.clusters) for r in results)
 
 
+def _unit_index_documents(companion) -> dict[str, set[str]]:
+    """``{doc id: segment ids}`` the unit index (companion collection) holds."""
+    got = companion.get(include=["metadatas"])
+    out: dict[str, set[str]] = {}
+    for uid, meta in zip(got["ids"], got["metadatas"]):
+        out.setdefault(str(meta["hseg_doc_id"]), set()).add(UnitKey.parse(uid).segment_id)
+    return out
+
+
 def test_kill_9_mid_batch_leaves_complete_documents_and_a_rerun_finishes(tmp_path):
     files = {f"docs/f{i:03d}.md": synthetic_book(1_500 + 37 * i, seed=i) for i in range(60)}
     for name, text in files.items():
@@ -716,14 +726,22 @@ def test_kill_9_mid_batch_leaves_complete_documents_and_a_rerun_finishes(tmp_pat
 
     # the store as the crash left it (a copy: opened by this process only)
     shutil.copytree(tmp_path / "db", tmp_path / "crashed")
-    crashed = stored_documents(chromadb.PersistentClient(path=str(tmp_path / "crashed")).get_collection("hseg"))
+    crashed_client = chromadb.PersistentClient(path=str(tmp_path / "crashed"))
+    crashed = stored_documents(crashed_client.get_collection("hseg"))
     assert 5 * 4 <= len(crashed) <= 6 * 4 < len(files)  # 5 batches done, the 6th all or nothing
     for doc_id, records in crashed.items():
         assert document_problems(records, files[doc_id]) == [], doc_id
+    # The kill may land between the 6th batch's records and its unit-index records: those documents
+    # are then incomplete (the re-run must redo them), so what is "unchanged" is whatever is complete
+    # with its unit-index rows too: the 5 whole batches at least.
+    units = _unit_index_documents(crashed_client.get_collection(companion_name("hseg")))
+    complete = {d for d, records in crashed.items()
+                if units.get(d) == {rid for rid, r in records.items() if r["meta"]["hseg_level"] == "segment"}}
+    assert 5 * 4 <= len(complete) <= len(crashed), (len(complete), len(crashed))
 
     rerun = _run_child(script, args, tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert f"{len(files) - len(crashed)} indexed, {len(crashed)} unchanged" in rerun.stdout
+    assert f"{len(files) - len(complete)} indexed, {len(complete)} unchanged" in rerun.stdout
     col = chromadb.PersistentClient(path=str(tmp_path / "db")).get_collection("hseg")
     final = stored_documents(col)
     assert set(final) == set(files)
