@@ -4,7 +4,7 @@
 
 For each development set (``wiki_dev``, ``choi/1/3-11`` and the three OpenStax books held out of
 training, pooled), the documents are embedded by the torch and by the ONNX backend (each through
-its own disk cache, see :func:`hseg.training.embed_documents`) and the shipped BiLSTM segments them.
+its own disk cache, see :func:`hseg.segmentation.training.embed_documents`) and the shipped BiLSTM segments them.
 Prints mean Pk and WindowDiff per backend, the difference, the worst sentence-vector cosine
 between the backends, and the share of documents whose boundaries differ at all. Issue 13's bound:
 |ΔPk| ≤ 0.005 on every set.
@@ -28,7 +28,7 @@ OPENSTAX_DEV = ("business-ethics", "introduction-political-science", "chemistry-
 
 
 def dev_sets(data: Path, limit: int | None) -> dict[str, list]:
-    from hseg.wiki727k import read_wiki727k
+    from hseg.segmentation.wiki727k import read_wiki727k
 
     sets = {"wiki_dev": read_wiki727k(data / "wiki_dev", limit=limit),
             "choi/1/3-11": read_wiki727k(data / "choi" / "1" / "3-11", limit=limit)}
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from hseg.encoders import BACKENDS, as_encoder
-    from hseg.segmenters import get_segmenter
-    from hseg.training import embed_documents, evaluate_segmenter
+    from hseg.segmentation.segmenters import get_segmenter
+    from hseg.segmentation.training import embed_documents, evaluate_segmenter
 
     encoders = {b: as_encoder(None, backend=b, device="cpu") for b in BACKENDS}
     segmenter = get_segmenter("bilstm", encoder_name=encoders["torch"].name)

@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def sentences(data: str) -> list[str]:
     from evaluation import load_eval
 
-    from hseg.sentences import split_sentences
+    from hseg.text.sentences import split_sentences
 
     corpora, _ = load_eval(data)
     return [text[s.start:s.end] for text in corpora.values() for s in split_sentences(text)]
@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args(argv)
 
-    from hseg.encoders import SentenceTransformerEncoder
-    from hseg.onnx_encoder import OnnxEncoder
+    from hseg.encoders import OnnxEncoder, SentenceTransformerEncoder
 
     texts = sentences(args.data)
     encoders: dict[str, Any] = {"torch": SentenceTransformerEncoder(device="cpu"), "onnx": OnnxEncoder(device="cpu")}

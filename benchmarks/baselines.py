@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation import Chunk, recover_spans  # noqa: E402
 
-from hseg.tokens import TiktokenCounter  # noqa: E402
+from hseg.text.tokens import TiktokenCounter  # noqa: E402
 
 Chunker = Callable[[str, str, Any], list[Chunk]]
 REPORT_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]

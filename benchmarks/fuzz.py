@@ -43,7 +43,7 @@ def build(examples_per_run: int):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore, flatten_metadata
     from tests.fakes import HashingEncoder
     from tests.test_reliability import TEXTS, WORDS, check_chunking, check_store_round_trip, small_chunker

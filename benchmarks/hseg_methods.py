@@ -33,7 +33,7 @@ SPECS: dict[str, tuple[int, str, dict[str, Any]]] = {}
 def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None) -> Any:
     import chromadb
 
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
     chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter)

@@ -51,8 +51,8 @@ def fallback_text(tokens: int, count) -> str:
 
 def profile(args: argparse.Namespace, backend: str) -> dict:
     """One chunking of the text on ``backend``: stage timings, sizes and peak RSS (in a child process)."""
-    from hseg.chunker import HierarchicalChunker
-    from hseg.tokens import TiktokenCounter
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.text.tokens import TiktokenCounter
 
     count = TiktokenCounter()
     text = openstax_text(args.data, args.tokens, count) if args.data.is_dir() else fallback_text(args.tokens, count)

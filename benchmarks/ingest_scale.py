@@ -1,4 +1,4 @@
-"""Ingestion throughput of ``hseg.distributed.index_dataset`` (a Ray Data job) by number of workers.
+"""Ingestion throughput of ``hseg.ingest.ray.index_dataset`` (a Ray Data job) by number of workers.
 
     python benchmarks/ingest_scale.py [PATH ...] [--workers 1 2] [--threads 1] [--backend onnx|torch]
         [--num-gpus G] [--batch-size B] [--batch-docs N] [--doc-chars C] [--repeat R] [--rounds K]
@@ -42,10 +42,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from hseg import ingest  # noqa: E402
-from hseg.config import ChunkerConfig  # noqa: E402
-from hseg.distributed import import_ray, index_dataset  # noqa: E402
+from hseg.chunking.config import ChunkerConfig  # noqa: E402
 from hseg.encoders import BACKENDS, DEFAULT_BACKEND  # noqa: E402
-from hseg.tokens import as_token_counter, count_many  # noqa: E402
+from hseg.ingest.ray import import_ray, index_dataset  # noqa: E402
+from hseg.text.tokens import as_token_counter, count_many  # noqa: E402
 
 DEFAULT_CORPORA = REPO / ".." / "shared" / "data" / "chroma_eval" / "corpora"
 

@@ -63,7 +63,7 @@ def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
 def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) -> int:
     import chromadb
 
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
     chunker = HierarchicalChunker(encoder=encoder, **chunker_kwargs)

@@ -2,7 +2,7 @@
 
 Dynamic quantisation of the exported graph's weight matrices (per channel; activations quantised at
 run time; the attention products of two activations stay fp32), written as a copy of the model's
-cache folder in a temporary cache root, so :class:`hseg.onnx_encoder.OnnxEncoder` loads it
+cache folder in a temporary cache root, so :class:`hseg.encoders.OnnxEncoder` loads it
 unchanged. Measured (benchmarks/RESULTS.md, "Encoder backends"): ~1.7x the fp32 speed on 2 CPU
 cores, but mean cosine 0.992 to the torch vectors and hseg's retrieval rows move by up to 2.5
 recall points pooled (7.9 on one corpus), against issue 13's bound of 0.2, hence not offered.
@@ -17,10 +17,10 @@ from typing import Any
 
 
 def int8_encoder(model: str | None = None, *, device: str = "cpu") -> Any:
-    """An :class:`~hseg.onnx_encoder.OnnxEncoder` running the int8 variant of ``model``'s export."""
+    """An :class:`~hseg.encoders.OnnxEncoder` running the int8 variant of ``model``'s export."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from hseg.onnx_encoder import GRAPH_NAME, OnnxEncoder
+    from hseg.encoders import GRAPH_NAME, OnnxEncoder
 
     fp32 = OnnxEncoder(model, device=device)  # exports once into the user's cache when needed
     root = Path(tempfile.mkdtemp(prefix="hseg-int8-"))

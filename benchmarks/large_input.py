@@ -33,7 +33,7 @@ MB = 1_000_000
 
 def _child(size_mb: float, encoder: str, segmenter: str, target_tokens: int, dim: int) -> dict:
     sys.path.insert(0, str(ROOT))
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
     from tests.fakes import HashingEncoder, synthetic_book
 
     text = synthetic_book(int(size_mb * MB), seed=1)

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a sourc
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from hseg.chunks import Chunking, Cluster, Segment, unit_id  # noqa: E402
+from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 
 logger = logging.getLogger("query_latency")

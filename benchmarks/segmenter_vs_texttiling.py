@@ -48,8 +48,8 @@ def default_sets(data: Path) -> dict[str, list[Path]]:
 
 def tuned_texttiling(docs: list, embeddings: list) -> tuple[dict, tuple[int, float, int]]:
     """The best TextTiling on these documents (by mean Pk) and its parameters."""
-    from hseg.segmenters import TextTilingSegmenter
-    from hseg.training import evaluate_segmenter
+    from hseg.segmentation.segmenters import TextTilingSegmenter
+    from hseg.segmentation.training import evaluate_segmenter
 
     gaps: dict[tuple[int, int], object] = {}  # (document, window) -> gap scores: the costly part
 
@@ -83,7 +83,7 @@ def strongest_peaks(scores: np.ndarray, count: int) -> list[int]:
 
 def true_count_pk(segmenter, docs: list, embeddings: list) -> float:
     """Mean Pk of ``segmenter``'s gap scores decoded with each document's true boundary count."""
-    from hseg.metrics import ends_to_masses, pk
+    from hseg.segmentation.metrics import ends_to_masses, pk
 
     scores = []
     for d, e in zip(docs, embeddings):
@@ -107,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from hseg.encoders import as_encoder
-    from hseg.segmenters import TextTilingSegmenter, get_segmenter
-    from hseg.training import embed_documents, evaluate_segmenter
-    from hseg.wiki727k import read_wiki727k
+    from hseg.segmentation.segmenters import TextTilingSegmenter, get_segmenter
+    from hseg.segmentation.training import embed_documents, evaluate_segmenter
+    from hseg.segmentation.wiki727k import read_wiki727k
 
     sets = default_sets(args.data)
     for spec in args.set:

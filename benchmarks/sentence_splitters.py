@@ -123,7 +123,7 @@ def make_candidates() -> dict[str, Splitter]:
     cands: dict[str, Splitter] = {}
 
     try:
-        from hseg.sentences import _regex_sentence_spans, split_sentences
+        from hseg.text.sentences import _regex_sentence_spans, split_sentences
 
         cands["hseg rules alone (one line)"] = lambda t: _regex_sentence_spans(t, 0, len(t))
         cands["hseg split_sentences (rules + markdown/lines)"] = lambda t: [
@@ -206,7 +206,7 @@ def hard_wrap(text: str, width: int = 80) -> str:
 
 def newline_policy_rows(datasets: dict[str, list[tuple[str, set[int]]]]) -> list[str]:
     """F1 of the line-break policies on sentence-per-line text and on text hard-wrapped at 80."""
-    from hseg.sentences import _split
+    from hseg.text.sentences import _split
 
     rows = []
     for policy in ("always", "continuation", "never", "auto"):

@@ -15,8 +15,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.spans import Span
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.text.spans import Span
 
 try:
     __version__ = version("hseg")
@@ -29,11 +29,11 @@ __all__ = ["HierarchicalChunker", "Chunking", "Cluster", "Segment", "Span", "spl
 def __getattr__(name: str) -> Any:
     # the chunker pulls in numpy-heavy modules; keep `import hseg` light for the CLI's --help
     if name == "HierarchicalChunker":
-        from hseg.chunker import HierarchicalChunker
+        from hseg.chunking.chunker import HierarchicalChunker
 
         return HierarchicalChunker
     if name == "split_sentences":
-        from hseg.sentences import split_sentences
+        from hseg.text.sentences import split_sentences
 
         return split_sentences
     raise AttributeError(f"module 'hseg' has no attribute {name!r}")

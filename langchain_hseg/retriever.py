@@ -1,7 +1,7 @@
 """``HierarchicalSegmentRetriever``: max-score parent retrieval from an hseg store, as a LangChain retriever.
 
 The adapter only translates: :meth:`hseg.store.HierarchicalStore.search` ranks the parents (paper
-eq. 2, or the budget-aware unit of :mod:`hseg.units`) and each :class:`hseg.search.ParentHit`
+eq. 2, or the budget-aware unit of :mod:`hseg.retrieval.selection`) and each :class:`hseg.retrieval.parents.ParentHit`
 becomes a ``Document`` (see :func:`hit_to_document`).
 """
 
@@ -22,15 +22,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from pydantic import ConfigDict, field_validator, model_validator
 
-from hseg.results import result_for
-from hseg.search import ParentHit, check_search_args
+from hseg.retrieval.parents import ParentHit, check_search_args
+from hseg.retrieval.results import result_for
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 __all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
 
 
 def hit_to_document(hit: ParentHit) -> Document:
-    """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.results.result_for`.
+    """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.retrieval.results.result_for`.
 
     ``id`` is the cluster id for a whole parent, else the stable passage id; ``page_content`` is the
     hit's text; metadata is the stored user metadata plus the result keys of the README's metadata

@@ -1,14 +1,14 @@
 """``HierarchicalSegmentTextSplitter``: the hseg chunker behind LangChain's ``TextSplitter`` API.
 
-The adapter only translates: :class:`hseg.chunker.HierarchicalChunker` does the work and its
-:class:`hseg.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
+The adapter only translates: :class:`hseg.chunking.chunker.HierarchicalChunker` does the work and its
+:class:`hseg.chunking.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
 (``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
 occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
-(:func:`hseg.records.unit_metadata`), as on the store's records.
+(:func:`hseg.chunking.records.unit_metadata`), as on the store's records.
 
 Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose ``source``
 (``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
-markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.records.heading_path`) names the
+markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.chunking.records.heading_path`) names the
 headings it lies under.
 """
 
@@ -24,11 +24,11 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from hseg.chunker import HierarchicalChunker
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.config import ChunkerConfig
-from hseg.records import unit_metadata, user_metadata
-from hseg.structure import source_name
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.config import ChunkerConfig
+from hseg.chunking.records import unit_metadata, user_metadata
+from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
 
@@ -46,7 +46,7 @@ def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     """One ``Document`` per cluster (parent chunk) of a chunking, in document order.
 
     ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` (its ``hseg_*`` keys
-    dropped) plus the cluster keys of :data:`hseg.records.METADATA_KEYS`, the same keys and values
+    dropped) plus the cluster keys of :data:`hseg.chunking.records.METADATA_KEYS`, the same keys and values
     as the cluster's store record and LlamaIndex node (offsets ``hseg_start``/``hseg_end``, end
     exclusive). ``add_start_index=True`` adds LangChain's ``start_index`` (equal to ``hseg_start``).
 
@@ -65,7 +65,7 @@ def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     """One ``Document`` per segment, linked to its parent by ``hseg_cluster_id``.
 
     ``Document.id`` is the segment id; metadata as in :func:`cluster_documents`, with the segment
-    keys of :data:`hseg.records.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
+    keys of :data:`hseg.chunking.records.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
 
     Example:
         >>> segs = segment_documents(chunker.chunk(text, "a"))  # doctest: +SKIP
@@ -84,12 +84,12 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
     available from :meth:`split_segments` and :meth:`split_documents_hierarchical`.
 
     Args:
-        config: a :class:`hseg.config.ChunkerConfig`; its fields can also be given as keyword
+        config: a :class:`hseg.chunking.config.ChunkerConfig`; its fields can also be given as keyword
             arguments (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
             ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,
             ``batch_size``: the same names, defaults and checks as
-            :class:`hseg.chunker.HierarchicalChunker`), which replace the config's.
+            :class:`hseg.chunking.chunker.HierarchicalChunker`), which replace the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
             ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
@@ -105,7 +105,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         >>> docs = splitter.split_documents([source])  # doctest: +SKIP
         >>> docs[0].id, docs[0].metadata["hseg_start"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
         ('clu-5d0c...', 0, 'report')
-        >>> hseg.records.heading_path(docs[1].metadata)  # doctest: +SKIP
+        >>> hseg.chunking.records.heading_path(docs[1].metadata)  # doctest: +SKIP
         ('Quarterly report', 'Revenue')
     """
 
@@ -162,14 +162,14 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
 
     def chunk_texts(self, texts: Sequence[str], ids: Sequence[str | None] | None = None,
                     sources: Sequence[str | None] | None = None) -> list[Chunking]:
-        """``chunker.chunk_many``: one :class:`hseg.chunks.Chunking` per text (id: given or a content
+        """``chunker.chunk_many``: one :class:`hseg.chunking.chunks.Chunking` per text (id: given or a content
         hash; ``sources``: the file names or paths that tell plain text from markdown)."""
         return self.chunker.chunk_many(list(texts), None if ids is None else list(ids),
                                        sources=None if sources is None else list(sources))
 
     def chunk_documents(self, documents: Iterable[Document]) -> list[Chunking]:
         """Chunk documents once; ``Document.id`` (when set) becomes the hseg document id and the
-        ``source`` metadata (:func:`hseg.structure.source_name`) names it for ``structure="auto"``.
+        ``source`` metadata (:func:`hseg.text.structure.source_name`) names it for ``structure="auto"``.
 
         The retriever's builders use this, so a corpus is embedded a single time.
         """

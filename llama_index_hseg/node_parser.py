@@ -1,8 +1,8 @@
 """LlamaIndex node parser: hierarchical segmentation → cluster (parent) and segment (child) nodes.
 
-A thin translation of :class:`hseg.chunker.HierarchicalChunker` output into ``TextNode``s. The
+A thin translation of :class:`hseg.chunking.chunker.HierarchicalChunker` output into ``TextNode``s. The
 node ids, texts, embeddings and ``hseg_*`` metadata are exactly the records that
-:func:`hseg.records.records_for` builds (the keys of :data:`hseg.records.METADATA_KEYS`, as on the
+:func:`hseg.chunking.records.records_for` builds (the keys of :data:`hseg.chunking.records.METADATA_KEYS`, as on the
 LangChain splitter's Documents), so a ``ChromaVectorStore`` collection filled with these nodes is
 searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by the
 core store.
@@ -33,13 +33,13 @@ from llama_index.core.schema import (
 )
 
 from hseg import __version__ as HSEG_VERSION
-from hseg.chunker import HierarchicalChunker
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.clustering import mean_vector
-from hseg.config import ChunkerConfig, describe
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.clustering import mean_vector
+from hseg.chunking.config import ChunkerConfig, describe
+from hseg.chunking.records import listed_segment_ids, records_for, user_metadata
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
-from hseg.records import listed_segment_ids, records_for, user_metadata
-from hseg.structure import source_name
+from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
 
@@ -48,14 +48,14 @@ _BUILD_LOCK = threading.Lock()
 
 
 def _chunker_fields() -> dict[str, Any]:
-    """Pydantic fields for the chunker settings, derived from :class:`hseg.config.ChunkerConfig`
+    """Pydantic fields for the chunker settings, derived from :class:`hseg.chunking.config.ChunkerConfig`
     (names, types, defaults, descriptions), except ``encoder``, which the parser splits in two."""
     hints = typing.get_type_hints(ChunkerConfig)
     return {f.name: (hints[f.name], Field(default=f.default, description=f.metadata["doc"]))
             for f in dataclasses.fields(ChunkerConfig) if f.name != "encoder"}
 
 
-# a base class holding one field per chunker setting: declared once, in hseg.config
+# a base class holding one field per chunker setting: declared once, in hseg.chunking.config
 if typing.TYPE_CHECKING:  # a class made at run time is no type to mypy; the fields are checked by pydantic
     _ChunkerSettings = NodeParser
 else:
@@ -84,14 +84,14 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
     and PREVIOUS/NEXT (neighbouring clusters); a segment has PARENT (its cluster) and PREVIOUS/NEXT
     (neighbouring segments).
 
-    The chunker settings are the :class:`hseg.chunker.HierarchicalChunker` arguments under the same
+    The chunker settings are the :class:`hseg.chunking.chunker.HierarchicalChunker` arguments under the same
     names. The encoder is a model name (``encoder_name``) or any object ``hseg.encoders.as_encoder``
     accepts, passed as ``encoder`` (a LlamaIndex ``BaseEmbedding`` works): the object is left out of
     dumps, and ``encoder_name`` is set to its name so IngestionPipeline cache keys still tell
     models apart. Offsets are into the parsed node's text (the ``Document.text``). With
     ``structure="auto"`` a document whose ``file_path``/``file_name``/``source`` metadata ends in
     ``.txt`` is plain text, every other one markdown (``hseg_heading_path`` names a node's headings;
-    :func:`hseg.records.heading_path` decodes it).
+    :func:`hseg.chunking.records.heading_path` decodes it).
 
     Example:
         >>> from llama_index.core import Document  # doctest: +SKIP
@@ -154,7 +154,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
 
     @property
     def chunker_config(self) -> ChunkerConfig:
-        """The settings as a validated :class:`hseg.config.ChunkerConfig`."""
+        """The settings as a validated :class:`hseg.chunking.config.ChunkerConfig`."""
         encoder = self.encoder if self.encoder is not None else self.encoder_name
         return ChunkerConfig(encoder=encoder, **{n: getattr(self, n) for n in ChunkerConfig.field_names()
                                                   if n != "encoder"})

@@ -22,9 +22,9 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
-from hseg.records import RESERVED_PREFIX
-from hseg.results import result_for
-from hseg.search import ParentHit, check_search_args
+from hseg.chunking.records import RESERVED_PREFIX
+from hseg.retrieval.parents import ParentHit, check_search_args
+from hseg.retrieval.results import result_for
 from hseg.store import HierarchicalStore
 
 __all__ = ["HierarchicalSegmentRetriever"]
@@ -60,14 +60,14 @@ class HierarchicalSegmentRetriever(BaseRetriever):
             ``Settings.embed_model`` is never used.
         similarity_top_k: parents (or passages) per query; ignored when ``budget_tokens`` is set.
         mode: ``"segment+cluster"`` (paper eq. 2), ``"cluster"`` or ``"segment"`` (unit="cluster" only).
-        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (see :mod:`hseg.units`).
+        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (see :mod:`hseg.retrieval.selection`).
         budget_tokens: fill this many reader tokens instead of returning ``similarity_top_k`` hits.
         cluster_weight: the cluster's share in ``unit="auto"`` scores.
         where: a Chroma metadata filter applied to every query.
 
     Each result is ``NodeWithScore(node=TextNode(id_=cluster id | passage id, text, start/end char
     idx, metadata=user metadata + the hseg_* result keys), score=hseg_score)``, best first: ids and
-    metadata are those of the LangChain retriever (:func:`hseg.results.result_for`).
+    metadata are those of the LangChain retriever (:func:`hseg.retrieval.results.result_for`).
 
     Example:
         >>> retriever = HierarchicalSegmentRetriever(vector_store, encoder=parser.hseg_encoder)  # doctest: +SKIP
@@ -204,7 +204,7 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
 
 
 def _to_node(hit: ParentHit) -> TextNode:
-    """A parent (or passage) hit as a TextNode: id and metadata from :func:`hseg.results.result_for`
+    """A parent (or passage) hit as a TextNode: id and metadata from :func:`hseg.retrieval.results.result_for`
     (as on LangChain's Documents), formatting fields of the stored node, SOURCE the document."""
     node_id, meta = result_for(hit)
     stored = _stored_node_fields(hit.metadata)

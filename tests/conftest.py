@@ -48,7 +48,7 @@ def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=1
     """
     import numpy as np
 
-    from hseg.chunks import Chunking, Cluster, Segment, unit_id
+    from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id
 
     sizes = ([max_segments] * n_clusters if segment_vectors is not None
              else [int(x) for x in rng.integers(1, max_segments + 1, n_clusters)])

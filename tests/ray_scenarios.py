@@ -99,7 +99,7 @@ class Context:
         return self.ray.data.from_items([{"id": d, "text": t, **columns} for d, t in texts.items()])
 
     def index(self, dataset: Any, **kwargs: Any) -> dict[str, Any]:
-        from hseg.distributed import index_dataset
+        from hseg.ingest.ray import index_dataset
 
         where = {"host": self.host, "port": self.port}
         summary = index_dataset(dataset, **{**where, **kwargs}, show_progress=False)

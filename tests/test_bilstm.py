@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hseg.bilstm import BiLSTMSegmenter, boundaries_from_scores, sentence_features, window_starts  # noqa: E402
 from hseg.cli import main  # noqa: E402
-from hseg.training import TrainConfig, embed_documents, train_segmenter  # noqa: E402
-from hseg.wiki727k import parse_wiki727k, read_wiki727k  # noqa: E402
+from hseg.segmentation.bilstm import BiLSTMSegmenter, boundaries_from_scores, sentence_features, window_starts  # noqa: E402
+from hseg.segmentation.training import TrainConfig, embed_documents, train_segmenter  # noqa: E402
+from hseg.segmentation.wiki727k import parse_wiki727k, read_wiki727k  # noqa: E402
 
 SHARED = Path(__file__).parents[1] / "../shared"
 DIM = 16
@@ -105,7 +105,7 @@ def test_training_lowers_the_loss(trained):
 
 
 def test_training_resumes_from_its_checkpoint_as_if_never_stopped(trained, tmp_path, monkeypatch):
-    import hseg.training as training
+    import hseg.segmentation.training as training
 
     _, dev, de, tmp, enc, cache, train = trained
     te = embed_documents(train, enc, cache_dir=cache, quiet=True)
@@ -172,7 +172,7 @@ def test_long_documents_run_in_windows(trained):
 
 
 def test_the_gap_windows_a_model_was_trained_on_travel_with_it(trained):
-    from hseg.bilstm import GAP_WINDOWS, LEGACY_GAP_WINDOWS, gap_feature_count
+    from hseg.segmentation.bilstm import GAP_WINDOWS, LEGACY_GAP_WINDOWS, gap_feature_count
 
     result, dev, de, tmp, *_ = trained
     seg = result.segmenter
@@ -262,7 +262,7 @@ def test_shipped_weights_segment_a_real_document(monkeypatch):
 
 
 def test_markdown_folder_becomes_training_documents(tmp_path):
-    from hseg.wiki727k import markdown_to_documents
+    from hseg.segmentation.wiki727k import markdown_to_documents
 
     (tmp_path / "a.md").write_text("Intro line one. Intro two.\n\n# First\nAlpha is here. Beta follows.\n\n"
                                    "```\ncode. not. sentences.\n```\n## Second\nGamma ends.\n", encoding="utf-8")
@@ -275,7 +275,7 @@ def test_markdown_folder_becomes_training_documents(tmp_path):
 
 
 def test_fallback_for_other_encoders_and_registry_default(trained):
-    from hseg.segmenters import DEFAULT_SEGMENTER, TextTilingSegmenter, get_segmenter
+    from hseg.segmentation.segmenters import DEFAULT_SEGMENTER, TextTilingSegmenter, get_segmenter
 
     result, dev, _, tmp, *_ = trained
     path = result.segmenter.save(tmp / "fb.pt")
@@ -297,7 +297,7 @@ class OtherEncoder(FakeEncoder):
 
 
 def test_chunker_resolves_a_weights_path_in_the_core(trained):
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     result, *_ = trained
     path = result.segmenter.save(trained[3] / "core.pt")
@@ -313,7 +313,7 @@ def test_chunker_resolves_a_weights_path_in_the_core(trained):
 
 
 def test_segmenter_names_paths_and_encoders_resolve_by_one_rule(trained, tmp_path):
-    from hseg.segmenters import TextTilingSegmenter, get_segmenter, segmenter_spec
+    from hseg.segmentation.segmenters import TextTilingSegmenter, get_segmenter, segmenter_spec
 
     path = trained[0].segmenter.save(tmp_path / "rule.pt")
     assert segmenter_spec("texttiling") == "texttiling" and segmenter_spec(str(path)) == path
@@ -329,8 +329,8 @@ def test_segmenter_names_paths_and_encoders_resolve_by_one_rule(trained, tmp_pat
 
 
 def test_a_bogus_segmenter_is_a_clear_value_error(tmp_path):
-    from hseg.chunker import HierarchicalChunker
-    from hseg.segmenters import get_segmenter
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.segmentation.segmenters import get_segmenter
 
     with pytest.raises(ValueError, match=r"segmenter: unknown name 'bilstmm'; choose one of \['bilstm', "
                                          r"'texttiling'\] or give the path of weights"):
@@ -348,7 +348,7 @@ def test_a_bogus_segmenter_is_a_clear_value_error(tmp_path):
 def test_cli_chunk_takes_a_weights_path(trained, tmp_path, monkeypatch, capsys):
     import json
 
-    from hseg import chunker as chunker_module
+    from hseg.chunking import chunker as chunker_module
 
     monkeypatch.setattr(chunker_module, "as_encoder", lambda enc, **kw: FakeEncoder() if enc is None else enc)
     path = trained[0].segmenter.save(tmp_path / "cli.pt")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseg.chunker import HierarchicalChunker
+from hseg.chunking.chunker import HierarchicalChunker
 from tests.fakes import HashingEncoder
 
 WORDS = st.sampled_from(
@@ -108,7 +108,7 @@ def test_unit_vectors_are_token_weighted_means(fast_chunker):
     text = ("Tides rise. " + "The ocean tide follows the moon and its gravity across the whole planet every day. " * 2
             + "\n\n" + "Cats sleep a lot. Cats purr when they are content and warm in the afternoon sun. " * 3)
     result = fast_chunker.chunk(text, doc_id="w")
-    from hseg.sentences import split_sentences
+    from hseg.text.sentences import split_sentences
 
     spans = split_sentences(text)
     vectors = fast_chunker.encoder.encode([s.of(text) for s in spans])

@@ -1,7 +1,7 @@
 """``hseg index`` / ``query`` / ``stats`` (hseg.cli.index, hseg.cli.query, hseg.ingest), run in-process
 through ``hseg.cli.main``.
 
-Fast tests swap the encoder factory ``hseg.ingest.load_encoder`` for the bag-of-words
+Fast tests swap the encoder factory ``hseg.encoders.factory.load_encoder`` for the bag-of-words
 ``HashingEncoder`` (``--encoder test-hashing-encoder``); the ``model`` tests share one index built
 with the real MiniLM encoder (loaded once per session by the ``encoder`` fixture).
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 import chromadb
 import pytest
 
-from hseg import ingest
 from hseg.cli import main
 from hseg.cli.query import format_hit
-from hseg.search import ParentHit
+from hseg.encoders import factory
+from hseg.retrieval.parents import ParentHit
 from tests.chroma_server import free_port
 from tests.fakes import HashingEncoder
 
@@ -40,7 +40,7 @@ def _load_fake(name=None, backend=None, threads=None):
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     """Fake encoder, cwd = tmp_path (so document ids are short relative paths)."""
-    monkeypatch.setattr(ingest, "load_encoder", _load_fake)
+    monkeypatch.setattr(factory, "load_encoder", _load_fake)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -181,7 +181,7 @@ def test_prune_without_an_index_creates_nothing(fake, capsys):
 
 
 def test_globs_and_chunking_failure_isolated(fake, capsys, monkeypatch):
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     original = HierarchicalChunker.chunk_many
 
@@ -285,7 +285,7 @@ def real_db(tmp_path_factory, encoder):
     _write(root / "docs" / "tiny.txt", TIDES + CATS)
     with pytest.MonkeyPatch.context() as mp:
         # the session's model, loaded once
-        mp.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
+        mp.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
         mp.chdir(root)
         yield root
 
@@ -335,10 +335,10 @@ MOON = ("The moon orbits the earth once a month. Its phases run from new moon to
 
 @pytest.mark.model
 def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, encoder, capsys):
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
+    monkeypatch.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "docs" / "tides.txt", TIDES * 3)
     _write(tmp_path / "docs" / "cats.txt", CATS * 3)
@@ -401,7 +401,7 @@ def test_a_document_the_store_refuses_costs_only_itself(fake, capsys, monkeypatc
 
     import numpy as np
 
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     original = HierarchicalChunker.chunk_many
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseg.clustering import (
+from hseg.chunking.clustering import (
     absorb_singletons,
     cluster_segments,
     clusters_from_adjacency,

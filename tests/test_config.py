@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from hseg.chunker import HierarchicalChunker
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.config import ChunkerConfig
 from hseg.cli.options import add_chunker_options
-from hseg.config import ChunkerConfig
 from tests.fakes import HashingEncoder
 
 

@@ -1,4 +1,4 @@
-"""hseg.distributed.index_dataset and ``hseg index --ray``: a Ray Data job writing into a Chroma server.
+"""hseg.ingest.ray.index_dataset and ``hseg index --ray``: a Ray Data job writing into a Chroma server.
 
 The Ray runs happen in a process of their own (``tests/ray_scenarios.py``, one local Ray with 2
 CPUs, started once for this module), against the session's ``chroma run`` server; the tests here
@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 
 from hseg import ingest
-from hseg.chunker import HierarchicalChunker
+from hseg.chunking.chunker import HierarchicalChunker
 from hseg.cli import main
+from hseg.encoders import factory
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder
 from tests.ray_scenarios import CATS, PARTIAL_DOC, TIDES, books, fake_settings, model_texts
@@ -150,8 +151,8 @@ def test_a_killed_worker_is_redone_and_a_rerun_repairs_a_partial_document(ray_ru
 
 @pytest.mark.integration
 def test_a_worker_writes_metadata_columns_and_fails_rows_without_text_or_with_a_repeated_id(chroma_server):
-    from hseg.config import ChunkerConfig
-    from hseg.distributed import IndexWorker, _summary_from_row
+    from hseg.chunking.config import ChunkerConfig
+    from hseg.ingest.ray import IndexWorker, _summary_from_row
 
     # one worker in this process, as a Ray actor holds it; a numpy batch, as Ray Data hands it
     collection = f"worker-{uuid.uuid4().hex[:12]}"
@@ -177,7 +178,7 @@ def test_a_dataset_without_a_text_column_is_refused(ray_runs):
 
 
 def test_bad_arguments_are_refused_before_ray_is_needed():
-    from hseg.distributed import index_dataset
+    from hseg.ingest.ray import index_dataset
 
     where = {"host": "127.0.0.1", "port": 8000}
     for bad in ({"num_workers": 0}, {"batch_docs": 0}, {"num_gpus": -1}, {"num_cpus": 0}, {"threads": 0},
@@ -275,11 +276,11 @@ def test_workers_get_a_weights_file_segmenter_loaded_and_a_named_one_by_name(tmp
     weights = tmp_path / "mine.pt"  # a file only this machine has
     shutil.copy(REPO / "hseg" / "models" / "bilstm_segmenter.pt", weights)
     for spec in (str(weights), "texttiling"):
-        chunker = HierarchicalChunker(encoder=ingest.LazyEncoder(), segmenter=spec)
+        chunker = HierarchicalChunker(encoder=factory.LazyEncoder(), segmenter=spec)
         config = _worker_config(chunker, None)
         assert config.encoder is None  # a name: each worker loads the model, this process never does
         assert (config.segmenter is chunker.segmenter) == (spec != "texttiling")
-        worker = HierarchicalChunker(config.replace(encoder=ingest.LazyEncoder()))
+        worker = HierarchicalChunker(config.replace(encoder=factory.LazyEncoder()))
         assert ingest.chunk_settings(worker) == ingest.chunk_settings(chunker)
 
 
@@ -302,7 +303,7 @@ def test_ray_without_a_server_is_a_usage_error(tmp_path, monkeypatch, capsys):
 
 
 def test_importing_hseg_and_its_cli_never_imports_ray():
-    code = ("import sys, hseg, hseg.cli, hseg.ingest, hseg.distributed, hseg.cli.index_ray; "
+    code = ("import sys, hseg, hseg.cli, hseg.ingest, hseg.ingest.ray, hseg.cli.index_ray; "
             "hseg.cli.build_parser(); "
             "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
@@ -311,7 +312,7 @@ def test_importing_hseg_and_its_cli_never_imports_ray():
 
 
 def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
-    from hseg import distributed
+    from hseg.ingest import ray as distributed
 
     monkeypatch.setitem(sys.modules, "ray", None)  # what an absent package looks like to import
     with pytest.raises(ImportError, match=r'pip install "hseg\[ray\]"'):

@@ -8,7 +8,7 @@ import chromadb
 import numpy as np
 import pytest
 
-from hseg.chunker import HierarchicalChunker
+from hseg.chunking.chunker import HierarchicalChunker
 from hseg.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder

@@ -18,9 +18,10 @@ import torch
 
 import hseg
 from hseg import ingest
-from hseg.bilstm import BiLSTMSegmenter
-from hseg.chunker import HierarchicalChunker
-from hseg.segmenters import TextTilingSegmenter
+from hseg.ingest import run as ingest_run
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.segmentation.bilstm import BiLSTMSegmenter
+from hseg.segmentation.segmenters import TextTilingSegmenter
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder
 
@@ -171,13 +172,13 @@ class FlakyStore:
 
 
 def test_a_write_chroma_fails_internally_is_tried_again(monkeypatch, caplog):
-    monkeypatch.setattr(ingest, "WRITE_RETRY_DELAYS", (0.0, 0.0))
+    monkeypatch.setattr(ingest_run, "WRITE_RETRY_DELAYS", (0.0, 0.0))
     chunkings = _chunker().chunk_many([TEXT, TEXT], ["a", "b"])
     store = FlakyStore(failures=2)
     with caplog.at_level("WARNING", logger="hseg.ingest"):
-        assert ingest._write_batch(store, chunkings, [{}, {}], lambda d, m: None) == (2, chunkings)
+        assert ingest_run._write_batch(store, chunkings, [{}, {}], lambda d, m: None) == (2, chunkings)
     assert store.calls == 3 and caplog.text.count("trying again") == 2
     stubborn = FlakyStore(failures=3)  # more failures than tries: the error reaches the caller
     with pytest.raises(Exception, match="Nothing found on disk"):
-        ingest._write_batch(stubborn, chunkings, [{}, {}], lambda d, m: None)
+        ingest_run._write_batch(stubborn, chunkings, [{}, {}], lambda d, m: None)
     assert stubborn.calls == 3

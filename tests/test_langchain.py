@@ -21,9 +21,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from hseg.chunker import HierarchicalChunker
-from hseg.chunks import default_doc_id
-from hseg.records import metadata_keys
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.chunks import default_doc_id
+from hseg.chunking.records import metadata_keys
 from hseg.store import HierarchicalStore
 from langchain_hseg import HierarchicalSegmentRetriever, HierarchicalSegmentTextSplitter
 from tests.fakes import HashingEncoder

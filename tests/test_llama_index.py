@@ -28,8 +28,8 @@ from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, QueryBundle, TextNode  # noqa: E402
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
-from hseg.chunker import HierarchicalChunker  # noqa: E402
-from hseg.segmenters import TextTilingSegmenter  # noqa: E402
+from hseg.chunking.chunker import HierarchicalChunker  # noqa: E402
+from hseg.segmentation.segmenters import TextTilingSegmenter  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore, records_for  # noqa: E402
 from llama_index_hseg import (  # noqa: E402
     ClusterVectorizer,

@@ -24,9 +24,9 @@ from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeRelationship  # noqa: E402
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
-from hseg.chunker import HierarchicalChunker  # noqa: E402
-from hseg.chunks import unit_id  # noqa: E402
-from hseg.records import (  # noqa: E402
+from hseg.chunking.chunker import HierarchicalChunker  # noqa: E402
+from hseg.chunking.chunks import unit_id  # noqa: E402
+from hseg.chunking.records import (  # noqa: E402
     KINDS,
     METADATA_KEYS,
     RESERVED_PREFIX,
@@ -37,8 +37,8 @@ from hseg.records import (  # noqa: E402
     unit_metadata,
     user_metadata,
 )
-from hseg.results import result_for  # noqa: E402
-from hseg.search import ParentHit  # noqa: E402
+from hseg.retrieval.parents import ParentHit  # noqa: E402
+from hseg.retrieval.results import result_for  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore  # noqa: E402
 from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever  # noqa: E402
 from langchain_hseg import HierarchicalSegmentTextSplitter  # noqa: E402

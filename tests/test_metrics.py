@@ -2,7 +2,7 @@
 
 import pytest
 
-from hseg.metrics import ends_to_masses, masses_to_ends, pk, window_size, windowdiff
+from hseg.segmentation.metrics import ends_to_masses, masses_to_ends, pk, window_size, windowdiff
 
 
 def test_identical_segmentations_score_zero():

@@ -11,9 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hseg.config import ChunkerConfig
-from hseg.encoders import BACKENDS, DEFAULT_MODEL, as_encoder
-from hseg.onnx_encoder import MANIFEST_NAME, OnnxEncoder, OnnxManifest, model_cache_folder
+from hseg.chunking.config import ChunkerConfig
+from hseg.encoders import (
+    BACKENDS,
+    DEFAULT_MODEL,
+    OnnxEncoder,
+    OnnxManifest,
+    as_encoder,
+    model_cache_folder,
+)
+from hseg.encoders.onnx_model import MANIFEST_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -84,7 +91,7 @@ def test_onnx_vectors_equal_torch_vectors(onnx_encoder, encoder):
 
 @pytest.mark.model
 def test_a_one_thread_session_gives_the_same_vectors(onnx_encoder):
-    # Ray workers sharing a machine run one thread each (hseg.distributed)
+    # Ray workers sharing a machine run one thread each (hseg.ingest.ray)
     single = as_encoder(None, backend="onnx", threads=1)
     assert single.runner.session.get_session_options().intra_op_num_threads == 1
     np.testing.assert_allclose(single.encode(TEXTS), onnx_encoder.encode(TEXTS), atol=1e-6)
@@ -103,7 +110,7 @@ def test_onnx_encoder_describes_the_model_like_torch(onnx_encoder, encoder):
 
 @pytest.mark.model
 def test_export_is_cached_and_redone_when_the_weights_change(onnx_encoder, monkeypatch):
-    import hseg.onnx_export as onnx_export
+    import hseg.encoders.onnx_export as onnx_export
 
     def no_export(*args, **kwargs):
         raise AssertionError("exported again although the cache is fresh")
@@ -126,7 +133,7 @@ def test_export_is_cached_and_redone_when_the_weights_change(onnx_encoder, monke
 
 @pytest.mark.model
 def test_export_refuses_a_model_it_would_encode_differently(encoder, tmp_path):
-    from hseg.onnx_export import _describe
+    from hseg.encoders.onnx_export import _describe
 
     model = encoder.encoder.model
     tokenizer = model[0].tokenizer
@@ -141,7 +148,7 @@ def test_export_refuses_a_model_it_would_encode_differently(encoder, tmp_path):
 
 @pytest.mark.model
 def test_the_chunker_runs_on_either_backend_with_the_same_chunks(example_text):
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     chunkings = {b: HierarchicalChunker(backend=b, device="cpu").chunk(example_text, doc_id="ex") for b in BACKENDS}
     onnx, torch = chunkings["onnx"], chunkings["torch"]

@@ -29,12 +29,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseg import clustering
-from hseg.chunker import HierarchicalChunker
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.sentences import split_sentences
+from hseg.chunking import clustering
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.retrieval.unit_vectors import UnitKey, companion_name
 from hseg.store import SCHEMA_VERSION, HierarchicalStore, flatten_metadata, records_for
-from hseg.unit_index import UnitKey, companion_name
+from hseg.text.sentences import split_sentences
 from tests.fakes import HashingEncoder, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
@@ -380,14 +380,14 @@ def test_invalid_texts_and_ids(chunker):
 
 def _cli(monkeypatch):
     """``hseg.cli.main`` with the hashing encoder instead of the model (for ``chunk`` and ``index``)."""
-    from hseg import chunker as chunker_module
-    from hseg import ingest
+    from hseg.chunking import chunker as chunker_module
     from hseg.cli import main
+    from hseg.encoders import factory
 
     real = chunker_module.as_encoder
     monkeypatch.setattr(chunker_module, "as_encoder",
                         lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw))
-    monkeypatch.setattr(ingest, "load_encoder", lambda name=None, backend=None, threads=None: HashingEncoder())
+    monkeypatch.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None: HashingEncoder())
     return main
 
 
@@ -541,7 +541,7 @@ def _median_time(fn, repeat: int = 3) -> float:
 def test_texttiling_and_clustering_scale_linearly():
     """4x the sentences/segments may cost at most ~8x the time (linear: 4x; the old quadratic
     TextTiling spacing test and per-k statistics were 10-16x)."""
-    from hseg.segmenters import TextTilingSegmenter
+    from hseg.segmentation.segmenters import TextTilingSegmenter
 
     rng = np.random.default_rng(2)
     seg = TextTilingSegmenter(window=2, threshold_std=-1.0, min_sentences=2)  # many peaks
@@ -656,11 +656,12 @@ CHILD = r"""
 import os, sys
 sys.path.insert(0, {repo!r})
 from hseg import ingest
+from hseg.encoders import factory
 from hseg.cli import main
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder
 
-ingest.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
 
 def add(self, chunkings, metadatas=None):
@@ -800,10 +801,11 @@ import os, signal, sys
 sys.path.insert(0, {repo!r})
 from chromadb.api.models.Collection import Collection
 from hseg import ingest
+from hseg.encoders import factory
 from hseg.cli import main
 from tests.fakes import HashingEncoder
 
-ingest.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 # kill -9 after the upserts of a changed document, before its stale records are deleted
 Collection.delete = lambda self, *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
 sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""Tests of hseg.sentences: span invariants (property-based), splitting rules, the token cap."""
+"""Tests of hseg.text.sentences: span invariants (property-based), splitting rules, the token cap."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hseg.sentences
-from hseg.sentences import _GraphemeEnds, split_sentences, word_count
-from hseg.spans import Span
+import hseg.text.sentences
+from hseg.text.sentences import _GraphemeEnds, split_sentences, word_count
+from hseg.text.spans import Span
 
 
 def units(text: str, **kwargs: object) -> list[str]:
@@ -266,7 +266,7 @@ def test_tokenizer_overhead_is_respected() -> None:
 
 
 def test_oversized_grapheme_is_kept_whole_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="hseg.sentences"):
+    with caplog.at_level(logging.WARNING, logger="hseg.text.sentences"):
         pieces = units("ab 🇩🇪", max_tokens=1, count_tokens=len)
     assert pieces == ["a", "b", "🇩🇪"]
     assert "exceeds max_tokens=1" in caplog.text
@@ -293,5 +293,5 @@ def test_wrong_types_are_rejected(kwargs: dict, text: object) -> None:  # type: 
 
 
 def test_docstring_examples() -> None:
-    failures, _ = doctest.testmod(hseg.sentences)
+    failures, _ = doctest.testmod(hseg.text.sentences)
     assert failures == 0

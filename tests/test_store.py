@@ -1,4 +1,4 @@
-"""hseg.store / hseg.search: multi-vector Chroma store with max-score parent retrieval.
+"""hseg.store / hseg.retrieval.parents: multi-vector Chroma store with max-score parent retrieval.
 
 Most tests run on three clients (``chroma_client`` fixture): in-memory, on-disk and HTTP to a
 ``chroma run`` server (marked ``integration``). Chunkings are synthetic (random unit vectors);
@@ -162,7 +162,7 @@ def test_search_widens_when_one_parent_dominates(new_store, make_chunking):
 
 def test_large_requests_let_chroma_filter_the_level(new_store, make_chunking, monkeypatch):
     """Past SERVER_LEVEL_FILTER_AT records the level goes into Chroma's where; same results."""
-    import hseg.search
+    import hseg.retrieval.parents
 
     docs, metas = corpus(make_chunking, 21)
     store = new_store(oversample=1)
@@ -176,7 +176,7 @@ def test_large_requests_let_chroma_filter_the_level(new_store, make_chunking, mo
 
     store.collection.query = spy
     q = np.random.default_rng(22).standard_normal(16)
-    monkeypatch.setattr(hseg.search, "SERVER_LEVEL_FILTER_AT", 1)
+    monkeypatch.setattr(hseg.retrieval.parents, "SERVER_LEVEL_FILTER_AT", 1)
     widened = 0
     for mode in ("cluster", "segment"):
         for where, keep in ((None, lambda m: True), ({"group": 2}, lambda m: m["group"] == 2)):
@@ -309,7 +309,7 @@ def test_writes_are_batched(new_store, make_chunking, monkeypatch):
 
 
 def test_no_partial_document_on_build_error(ephemeral_store, make_chunking):
-    from hseg.chunks import Chunking, Segment
+    from hseg.chunking.chunks import Chunking, Segment
 
     rng = np.random.default_rng(14)
     good = make_chunking("good", rng)
@@ -496,8 +496,8 @@ def _check_real_hits(store, text, encoder, query):
 @pytest.mark.model
 def test_end_to_end_real_chunker(tmp_path, encoder, example_text):
     try:
-        from hseg.chunker import HierarchicalChunker
-    except ImportError as exc:  # hseg.sentences may not have landed yet
+        from hseg.chunking.chunker import HierarchicalChunker
+    except ImportError as exc:  # hseg.text.sentences may not have landed yet
         pytest.skip(f"the chunker is not importable: {exc}")
     chunking = HierarchicalChunker(encoder=encoder, target_tokens=256).chunk(example_text, doc_id="example")
     store = HierarchicalStore("e2e", path=str(tmp_path / "db"), encoder=encoder)
@@ -514,7 +514,7 @@ def test_end_to_end_real_chunker(tmp_path, encoder, example_text):
 @pytest.mark.model
 def test_end_to_end_real_model_paragraph_chunking(tmp_path, encoder, example_text):
     """Real MiniLM + on-disk Chroma with a paragraph chunking (independent of the segmenter)."""
-    from hseg.chunks import Chunking, Cluster, Segment, unit_id
+    from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id
 
     cut = example_text.find("\n\n", 12000)  # a third of the file keeps the test quick on CPU
     example_text = example_text if cut < 0 else example_text[: cut + 2]

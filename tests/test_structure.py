@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseg.chunker import HierarchicalChunker
-from hseg.chunks import Chunking, Cluster, Segment
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.clustering import cluster_segments
+from hseg.chunking.config import RUNTIME_FIELDS, ChunkerConfig
+from hseg.chunking.records import HEADING_PATH_KEY, heading_path, metadata_keys, records_for, unit_metadata
 from hseg.cli.options import add_chunker_options
-from hseg.clustering import cluster_segments
-from hseg.config import RUNTIME_FIELDS, ChunkerConfig
-from hseg.records import HEADING_PATH_KEY, heading_path, metadata_keys, records_for, unit_metadata
-from hseg.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
+from hseg.text.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
 from tests.fakes import HashingEncoder
 
 SMALL = {"target_tokens": 64, "min_segment_tokens": 8, "max_segment_tokens": 48, "segmenter": "texttiling"}
@@ -331,11 +331,11 @@ def test_clustering_never_crosses_a_break(method):
 def test_docstring_examples():
     import doctest
 
-    import hseg.chunks
-    import hseg.records
-    import hseg.structure
+    import hseg.chunking.chunks
+    import hseg.chunking.records
+    import hseg.text.structure
 
-    for module in (hseg.structure, hseg.chunks, hseg.records):
+    for module in (hseg.text.structure, hseg.chunking.chunks, hseg.chunking.records):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -465,7 +465,7 @@ def test_metadata_carries_the_heading_path(chunker):
 
 
 def test_search_results_carry_the_heading_path_of_their_text(chunker):
-    from hseg.results import result_for
+    from hseg.retrieval.results import result_for
     from hseg.store import HierarchicalStore
 
     result = chunker.chunk(MARKDOWN * 3, "orbits")
@@ -483,7 +483,7 @@ def test_search_results_carry_the_heading_path_of_their_text(chunker):
 
 
 def test_the_viewer_draws_the_outline(chunker):
-    from hseg.viewer import render_html
+    from hseg.chunking.viewer import render_html
     from tests.test_viewer import check_structure, parse
 
     result = chunker.chunk(MARKDOWN, "orbits")

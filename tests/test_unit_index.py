@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseg.records import records_for
+from hseg.chunking.records import records_for
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_records
 from hseg.store import HierarchicalStore
-from hseg.unit_index import UnitKey, fused_scale, query_vector, unit_records
 from tests.conftest import build_synthetic_chunking
 from tests.fakes import HashingEncoder
 

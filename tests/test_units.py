@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hseg.retrieval.selection import UnitCandidates, merge_runs_of_segments, select_auto
 from hseg.store import HierarchicalStore
-from hseg.units import UnitCandidates, merge_runs_of_segments, select_auto
 from tests.fakes import HashingEncoder
 
 
@@ -84,9 +84,9 @@ def brute_force(chunkings, q, budget, k, weight):
 def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit, path,
                                        monkeypatch):
     if path == "small pages":  # every widening and every further read of the segment path runs
-        import hseg.unit_search
+        import hseg.retrieval.passages
 
-        monkeypatch.setattr(hseg.unit_search, "_first_page", lambda *args: 2)
+        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
     rng = np.random.default_rng(7)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
@@ -141,11 +141,11 @@ def _summary(hits):
 def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_collection_name, make_chunking,
                                                        small_pages, monkeypatch):
     if small_pages:  # widening rounds and further reads run, at a different step for each query
-        import hseg.reads
-        import hseg.unit_search
+        import hseg.retrieval.passages
+        import hseg.retrieval.plans
 
-        monkeypatch.setattr(hseg.unit_search, "_first_page", lambda *args: 2)
-        monkeypatch.setattr(hseg.reads, "READS_PER_CALL", 4)  # groups split over several calls
+        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+        monkeypatch.setattr(hseg.retrieval.plans, "READS_PER_CALL", 4)  # groups split over several calls
     rng = np.random.default_rng(11)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=5, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))

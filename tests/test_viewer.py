@@ -1,4 +1,4 @@
-"""The HTML chunk viewer: ``hseg.viewer.render_html`` and ``hseg show``.
+"""The HTML chunk viewer: ``hseg.chunking.viewer.render_html`` and ``hseg show``.
 
 The headless-Chromium test writes its page, DOM dump and screenshot to ``test-artifacts/viewer/``
 (git-ignored) and is skipped when no ``chromium``/``chromium-browser`` binary is installed.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.viewer import render_html
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.viewer import render_html
 from tests.fakes import HashingEncoder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def synthetic_text() -> str:
 
 @pytest.fixture(scope="module")
 def chunking() -> Chunking:
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     chunker = HierarchicalChunker(encoder=HashingEncoder(), target_tokens=64, min_segment_tokens=8,
                                   max_segment_tokens=48)
@@ -148,9 +148,9 @@ def test_render_html_title_nan_probabilities_and_empty_document():
 
 
 def test_viewer_docstring_example():
-    import hseg.viewer
+    import hseg.chunking.viewer
 
-    assert doctest.testmod(hseg.viewer).failed == 0
+    assert doctest.testmod(hseg.chunking.viewer).failed == 0
 
 
 # ----------------------------------------------------------------------------------- headless Chromium

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hseg.chunks import Chunking
+from hseg.chunking.chunks import Chunking
 from hseg.cli.options import add_chunker_options, chunker_from_args, quiet_model_loading
 from hseg.ingest import read_text_file
 

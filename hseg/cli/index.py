@@ -65,6 +65,7 @@ def run_index(args: argparse.Namespace) -> int:
     check_location(args)
     check_ray_args(args)
     from hseg import ingest
+    from hseg.encoders import factory
 
     def report_line(message: str) -> None:
         from tqdm.auto import tqdm
@@ -103,7 +104,7 @@ def run_index(args: argparse.Namespace) -> int:
         if not args.quiet:
             report_line(f"loading encoder {name} ...")
 
-    encoder = ingest.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
+    encoder = factory.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
     from hseg.store import HierarchicalStore
 
     chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars

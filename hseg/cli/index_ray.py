@@ -1,4 +1,4 @@
-"""``hseg index --ray``: the same job as a Ray Data job (:func:`hseg.distributed.index_dataset`).
+"""``hseg index --ray``: the same job as a Ray Data job (:func:`hseg.ingest.ray.index_dataset`).
 
 The files are read here, become a dataset of ``{id, text, source}`` rows, and a pool of Ray workers
 chunks, embeds and writes them into the Chroma server of ``--host``/``--port``; the summary and the
@@ -75,7 +75,7 @@ def index_with_ray(args: argparse.Namespace, files: Sequence[Any], chunker: Any,
     reported and counted as failed, as ``hseg index`` does.
     """
     from hseg import ingest
-    from hseg.distributed import default_workers, import_ray, index_dataset
+    from hseg.ingest.ray import default_workers, import_ray, index_dataset
 
     try:
         ray = import_ray()
@@ -112,7 +112,7 @@ def _worker_config(chunker: Any, encoder_name: str | None) -> Any:
     """The chunker's settings for the workers: the model by name (each worker loads it; this process
     never does), and a segmenter given as a weights file sent loaded (the file may be on this
     machine only)."""
-    from hseg.segmenters import segmenter_spec
+    from hseg.segmentation.segmenters import segmenter_spec
 
     config = chunker.config.replace(encoder=encoder_name)
     spec = config.segmenter

@@ -17,10 +17,10 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from hseg.config import ChunkerConfig
+from hseg.chunking.config import ChunkerConfig
 from hseg.encoders import BACKENDS
-from hseg.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
-from hseg.structure import STRUCTURES
+from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
+from hseg.text.structure import STRUCTURES
 
 __all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
            "add_encoder_option", "chunker_from_args", "segmenter_from_args"]
@@ -68,7 +68,7 @@ def quiet_model_loading() -> None:
 
 def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
     """``--segmenter NAME|PATH``: a registered name or saved BiLSTM weights, resolved by
-    :func:`hseg.segmenters.get_segmenter` (see :func:`segmenter_from_args`)."""
+    :func:`hseg.segmentation.segmenters.get_segmenter` (see :func:`segmenter_from_args`)."""
     parser.add_argument("--segmenter", default=ChunkerConfig.defaults()["segmenter"], metavar="NAME|PATH",
                         help=f"{' or '.join(sorted(SEGMENTERS))}, or the path of a {WEIGHTS_SUFFIX} file saved by "
                              "'hseg train-segmenter' (default bilstm; texttiling with an encoder it was not "
@@ -80,7 +80,7 @@ def add_chunker_options(parser: argparse.ArgumentParser) -> None:
     """The chunker's size, structure and segmenter options: ``--target-tokens N | --k K``,
     ``--max-cluster-tokens N``, ``--structure auto|markdown|none`` and ``--segmenter`` (build the
     chunker with :func:`chunker_from_args`)."""
-    # names, defaults and help come from the one declaration of the settings (hseg.config)
+    # names, defaults and help come from the one declaration of the settings (hseg.chunking.config)
     docs, defaults = ChunkerConfig.docs(), ChunkerConfig.defaults()
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--target-tokens", type=positive_int, default=defaults["target_tokens"], metavar="N",
@@ -115,7 +115,7 @@ def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress
     progress bars. A value the chunker refuses (a target below the segment minimum, a segmenter
     trained on another encoder, ...) exits 2 with its message.
     """
-    from hseg.chunker import HierarchicalChunker
+    from hseg.chunking.chunker import HierarchicalChunker
 
     try:
         if args.segmenter is not None:
@@ -131,7 +131,7 @@ def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress
 
 def segmenter_from_args(args: argparse.Namespace, *, encoder_name: str | None = None) -> Any:
     """The segmenter of :func:`add_segmenter_option`, checked against ``encoder_name`` like the
-    chunker checks it (:func:`hseg.segmenters.get_segmenter`); a refused value exits 2."""
+    chunker checks it (:func:`hseg.segmentation.segmenters.get_segmenter`); a refused value exits 2."""
     try:
         return get_segmenter(args.segmenter, encoder_name=encoder_name)
     except ValueError as exc:

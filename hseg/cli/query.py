@@ -19,8 +19,8 @@ from typing import Any
 
 from hseg.cli.chroma import CliError, add_location, check_location, existing_collection, location_label, server_errors
 from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loading
-from hseg.search import MODES
-from hseg.units import UNITS
+from hseg.retrieval.parents import MODES
+from hseg.retrieval.selection import UNITS
 
 __all__ = ["register", "format_hit"]
 
@@ -69,7 +69,7 @@ def run_query(args: argparse.Namespace) -> int:
     check_location(args)
     if not args.question.strip():
         args._parser.error("QUESTION is empty")
-    from hseg.search import check_search_args
+    from hseg.retrieval.parents import check_search_args
 
     try:  # the library's one check of search arguments, as a usage error naming the options
         check_search_args(args.k, args.mode, args.budget_tokens, None, unit=args.unit)
@@ -82,10 +82,10 @@ def run_query(args: argparse.Namespace) -> int:
                            "run 'hseg index' first")
         recorded = (collection.metadata or {}).get("hseg_encoder")
     quiet_model_loading()  # the answer is the output: no weight-loading bar
-    from hseg import ingest
+    from hseg.encoders import factory
     from hseg.store import HierarchicalStore
 
-    encoder = ingest.load_encoder(args.encoder or recorded, args.backend)
+    encoder = factory.load_encoder(args.encoder or recorded, args.backend)
     with server_errors(args):
         store = HierarchicalStore.from_collection(collection, encoder=encoder,
                                                   allow_encoder_mismatch=bool(args.encoder))
@@ -93,9 +93,9 @@ def run_query(args: argparse.Namespace) -> int:
         hits = store.search(args.question, k=args.k, budget_tokens=args.budget_tokens, mode=args.mode,
                             unit=args.unit, where=where)
     if args.json:
-        from hseg.results import result_for
+        from hseg.retrieval.results import result_for
 
-        # the metadata schema both framework retrievers return (hseg.records.METADATA_KEYS)
+        # the metadata schema both framework retrievers return (hseg.chunking.records.METADATA_KEYS)
         json.dump([{"id": rid, "text": h.text, "metadata": meta} for h in hits for rid, meta in [result_for(h)]],
                   sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

@@ -75,7 +75,7 @@ def register(subparsers) -> None:
 
 @contextmanager
 def _epoch_lines(show: bool) -> Iterator[None]:
-    """Print what ``hseg.training`` logs (one line per epoch) to stdout, like the summary, while training.
+    """Print what ``hseg.segmentation.training`` logs (one line per epoch) to stdout, like the summary, while training.
 
     The library logs rather than prints; the command owns the process, so it shows those lines
     unless ``--quiet``. Not propagated meanwhile, else ``--verbose``'s root handler would repeat them.
@@ -83,7 +83,7 @@ def _epoch_lines(show: bool) -> Iterator[None]:
     if not show:
         yield
         return
-    log = logging.getLogger("hseg.training")
+    log = logging.getLogger("hseg.segmentation.training")
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
     saved = log.level, log.propagate
@@ -98,7 +98,7 @@ def _epoch_lines(show: bool) -> Iterator[None]:
 
 
 def _load_docs(dirs) -> list:
-    from hseg.wiki727k import read_wiki727k
+    from hseg.segmentation.wiki727k import read_wiki727k
 
     docs = []
     for d in dirs:
@@ -108,8 +108,8 @@ def _load_docs(dirs) -> list:
 
 def _train(args: argparse.Namespace) -> int:
     from hseg.encoders import as_encoder
-    from hseg.training import TrainConfig, embed_documents, train_segmenter
-    from hseg.wiki727k import markdown_to_documents
+    from hseg.segmentation.training import TrainConfig, embed_documents, train_segmenter
+    from hseg.segmentation.wiki727k import markdown_to_documents
 
     if not args.train and not args.from_markdown:
         raise ValueError("give training data with --train DIR... and/or --from-markdown DIR...")
@@ -150,8 +150,8 @@ def _train(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from hseg.encoders import as_encoder
-    from hseg.training import embed_documents, evaluate_segmenter
-    from hseg.wiki727k import read_wiki727k
+    from hseg.segmentation.training import embed_documents, evaluate_segmenter
+    from hseg.segmentation.wiki727k import read_wiki727k
 
     docs = read_wiki727k(args.directory, limit=args.limit)
     if not docs:
@@ -162,7 +162,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     name = getattr(segmenter, "name", args.segmenter)
     rows = [(name, evaluate_segmenter(segmenter, docs, embeddings))]
     if name != "texttiling":  # the unsupervised baseline on the same documents and vectors
-        from hseg.segmenters import get_segmenter
+        from hseg.segmentation.segmenters import get_segmenter
 
         rows.append(("texttiling", evaluate_segmenter(get_segmenter("texttiling"), docs, embeddings)))
     for label, result in rows:

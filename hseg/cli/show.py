@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             raise IsADirectoryError(f"{args.html}: is a directory")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{args.html}: directory {str(out.parent)!r} does not exist")
-    from hseg.viewer import render_html
+    from hseg.chunking.viewer import render_html
 
     if args.quiet:
         quiet_model_loading()

@@ -3,13 +3,13 @@
 Each cluster (parent) is written as one **cluster record** (the mean-pooled cluster vector; its
 ``document`` is the parent text, stored once) plus one **segment record** per segment (segment
 vector; ``document`` = segment text). :meth:`HierarchicalStore.search` ranks parents by the max
-cosine over their vectors (paper eq. 2), see :mod:`hseg.search`.
+cosine over their vectors (paper eq. 2), see :mod:`hseg.retrieval.parents`.
 
-The records and their metadata schema are built by :mod:`hseg.records`.
+The records and their metadata schema are built by :mod:`hseg.chunking.records`.
 
 The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
 
-Beside it lives the **unit index** (:mod:`hseg.unit_index`), a companion collection with one
+Beside it lives the **unit index** (:mod:`hseg.retrieval.unit_vectors`), a companion collection with one
 vector per segment whose cosine with a query is the segment's ``unit="auto"`` score; :meth:`add`
 and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
 they point to, so it never names a record the collection lacks).
@@ -24,8 +24,8 @@ Example:
 
 from __future__ import annotations
 
-from hseg.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
-from hseg.search import MODES, ParentHit
+from hseg.chunking.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
+from hseg.retrieval.parents import MODES, ParentHit
 from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address
 from hseg.store.store import HierarchicalStore
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from hseg.records import SCHEMA_VERSION
-from hseg.unit_index import companion_name
-from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
+from hseg.chunking.records import SCHEMA_VERSION
+from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
+from hseg.retrieval.unit_vectors import companion_name
 
 __all__ = ["DEFAULT_HNSW", "open_client", "get_or_create_collection", "open_unit_index", "check_schema",
            "collection_space", "server_address", "is_connection_error", "connect_errors", "remote_errors"]

@@ -1,7 +1,7 @@
 """What the store is: :class:`HierarchicalStore`, the one object users hold. It opens a collection
 (:mod:`hseg.store.connection`), writes documents whole (:mod:`hseg.store.writing`), keeps the
-unit index in step, reads records page by page, and searches (:mod:`hseg.search`,
-:mod:`hseg.unit_search`)."""
+unit index in step, reads records page by page, and searches (:mod:`hseg.retrieval.parents`,
+:mod:`hseg.retrieval.passages`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunks import Chunking
+from hseg.chunking.chunks import Chunking
+from hseg.chunking.records import SCHEMA_VERSION, Record, records_for
 from hseg.encoders import canonical_model_name
-from hseg.reads import Plan, run_many, run_one
-from hseg.records import SCHEMA_VERSION, Record, records_for
-from hseg.search import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, parents_plan
+from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, parents_plan
+from hseg.retrieval.passages import units_plan
+from hseg.retrieval.plans import Plan, run_many, run_one
+from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
+from hseg.retrieval.unit_vectors import UnitKey, unit_records
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_schema,
@@ -30,9 +33,6 @@ from hseg.store.connection import (
 )
 from hseg.store.reading import level_stats, pages
 from hseg.store.writing import dedupe, write_batches, write_failure
-from hseg.unit_index import UnitKey, unit_records
-from hseg.unit_search import units_plan
-from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 
 __all__ = ["HierarchicalStore"]
 
@@ -594,14 +594,14 @@ class HierarchicalStore:
             where_document: a Chroma document filter, passed through.
             unit: what a result is. ``"cluster"`` (default): whole parents, the paper.
                 ``"segment"``: passages of segments ranked by their own similarity.
-                ``"auto"``: the budget-aware unit of :mod:`hseg.units`: segments ranked by
+                ``"auto"``: the budget-aware unit of :mod:`hseg.retrieval.selection`: segments ranked by
                 ``cos(q, segment) + cluster_weight * cos(q, cluster)``, adjacent ones merged, a whole
                 cluster when several of its segments qualify. With ``k`` it returns passages made of
                 the first ``k`` segments; with ``budget_tokens`` it fills the budget.
             cluster_weight: the cluster's share in ``unit="auto"`` scores.
             neighbour_weight: the share of the mean score of a segment's two neighbours.
 
-        The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.search`).
+        The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.retrieval.parents`).
 
         Example:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
@@ -675,7 +675,7 @@ class HierarchicalStore:
     ) -> list[list[ParentHit]]:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
         Chroma calls: the searches advance together and each step's reads go to Chroma as one
-        ``query`` with many query vectors and one ``get`` (:mod:`hseg.reads`). For evaluations
+        ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
         and batch jobs; a single question is :meth:`search`.
 
         Example:
@@ -706,7 +706,7 @@ class HierarchicalStore:
 
     def _plan(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, unit: str, where: Any,
               where_document: Any, cluster_weight: float, neighbour_weight: float) -> Plan[list[ParentHit]]:
-        """The reads of one search (see :mod:`hseg.reads`); weights apply to passages only."""
+        """The reads of one search (see :mod:`hseg.retrieval.plans`); weights apply to passages only."""
         if unit == "cluster":
             return parents_plan(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
                                 budget_tokens=budget, oversample=self.oversample)

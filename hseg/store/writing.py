@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hseg.chunks import Chunking
-from hseg.records import Record, flatten_metadata
+from hseg.chunking.chunks import Chunking
+from hseg.chunking.records import Record, flatten_metadata
 
 __all__ = ["dedupe", "write_batches", "write_failure"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.wiki727k import Document
+from hseg.segmentation.wiki727k import Document
 
 __all__ = ["default_cache_dir", "embed_documents", "mixed_documents", "TrainConfig", "TrainResult",
            "train_segmenter", "evaluate_scores", "choose_threshold", "evaluate_segmenter"]
@@ -89,7 +89,7 @@ def embed_documents(
 
 
 def _default_gap_windows() -> tuple[int, ...]:
-    from hseg.bilstm import GAP_WINDOWS  # torch: imported when training, not with this module
+    from hseg.segmentation.bilstm import GAP_WINDOWS  # torch: imported when training, not with this module
 
     return GAP_WINDOWS
 
@@ -122,7 +122,7 @@ class TrainResult:
 
 
 def _prepare(docs: Sequence[Document], embeddings: Sequence[np.ndarray], windows: Sequence[int]):
-    from hseg.bilstm import sentence_features
+    from hseg.segmentation.bilstm import sentence_features
 
     return [(sentence_features(e, windows), np.asarray(d.labels, dtype=np.int64)) for d, e in zip(docs, embeddings)]
 
@@ -188,8 +188,8 @@ def evaluate_scores(docs: Sequence[Document], scores: Sequence[np.ndarray], thre
     """Pk and WindowDiff of thresholded gap scores: the mean per document, or with ``groups`` (a
     group id per document, e.g. its dev folder) the mean of the per-group means, so that every
     dev folder (domain) weighs the same whatever its size."""
-    from hseg.bilstm import boundaries_from_scores
-    from hseg.metrics import ends_to_masses, pk, windowdiff
+    from hseg.segmentation.bilstm import boundaries_from_scores
+    from hseg.segmentation.metrics import ends_to_masses, pk, windowdiff
 
     pks, wds = [], []
     for d, s in zip(docs, scores):
@@ -224,7 +224,7 @@ def train_segmenter(
     dev_groups: Sequence[int] | None = None,
     checkpoint: str | Path | None = None,
 ):
-    """Train a :class:`~hseg.bilstm.BiLSTMSegmenter`; early stopping and threshold on dev Pk.
+    """Train a :class:`~hseg.segmentation.bilstm.BiLSTMSegmenter`; early stopping and threshold on dev Pk.
 
     Example:
         >>> docs = read_wiki727k("train_openstax/psychology-2e")  # doctest: +SKIP
@@ -244,7 +244,7 @@ def train_segmenter(
     import torch
     from tqdm.auto import tqdm
 
-    from hseg.bilstm import BiLSTMModel, BiLSTMSegmenter, gap_feature_count
+    from hseg.segmentation.bilstm import BiLSTMModel, BiLSTMSegmenter, gap_feature_count
 
     cfg = config or TrainConfig()
     if not train_docs:
@@ -371,8 +371,8 @@ def _load_checkpoint(path: str | Path, run_key: str, model: Any, opt: Any,
 
 
 def evaluate_segmenter(segmenter, docs: Sequence[Document], embeddings: Sequence[np.ndarray]) -> dict:
-    """Mean per-document Pk and WindowDiff of any :class:`~hseg.segmenters.Segmenter`."""
-    from hseg.metrics import ends_to_masses, pk, windowdiff
+    """Mean per-document Pk and WindowDiff of any :class:`~hseg.segmentation.segmenters.Segmenter`."""
+    from hseg.segmentation.metrics import ends_to_masses, pk, windowdiff
 
     pks, wds = [], []
     for d, e in zip(docs, embeddings):

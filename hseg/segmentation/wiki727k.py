@@ -59,7 +59,7 @@ class Document:
 
     @property
     def masses(self) -> list[int]:
-        """Segment lengths in sentences (the representation of :mod:`hseg.metrics`)."""
+        """Segment lengths in sentences (the representation of :mod:`hseg.segmentation.metrics`)."""
         out, start = [], 0
         for end in self.ends:
             out.append(end + 1 - start)
@@ -139,13 +139,13 @@ def _markdown_sections(text: str) -> Iterator[str]:
 def parse_markdown(text: str, name: str = "") -> Document:
     """Turn one markdown text into a training document: every heading (any level) starts a segment.
 
-    Sentences come from :func:`hseg.sentences.split_sentences`, per section.
+    Sentences come from :func:`hseg.text.sentences.split_sentences`, per section.
 
     Example:
         >>> parse_markdown("# A\\nOne. Two.\\n## B\\nThree.").labels  # doctest: +SKIP
         [0, 1, 1]
     """
-    from hseg.sentences import split_sentences  # shared splitter, so training matches chunking
+    from hseg.text.sentences import split_sentences  # shared splitter, so training matches chunking
 
     sections = []
     for body in _markdown_sections(text):

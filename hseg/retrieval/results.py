@@ -1,8 +1,8 @@
 """Search results as ``(id, metadata)``: the one description of a hit that every front end shares.
 
-:func:`result_for` turns a :class:`hseg.search.ParentHit` into the id and metadata that the
+:func:`result_for` turns a :class:`hseg.retrieval.parents.ParentHit` into the id and metadata that the
 LangChain retriever's ``Document`` and the LlamaIndex retriever's ``TextNode`` carry unchanged:
-the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.records.METADATA_KEYS`.
+the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.chunking.records.METADATA_KEYS`.
 
 Ids: a whole parent (``unit="cluster"``) is its cluster id; a passage (``unit="segment"`` or
 ``"auto"``) is ``unit_id(doc_id, "passage", start, end)``, also when it is one segment or a whole
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hseg.chunks import unit_id
-from hseg.records import HEADING_PATH_KEY, encode_heading_path, user_metadata
-from hseg.search import ParentHit
+from hseg.chunking.chunks import unit_id
+from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, user_metadata
+from hseg.retrieval.parents import ParentHit
 
 __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
 
@@ -53,7 +53,7 @@ def result_for(hit: ParentHit) -> tuple[str, dict[str, Any]]:
         (True, 0.61, 'Tides are caused by the gravit')
     """
     if not isinstance(hit, ParentHit):
-        raise ValueError(f"hit must be an hseg.search.ParentHit, got {type(hit).__name__}")
+        raise ValueError(f"hit must be an hseg.retrieval.parents.ParentHit, got {type(hit).__name__}")
     start, end = int(hit.start), int(hit.end)
     m_start, m_end = int(hit.matched_start), int(hit.matched_end)
     if not start <= m_start <= m_end <= end:

@@ -3,7 +3,7 @@
 TextTiling (Hearst 1997) decides boundaries from these; the BiLSTM segmenter reads them as input
 features next to each embedding; the chunker falls back on adjacent similarity when a segmenter
 gives no gap scores. They live here, apart from both segmenters, because both need them and
-:mod:`hseg.segmenters` must stay importable without torch (which :mod:`hseg.bilstm` needs).
+:mod:`hseg.segmentation.segmenters` must stay importable without torch (which :mod:`hseg.segmentation.bilstm` needs).
 
 Example:
     >>> import numpy as np

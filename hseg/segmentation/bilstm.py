@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hseg.cohesion import depth_scores, window_similarity
+from hseg.segmentation.cohesion import depth_scores, window_similarity
 
 __all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "GAP_WINDOWS",
            "LEGACY_GAP_WINDOWS", "gap_feature_count"]
@@ -38,7 +38,7 @@ __all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGH
 logger = logging.getLogger(__name__)
 
 #: the shipped weights (torch file; the model card is the ``.json`` next to it)
-DEFAULT_WEIGHTS = Path(__file__).parent / "models" / "bilstm_segmenter.pt"
+DEFAULT_WEIGHTS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.pt"
 
 #: the TextTiling windows (sentences a side) whose gap signals a new model is trained on. The long
 #: ones carry what tuned TextTiling finds on textbooks and Wikipedia (its best window on both
@@ -116,7 +116,7 @@ def window_starts(n: int, window: int, overlap: int) -> list[int]:
 
 
 class BiLSTMSegmenter:
-    """The trained segmenter behind the :class:`hseg.segmenters.Segmenter` protocol.
+    """The trained segmenter behind the :class:`hseg.segmentation.segmenters.Segmenter` protocol.
 
     Args:
         model: a trained :class:`BiLSTMModel`.

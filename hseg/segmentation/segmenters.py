@@ -30,7 +30,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from hseg.cohesion import depth_scores, window_similarity
+from hseg.segmentation.cohesion import depth_scores, window_similarity
 
 __all__ = [
     "Segmenter",
@@ -220,7 +220,7 @@ def _bilstm() -> Segmenter:
     # imported on use: torch and the shipped weights load only when someone asks for this segmenter.
     # The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's dimension it falls back
     # to TextTiling (with a warning) so the default keeps working for every encoder.
-    from hseg.bilstm import BiLSTMSegmenter
+    from hseg.segmentation.bilstm import BiLSTMSegmenter
 
     return BiLSTMSegmenter.load(fallback=TextTilingSegmenter())
 
@@ -275,7 +275,7 @@ def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *
         >>> get_segmenter(None, encoder_name="BAAI/bge-small-en-v1.5").name  # doctest: +SKIP
         'texttiling'
         >>> get_segmenter("my_segmenter.pt", encoder_name="all-MiniLM-L6-v2")  # doctest: +SKIP
-        <hseg.bilstm.BiLSTMSegmenter object at ...>
+        <hseg.segmentation.bilstm.BiLSTMSegmenter object at ...>
     """
     resolved = _build(DEFAULT_SEGMENTER if segmenter is None else segmenter)
     check = getattr(resolved, "check_encoder", None)
@@ -296,7 +296,7 @@ def _build(segmenter: str | os.PathLike[str] | Segmenter) -> Segmenter:
         spec = segmenter_spec(segmenter)
         if isinstance(spec, str):
             return SEGMENTERS[spec]()
-        from hseg.bilstm import BiLSTMSegmenter
+        from hseg.segmentation.bilstm import BiLSTMSegmenter
 
         # no fallback: weights asked for by path are refused with another encoder, not replaced
         return BiLSTMSegmenter.load(spec)

@@ -1,5 +1,5 @@
 """Export a sentence-transformers model to ONNX, locally, from its own weights (used by
-:class:`hseg.onnx_encoder.OnnxEncoder` on first use; needs torch, sentence-transformers and onnx).
+:class:`hseg.encoders.OnnxEncoder` on first use; needs torch, sentence-transformers and onnx).
 
 The graph is a trace of the model's whole forward pass (transformer, pooling, dense,
 normalisation) with dynamic batch and sequence axes, so pooling is the torch code itself, not a
@@ -30,7 +30,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hseg.onnx_encoder import GRAPH_NAME, ExportedModel, OnnxManifest, source_identity
+from hseg.encoders.identity import canonical_model_name, offline_model_path, source_identity
+from hseg.encoders.onnx_model import GRAPH_NAME, ExportedModel, OnnxManifest
+from hseg.encoders.torch_backend import sentence_embedding_dimension
 
 __all__ = ["export_model", "MIN_COSINE", "PROBES", "OPSET"]
 
@@ -58,7 +60,6 @@ def export_model(source: str, folder: Path) -> OnnxManifest:
     Written into a temporary sibling folder and moved into place, so a crash or a concurrent
     export never leaves a half-written model for the next process to load.
     """
-    from hseg.encoders import canonical_model_name, offline_model_path
 
     model = _load(offline_model_path(source) or source)
     name = canonical_model_name(source)
@@ -95,7 +96,6 @@ def _describe(model: Any, name: str, source: str) -> OnnxManifest:
     import sentence_transformers
     import torch
 
-    from hseg.encoders import sentence_embedding_dimension
 
     hint = f"encoder {name!r} cannot be exported to ONNX by hseg ({{}}); use backend='torch'"
     tokenizer: Any = getattr(model[0], "tokenizer", None)

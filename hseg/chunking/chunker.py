@@ -2,22 +2,22 @@
 
 Pipeline per document (the encoder runs once over all sentences of a batch of documents):
 
-1. :func:`hseg.sentences.split_sentences`, with units capped so none exceeds the encoder's
+1. :func:`hseg.text.sentences.split_sentences`, with units capped so none exceeds the encoder's
    maximum sequence length nor ``max_segment_tokens``;
 2. sentence embeddings (cached by text, so repeated sentences are encoded once);
-3. segment ends from the segmenter, then :func:`hseg.segmenters.enforce_length_limits`;
+3. segment ends from the segmenter, then :func:`hseg.segmentation.segmenters.enforce_length_limits`;
 4. segment vectors: the normalised token-weighted mean of their sentence vectors
    (``segment_vector="mean"``, no second encoder pass) or an encoding of the segment text
    (``"encode"``); a cluster vector is the token-weighted mean of its segment vectors;
-5. :func:`hseg.clustering.cluster_segments` with an explicit ``k``, or :func:`hseg.clustering.search_k`
+5. :func:`~hseg.chunking.clustering.cluster_segments` with an explicit ``k``, or :func:`~hseg.chunking.clustering.search_k`
    for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
 
 Segments and clusters tile the document exactly: whitespace between two units belongs to the
 earlier one, leading whitespace to the first. Their ``text`` is always ``source[start:end]``.
 
-A document read as markdown (``structure`` setting, :mod:`hseg.structure`) keeps the structure it
+A document read as markdown (``structure`` setting, :mod:`hseg.text.structure`) keeps the structure it
 has: every heading starts a sentence unit and a segment (length limits apply within each heading's
-section), clusters do not cross its section headings (:func:`hseg.structure.cluster_breaks`), and
+section), clusters do not cross its section headings (:func:`hseg.text.structure.cluster_breaks`), and
 every segment and cluster carries its heading path. A document without headings chunks the same
 with the setting on or off.
 """
@@ -35,16 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
-from hseg.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
-from hseg.cohesion import adjacent_similarity
-from hseg.config import ChunkerConfig
+from hseg.chunking.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
+from hseg.chunking.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
+from hseg.chunking.config import ChunkerConfig
 from hseg.encoders import CachingEncoder, Encoder, as_encoder
-from hseg.segmenters import Segmenter, enforce_length_limits, get_segmenter
-from hseg.sentences import split_sentences
-from hseg.spans import Span
-from hseg.structure import Heading, cluster_breaks, common_prefix, find_headings, path_at, reads_markdown
-from hseg.tokens import TokenCounter, as_token_counter, count_many
+from hseg.segmentation.cohesion import adjacent_similarity
+from hseg.segmentation.segmenters import Segmenter, enforce_length_limits, get_segmenter
+from hseg.text.sentences import split_sentences
+from hseg.text.spans import Span
+from hseg.text.structure import Heading, cluster_breaks, common_prefix, find_headings, path_at, reads_markdown
+from hseg.text.tokens import TokenCounter, as_token_counter, count_many
 
 __all__ = ["HierarchicalChunker"]
 
@@ -54,7 +54,7 @@ class HierarchicalChunker:
     """Hierarchical segmentation chunker (Nguyen et al. 2025).
 
     Args:
-        config: a :class:`hseg.config.ChunkerConfig`; or give its fields as keyword arguments
+        config: a :class:`hseg.chunking.config.ChunkerConfig`; or give its fields as keyword arguments
             (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
             ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,

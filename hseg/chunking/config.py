@@ -1,6 +1,6 @@
 """The chunker's settings, declared once: :class:`ChunkerConfig`.
 
-:class:`hseg.chunker.HierarchicalChunker`, the LangChain splitter, the LlamaIndex node parser and
+:class:`hseg.chunking.chunker.HierarchicalChunker`, the LangChain splitter, the LlamaIndex node parser and
 the command line take the same fields with the same defaults; each derives its own signature,
 fields or options from :func:`dataclasses.fields` of this class. Validation is pure (nothing is
 loaded), so an adapter can refuse bad arguments at construction without building an encoder.
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from hseg.encoders import BACKENDS, DEFAULT_BACKEND, check_backend
-from hseg.segmenters import segmenter_spec
-from hseg.structure import STRUCTURES
+from hseg.segmentation.segmenters import segmenter_spec
+from hseg.text.structure import STRUCTURES
 
 __all__ = [
     "ChunkerConfig",
@@ -72,7 +72,7 @@ def _is_int(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class ChunkerConfig:
-    """Everything that configures a :class:`~hseg.chunker.HierarchicalChunker`.
+    """Everything that configures a :class:`~hseg.chunking.chunker.HierarchicalChunker`.
 
     Attributes:
         encoder: model name, ``SentenceTransformer``, LangChain ``Embeddings``, LlamaIndex
@@ -89,7 +89,7 @@ class ChunkerConfig:
             or a ``str -> int`` callable.
         segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"``.
         clique_method: ``"edges"`` (exact, no clique enumeration) or ``"cliques"`` (networkx).
-        structure: whether markdown headings shape the chunks (:mod:`hseg.structure`): ``"auto"``
+        structure: whether markdown headings shape the chunks (:mod:`hseg.text.structure`): ``"auto"``
             reads every document as markdown except a ``.txt``/``.text`` source, ``"markdown"``
             every document, ``"none"`` none. Read as markdown, a heading starts a segment,
             clusters stay within the top sections, and units carry their heading path.

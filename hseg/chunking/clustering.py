@@ -21,7 +21,7 @@ graph and enumerates maximal cliques with networkx, literally as the paper says 
 dense graphs); a property test shows both give the same clusters.
 
 *Breaks* (``breaks``: segment indices that must start a cluster, from a markdown document's section
-headings, see :func:`hseg.structure.cluster_breaks`) are honoured by every step: no initial cluster,
+headings, see :func:`hseg.text.structure.cluster_breaks`) are honoured by every step: no initial cluster,
 merge or singleton absorption crosses one (a singleton between two breaks stays alone), and the cap
 only cuts.
 

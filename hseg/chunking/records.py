@@ -6,7 +6,7 @@ vector; ``document`` = segment text).
 
 The ``hseg_*`` keys are declared once, in :data:`METADATA_KEYS`: on chunks (cluster and segment
 records, built by :func:`unit_metadata`) and on search results (built by
-:func:`hseg.results.result_for`). The LangChain splitter's Documents and the LlamaIndex parser's
+:func:`hseg.retrieval.results.result_for`). The LangChain splitter's Documents and the LlamaIndex parser's
 nodes carry the same keys and values as the records; the README's metadata table is
 :func:`metadata_table`. Scalar values only (lists are JSON strings), schema version
 :data:`SCHEMA_VERSION`.
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunks import Chunking, Cluster, Segment
+from hseg.chunking.chunks import Chunking, Cluster, Segment
 
 __all__ = [
     "SCHEMA_VERSION",

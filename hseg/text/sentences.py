@@ -1,6 +1,6 @@
 """Sentence splitting with exact character spans, robust on markdown, with an optional token cap.
 
-:func:`split_sentences` returns tight :class:`~hseg.spans.Span` objects (no leading or trailing
+:func:`split_sentences` returns tight :class:`~hseg.text.spans.Span` objects (no leading or trailing
 whitespace) that together cover every non-whitespace character of the input exactly once.
 
 How a document is cut, coarse to fine:
@@ -79,7 +79,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from hseg.spans import Span
+from hseg.text.spans import Span
 
 __all__ = ["split_sentences", "word_count"]
 

@@ -36,8 +36,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from hseg.config import ChunkerConfig
-from hseg.ingest import IngestSummary, IngestWriteError, LazyEncoder, chunk_settings, ingest_batch
+from hseg.chunking.config import ChunkerConfig
+from hseg.encoders.factory import LazyEncoder
+from hseg.ingest.fingerprint import chunk_settings
+from hseg.ingest.run import IngestSummary, IngestWriteError, ingest_batch
 
 __all__ = ["RAY_INSTALL_HINT", "import_ray", "IndexWorker", "default_workers", "index_dataset"]
 
@@ -61,7 +63,7 @@ def import_ray() -> Any:
 
 def _named_encoder(config: ChunkerConfig, threads: int | None = None) -> Any:
     """The encoder of ``config`` as ``hseg index`` names it: a model name (or ``None``) becomes a
-    :class:`~hseg.ingest.LazyEncoder` under that name, so records and settings compare equal to the
+    :class:`~hseg.encoders.LazyEncoder` under that name, so records and settings compare equal to the
     command's (with ``threads`` for an ONNX session); an encoder object is used as given."""
     if config.encoder is None or isinstance(config.encoder, str):
         onnx_threads = threads if config.backend == "onnx" else None  # torch's are set per process
@@ -94,7 +96,7 @@ class IndexWorker:
             # one pool of threads per worker, not one per core each: torch runs the BiLSTM segmenter
             # on every backend, and the encoder too on backend "torch"
             torch.set_num_threads(threads)
-        from hseg.chunker import HierarchicalChunker
+        from hseg.chunking.chunker import HierarchicalChunker
         from hseg.store import HierarchicalStore
 
         encoder = _named_encoder(config, threads)
@@ -242,7 +244,7 @@ def index_dataset(
             metadata of the document's records (``source`` defaults to the id).
         host, port, collection: the Chroma server (``chroma run``) and collection every worker
             writes to; the collection is created here first if absent.
-        config: the chunker's settings (:class:`hseg.config.ChunkerConfig`); keyword ``settings``
+        config: the chunker's settings (:class:`hseg.chunking.config.ChunkerConfig`); keyword ``settings``
             (``target_tokens=384``, ``encoder=...``) replace its fields. A model named by
             ``encoder`` is loaded in each worker; an encoder object is pickled to them.
         num_workers: Ray actors, each with its own chunker and model (``None``: as many as the

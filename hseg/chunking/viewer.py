@@ -1,4 +1,4 @@
-"""A self-contained HTML view of one :class:`~hseg.chunks.Chunking`, for eyeballing a chunker's output.
+"""A self-contained HTML view of one :class:`~hseg.chunking.chunks.Chunking`, for eyeballing a chunker's output.
 
 :func:`render_html` returns a single HTML page (inline CSS and a small inline script, no external
 resources; a Content-Security-Policy forbids any network access) that shows the document with:
@@ -11,7 +11,7 @@ resources; a Content-Security-Policy forbids any network access) that shows the 
   with the details in the hover title);
 - a summary header (doc id, numbers of segments and clusters, mean cluster tokens, k, segmenter)
   with a legend and an overview bar of cluster sizes that links to each cluster;
-- for a document read as markdown (:mod:`hseg.structure`): its headings drawn as headings inside
+- for a document read as markdown (:mod:`hseg.text.structure`): its headings drawn as headings inside
   their segments (``<span class="heading" data-level>``), each cluster's heading path in its label
   (and every unit's in ``data-heading-path``, a JSON list, and its hover title), and a collapsible
   outline in the header that links each heading to the segment it opens.
@@ -29,8 +29,8 @@ import math
 from bisect import bisect_left
 from html import escape
 
-from hseg.chunks import Chunking, Cluster, Segment
-from hseg.structure import Heading
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.text.structure import Heading
 
 __all__ = ["render_html"]
 
@@ -243,7 +243,7 @@ def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, Heading]
 
 
 def _opened_headings(chunking: Chunking) -> dict[int, Heading]:
-    """``{segment index: the heading it opens}`` (every heading starts a segment, see hseg.chunks)."""
+    """``{segment index: the heading it opens}`` (every heading starts a segment, see hseg.chunking.chunks)."""
     starts = [s.start for s in chunking.segments]
     out: dict[int, Heading] = {}
     for h in chunking.headings:
@@ -275,7 +275,7 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
     verbatim (whitespace preserved); see the module docstring for the page's structure.
 
     Example:
-        >>> from hseg.chunks import Chunking, Cluster, Segment
+        >>> from hseg.chunking.chunks import Chunking, Cluster, Segment
         >>> text = "Intro <b>.\\nMore text.\\n"
         >>> a = Segment("s0", "doc", 0, 0, 11, text[:11], 3, 0, 1, boundary_prob=0.8)
         >>> b = Segment("s1", "doc", 1, 11, 22, text[11:], 2, 1, 2, boundary_prob=1.0)
@@ -346,7 +346,7 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="generator" content="hseg.viewer">\n'
+        '<meta name="generator" content="hseg.chunking.viewer">\n'
         '<link rel="icon" href="data:,">\n'
         f"<title>{escape(page_title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f'<header class="summary"><h1>{escape(page_title)}</h1><dl class="stats">{stats_html}</dl>'

@@ -8,7 +8,7 @@ Invariants checked at construction (they are the contract every adapter relies o
   empty or whitespace only has no units at all);
 - a cluster is a contiguous run of whole segments;
 - a heading path is a tuple of strings, and a cluster's is the longest common prefix of its
-  segments' (see :mod:`hseg.structure`);
+  segments' (see :mod:`hseg.text.structure`);
 - every heading of ``Chunking.headings`` (the markdown headings the chunker honoured) starts a
   segment: it is the segment's first non-blank character, so no segment holds a heading after
   its first line.
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.structure import Heading, common_prefix
+from hseg.text.structure import Heading, common_prefix
 
 __all__ = ["Segment", "Cluster", "Chunking", "unit_id", "default_doc_id"]
 
@@ -176,7 +176,7 @@ class Chunking:
 
 def _check_headings(headings: Any, segments: tuple[Segment, ...], source: str) -> None:
     if not isinstance(headings, tuple) or not all(isinstance(h, Heading) for h in headings):
-        raise ValueError(f"headings must be a tuple of hseg.structure.Heading, got {headings!r:.80}")
+        raise ValueError(f"headings must be a tuple of hseg.text.structure.Heading, got {headings!r:.80}")
     if not headings:
         return
     firsts = {s.start + len(s.text) - len(s.text.lstrip()) for s in segments}

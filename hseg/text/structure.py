@@ -3,7 +3,7 @@
 :func:`find_headings` reads ATX headings (``#`` to ``######``) and Setext headings (a paragraph
 underlined with ``===`` for level 1 or ``---`` for level 2), following CommonMark:
 
-- nothing inside a fenced code block (```` ``` ```` or ``~~~``, as :mod:`hseg.sentences` reads
+- nothing inside a fenced code block (```` ``` ```` or ``~~~``, as :mod:`hseg.text.sentences` reads
   them) nor inside a YAML front-matter block (``---`` on the first line up to the next ``---`` or
   ``...`` line) is a heading;
 - an ATX heading has at most 3 spaces of indentation and a space (or the line end) after its
@@ -18,7 +18,7 @@ own: under ``# Chapter 2`` the heading ``## 2.1 Orbits`` has the path ``("Chapte
 The path of a position in the document is the path of the last heading starting at or before it,
 ``()`` before the first heading.
 
-How :class:`hseg.chunker.HierarchicalChunker` uses them (``structure`` setting, :data:`STRUCTURES`):
+How :class:`hseg.chunking.chunker.HierarchicalChunker` uses them (``structure`` setting, :data:`STRUCTURES`):
 
 1. every heading starts a new segment, and no segment holds a heading after its first line (the
    heading belongs to the segment it opens, with the text under it); segment length limits apply
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # the line kinds of the sentence splitter: a line it reads as code is never a heading here either
-from hseg.sentences import _HEADING, _classify, _Kind, _lines
+from hseg.text.sentences import _HEADING, _classify, _Kind, _lines
 
 __all__ = [
     "STRUCTURES",

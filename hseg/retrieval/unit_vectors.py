@@ -1,6 +1,6 @@
 """The unit index: one vector per segment whose cosine with a query *is* its ``unit="auto"`` score.
 
-The budget-aware unit (:mod:`hseg.units`) ranks a segment s of cluster C with neighbours N by
+The budget-aware unit (:mod:`hseg.retrieval.selection`) ranks a segment s of cluster C with neighbours N by
 
     fused(q, s) = cos(q, s) + w·cos(q, C) + v·mean_{n ∈ N} cos(q, n)
                 = q̂ · F_s,      F_s = ŝ + w·Ĉ + v·mean_{n ∈ N} n̂        (x̂ = x / ‖x‖)
@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hseg.records import Record
+from hseg.chunking.records import Record
 
 __all__ = [
     "COMPANION_SUFFIX", "UnitKey", "companion_name", "fused_scale", "query_vector", "segment_ids_of", "unit_records",
@@ -104,7 +104,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_weight: float) -> list[Record]:
-    """Unit-index records of whole documents, from their store records (:func:`hseg.records.records_for`
+    """Unit-index records of whole documents, from their store records (:func:`hseg.chunking.records.records_for`
     or what the store reads back).
 
     Raises ``ValueError`` if a segment's cluster or neighbour record is not among ``records``.

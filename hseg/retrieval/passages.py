@@ -1,9 +1,9 @@
 """``unit="segment"`` and ``unit="auto"`` searches on Chroma: candidates, the walk, passages.
 
 Three read paths, each exact with respect to the neighbours Chroma returns (the walk of
-:func:`hseg.units.walk` stops only once every segment not fetched scores below what it took):
+:func:`hseg.retrieval.selection.walk` stops only once every segment not fetched scores below what it took):
 
-* ``unit="auto"`` on a store with a unit index (:mod:`hseg.unit_index`): one kNN on the index,
+* ``unit="auto"`` on a store with a unit index (:mod:`hseg.retrieval.unit_vectors`): one kNN on the index,
   asking for distances only, returns segments in fused-score order with what the walk needs in
   their ids; one ``get`` on the collection then reads the texts of what was taken. A second kNN
   (twice as deep) runs only when the first page ends before the budget is spent.
@@ -24,12 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from hseg.reads import Get, Knn, Plan
-from hseg.records import heading_path, listed_segment_ids
-from hseg.search import ParentHit
-from hseg.structure import common_prefix
-from hseg.unit_index import UnitKey, fused_scale, query_vector
-from hseg.units import (
+from hseg.chunking.records import heading_path, listed_segment_ids
+from hseg.retrieval.parents import ParentHit
+from hseg.retrieval.plans import Get, Knn, Plan
+from hseg.retrieval.selection import (
     DEFAULT_WHOLE_CLUSTER_MIN,
     ClusterSize,
     Selection,
@@ -39,6 +37,8 @@ from hseg.units import (
     select_auto,
     walk,
 )
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
+from hseg.text.structure import common_prefix
 
 __all__ = ["units_plan"]
 
@@ -57,9 +57,9 @@ def units_plan(
     unit_index: Any = None,
 ) -> Plan[list[ParentHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
-    a plan of reads (:mod:`hseg.reads`), on every path.
+    a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
-    ``unit_index`` is the companion collection of :mod:`hseg.unit_index`, built with these weights,
+    ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
     or ``None``. Arguments are assumed validated.
     """
     if unit == "segment":

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from hseg.reads import Get, Knn, Plan
-from hseg.records import heading_path
-from hseg.units import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
+from hseg.chunking.records import heading_path
+from hseg.retrieval.plans import Get, Knn, Plan
+from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
 
 __all__ = [
     "MODES",
@@ -251,8 +251,8 @@ def parents_plan(
     oversample: float = DEFAULT_OVERSAMPLE,
 ) -> Plan[list[ParentHit]]:
     """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
-    of reads (:mod:`hseg.reads`): :func:`~hseg.reads.run_one` answers it, and
-    :func:`~hseg.reads.run_many` answers many with shared round trips.
+    of reads (:mod:`hseg.retrieval.plans`): :func:`~hseg.retrieval.plans.run_one` answers it, and
+    :func:`~hseg.retrieval.plans.run_many` answers many with shared round trips.
 
     Arguments are assumed validated (:func:`check_search_args`).
     """

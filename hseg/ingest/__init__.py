@@ -1,0 +1,21 @@
+"""Ingestion, the ``hseg index`` job: finding and reading files (:mod:`~hseg.ingest.files`), the
+settings fingerprint (:mod:`~hseg.ingest.fingerprint`), the batch loop (:mod:`~hseg.ingest.run`),
+pruning (:mod:`~hseg.ingest.prune`) and the Ray Data job (:mod:`hseg.ingest.ray`, imported on its own:
+it needs Ray).
+
+Example:
+    >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP
+    >>> summary = ingest(files, HierarchicalChunker(), HierarchicalStore(path="db"))  # doctest: +SKIP
+"""
+
+from hseg.ingest.files import SUPPORTED_SUFFIXES, SourceFile, discover, read_files, read_text_file
+from hseg.ingest.fingerprint import chunk_settings, segmenter_config, token_counter_name
+from hseg.ingest.prune import prune, prune_scope, stale_documents, stored_sources
+from hseg.ingest.run import IngestSummary, IngestWriteError, ingest, ingest_batch
+from hseg.store.completeness import is_complete
+
+__all__ = [
+    "SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "discover", "read_text_file", "read_files",
+    "chunk_settings", "token_counter_name", "segmenter_config", "is_complete", "ingest", "ingest_batch",
+    "prune_scope", "stored_sources", "stale_documents", "prune",
+]

@@ -1,0 +1,112 @@
+"""Pruning: stored documents whose files under the indexed paths are gone (deleted or renamed)
+are removed, so their text stops being found; other documents are never touched."""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["prune_scope", "stored_sources", "stale_documents", "prune"]
+
+logger = logging.getLogger(__name__)
+
+
+def prune_scope(paths: Iterable[str]) -> Callable[[str], bool]:
+    """A test of whether a stored ``source`` lies under one of the ``hseg index`` PATH arguments.
+
+    A folder covers everything inside it; a glob pattern covers the paths it matches and what lies
+    inside a folder it matches (as :func:`discover` walks them); any other argument, an existing
+    file or a missing path, covers that one path (so a folder that vanished, e.g. an unmounted
+    disk, covers nothing). Paths compare as absolute paths from the current directory, the way
+    document ids are made.
+    """
+    folders: list[str] = []
+    exact: set[str] = set()
+    patterns: list[tuple[str, ...]] = []
+    for arg in paths:
+        path = Path(arg)  # classified in discover's order
+        if path.is_file():
+            exact.add(os.path.abspath(arg))
+        elif path.is_dir():
+            folders.append(os.path.abspath(arg))
+        elif any(ch in arg for ch in "*?["):
+            patterns.append(Path(os.path.abspath(arg)).parts)
+        else:
+            exact.add(os.path.abspath(arg))
+
+    def covers(source: str) -> bool:
+        full = os.path.abspath(source)
+        if full in exact or any(full != f and os.path.commonpath([full, f]) == f for f in folders):
+            return True
+        parts = Path(full).parts
+        return any(_glob_match(p, parts[:n]) for p in patterns for n in range(1, len(parts) + 1))
+
+    return covers
+
+
+def _glob_match(pattern: Sequence[str], parts: Sequence[str]) -> bool:
+    """``glob.glob(recursive=True)`` semantics on path components: ``**`` spans any number of
+    them; wildcards match no hidden name (``.git``) unless the pattern's component starts with a dot."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for i in range(len(parts) + 1):
+            if _glob_match(rest, parts[i:]):
+                return True
+            if i < len(parts) and parts[i].startswith("."):
+                return False
+        return False
+    if not parts or (parts[0].startswith(".") and not head.startswith(".")):
+        return False
+    return fnmatch.fnmatchcase(parts[0], head) and _glob_match(rest, parts[1:])
+
+
+def stored_sources(store: Any, page: int = 5000) -> dict[str, set[str | None]]:
+    """``{doc id: the sources of its records}`` of every hseg document in the store, read page by
+    page (``None`` stands for a record without ``source``; records of other writers, without
+    ``hseg_doc_id``, are left out)."""
+    out: dict[str, set[str | None]] = {}
+    for _, meta in store.iter_metadatas(page=page):
+        if meta.get("hseg_doc_id") is not None:
+            source = meta.get("source")
+            out.setdefault(str(meta["hseg_doc_id"]), set()).add(None if source is None else str(source))
+    return out
+
+
+def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str]) -> list[str]:
+    """Sorted ids of the stored documents to prune after indexing ``paths``.
+
+    A document is stale when every one of its records names a ``source`` that lies under ``paths``
+    (:func:`prune_scope`), that is not among ``found`` (the document ids this run discovered) and
+    that is no longer a file: its file was deleted or renamed. A document without ``source``, or
+    with one elsewhere, is never stale.
+    """
+    covers = prune_scope(paths)
+    seen = {os.path.abspath(d) for d in found}
+
+    def gone(source: str | None) -> bool:
+        return source is not None and os.path.abspath(source) not in seen and covers(source) \
+            and not os.path.isfile(source)  # a file this run missed (say, a symlinked folder) stays
+
+    return sorted(d for d, sources in stored_sources(store).items() if all(gone(s) for s in sources))
+
+
+def prune(store: Any, paths: Iterable[str], found: Iterable[str],
+          report: Callable[[str], None] | None = None) -> list[str]:
+    """Delete the :func:`stale_documents` from ``store``; returns their ids.
+
+    ``found`` holds every document id the indexing run of ``paths`` discovered (the files it could
+    not read included). ``report(doc_id)`` is called after each deletion.
+    """
+    stale = stale_documents(store, paths, found)
+    for doc_id in stale:
+        removed = store.delete(doc_id)
+        logger.info("prune: %r removed (%d records), its file is gone", doc_id, removed)
+        if report is not None:
+            report(doc_id)
+    return stale

@@ -1,0 +1,273 @@
+"""The batch loop of ingestion into a :class:`hseg.store.HierarchicalStore` (the ``hseg index`` job).
+
+- :func:`ingest` reads, chunks and writes them in batches of documents. A file that cannot be read
+  or chunked is reported and skipped; a batch's records are written only after the chunking of the
+  whole batch succeeded, so a document is never half-chunked in the store. :func:`ingest_batch` is
+  that step for one batch of texts; the Ray workers of :mod:`hseg.ingest.ray` run it too.
+- Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings`` (hseg
+  version, encoder, tokenizer, segmenter and its configuration, sizes) as user metadata; a document
+  whose stored records are complete and carry the same hash and settings is skipped, so re-running
+  after a crash only does the rest, and an upgrade or another setting re-chunks.
+
+Example:
+    >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP
+    >>> summary = ingest(files, HierarchicalChunker(), HierarchicalStore(path="db"))  # doctest: +SKIP
+    >>> summary.documents, summary.vectors  # doctest: +SKIP
+    (12, 431)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hseg.ingest.files import SourceFile, read_files
+from hseg.ingest.fingerprint import chunk_settings
+from hseg.store.completeness import is_complete
+
+__all__ = ["IngestSummary", "IngestWriteError", "ingest", "ingest_batch"]
+
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class IngestSummary:
+    """What :func:`ingest` did. ``failed`` holds ``(doc id, message)`` pairs."""
+
+    documents: int = 0  #: documents chunked and written
+    unchanged: int = 0  #: skipped: already stored with the same content and settings
+    empty: int = 0  #: written with no records (blank text)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    segments: int = 0
+    clusters: int = 0
+    vectors: int = 0  #: records written (one per segment and one per cluster)
+    seconds: dict[str, float] = field(default_factory=lambda: {"reading": 0.0, "chunking": 0.0, "writing": 0.0})
+
+    def merge(self, other: IngestSummary) -> IngestSummary:
+        """Add ``other``'s counts, failures and seconds to this summary; returns this summary.
+
+        Example:
+            >>> IngestSummary(documents=2).merge(IngestSummary(documents=1, unchanged=3)).documents
+            3
+        """
+        for name in ("documents", "unchanged", "empty", "segments", "clusters", "vectors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failed.extend(other.failed)
+        for stage, seconds in other.seconds.items():
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+        return self
+
+
+class IngestWriteError(RuntimeError):
+    """Writing a batch to the store failed; earlier batches are complete, this one may be partial."""
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def ingest(
+    files: Sequence[SourceFile],
+    chunker: Any,
+    store: Any,
+    *,
+    batch_docs: int = 32,
+    force: bool = False,
+    progress: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> IngestSummary:
+    """Read, chunk and write ``files`` in batches of ``batch_docs`` documents.
+
+    A file that cannot be read (binary, undecodable, unreadable) or chunked is passed to ``report``
+    with its name and counted in ``summary.failed``; the rest go on. A batch is written only after
+    all of its chunking succeeded. ``force`` re-chunks documents already stored unchanged.
+    A failing write raises :class:`IngestWriteError` (what was written before stays complete).
+    Each batch goes through :func:`ingest_batch`.
+    """
+    from tqdm.auto import tqdm
+
+    if batch_docs < 1:
+        raise ValueError(f"batch_docs must be >= 1, got {batch_docs!r}")
+    summary = IngestSummary()
+    # disable=None: bars only when stderr is a terminal (no carriage-return noise in logs)
+    bars = {name: tqdm(total=len(files), desc=f"{name:<8}", unit="doc", position=i,
+                       disable=None if progress else True, dynamic_ncols=True, leave=True)
+            for i, name in enumerate(("reading", "chunking", "writing"))}
+
+    def problem(doc_id: str, message: str) -> None:
+        summary.failed.append((doc_id, message))
+        if report is not None:
+            report(f"{doc_id}: {message}")
+
+    settings = chunk_settings(chunker)
+    try:
+        for batch in _batches(files, batch_docs):
+            t0 = time.perf_counter()
+            texts = read_files(batch, problem, on_read=lambda: bars["reading"].update(1))
+            summary.seconds["reading"] += time.perf_counter() - t0
+            bars["chunking"].update(len(batch) - len(texts))  # unreadable: nothing left to do for them
+            bars["writing"].update(len(batch) - len(texts))
+            try:
+                done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
+                                    progress=lambda stage, n: bars[stage].update(n))
+            except IngestWriteError as exc:
+                raise IngestWriteError(f"{exc}; {summary.documents} documents were written before it; re-run the "
+                                       "same command to complete the rest") from exc.__cause__
+            summary.merge(done)
+    finally:
+        for bar in bars.values():
+            bar.close()
+    return summary
+
+
+def ingest_batch(
+    texts: Mapping[str, str],
+    chunker: Any,
+    store: Any,
+    *,
+    settings: str | None = None,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    force: bool = False,
+    report: Callable[[str], None] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> IngestSummary:
+    """Skip, chunk and write one batch of documents (``{doc id: text}``); returns what it did.
+
+    The one step behind :func:`ingest` and the workers of :func:`hseg.ingest.ray.index_dataset`.
+    A document whose stored records are complete and came from the same text and ``settings``
+    (:func:`is_complete`; default :func:`chunk_settings` of ``chunker``) is counted ``unchanged``
+    unless ``force``. The rest are chunked together and written together, only after the whole
+    batch's chunking succeeded, so a document is never half-chunked in the store. Every record
+    carries ``source`` (default: the document id), ``content_sha256`` and ``chunk_settings``, next
+    to the document's entry of ``metadata``. A document that cannot be chunked, or that the store
+    refuses, is passed to ``report`` and counted in ``failed``. Another write failure (a server
+    gone away) raises :class:`IngestWriteError`: documents of the batch may be partly written, and
+    a re-run redoes them. ``progress(stage, n)`` is told as ``n`` documents pass the stage
+    ``"chunking"`` or ``"writing"``. ``seconds["reading"]`` is the look-up of what is stored.
+
+    Example:
+        >>> done = ingest_batch({"a.md": "Some text. More text."}, chunker, store)  # doctest: +SKIP
+        >>> done.documents, done.unchanged  # doctest: +SKIP
+        (1, 0)
+    """
+    summary = IngestSummary()
+    tick = progress if progress is not None else (lambda stage, n: None)
+
+    def problem(doc_id: str, message: str) -> None:
+        summary.failed.append((doc_id, message))
+        if report is not None:
+            report(f"{doc_id}: {message}")
+
+    settings = chunk_settings(chunker) if settings is None else settings
+    t0 = time.perf_counter()
+    shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, t in texts.items()}
+    todo = dict(texts)
+    if todo and not force:
+        stored = store.stored_records(list(todo))
+        units = store.unit_segment_ids(list(todo)) if store.unit_index is not None else {}
+        for d in [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d))]:
+            del todo[d]
+    summary.unchanged = len(texts) - len(todo)
+    t1 = time.perf_counter()
+    summary.seconds["reading"] += t1 - t0
+    tick("chunking", summary.unchanged)
+    tick("writing", summary.unchanged)
+    chunkings = _chunk_batch(chunker, todo, problem)
+    tick("chunking", len(todo))
+    t2 = time.perf_counter()
+    summary.seconds["chunking"] += t2 - t1
+    extra = metadata or {}
+    metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), "content_sha256": shas[c.doc_id],
+              "chunk_settings": settings} for c in chunkings]
+    try:
+        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem)
+    except Exception as exc:
+        raise IngestWriteError(f"writing a batch of {len(chunkings)} documents failed "
+                               f"({type(exc).__name__}: {exc})") from exc
+    tick("writing", len(todo))
+    summary.seconds["writing"] += time.perf_counter() - t2
+    for c in chunkings:
+        summary.documents += 1
+        summary.empty += not c.clusters
+        summary.segments += len(c.segments)
+        summary.clusters += len(c.clusters)
+    return summary
+
+
+def _write_batch(
+    store: Any, chunkings: list[Any], metas: list[dict[str, Any]], problem: Callable[[str, str], None]
+) -> tuple[int, list[Any]]:
+    """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
+    before anything is written), write the documents one by one and skip only those refused.
+    Other errors (a server gone away) propagate: the run cannot go on."""
+    if not chunkings:
+        return 0, []
+    try:
+        return _add(store, chunkings, metas), chunkings
+    except ValueError:
+        if len(chunkings) == 1:
+            raise
+    vectors, written = 0, []
+    for chunking, meta in zip(chunkings, metas):
+        try:
+            vectors += _add(store, [chunking], [meta])
+        except ValueError as exc:
+            problem(chunking.doc_id, f"not written: {exc}")
+            continue
+        written.append(chunking)
+    return vectors, written
+
+
+#: seconds to wait before each further try of a write Chroma failed internally
+WRITE_RETRY_DELAYS = (0.5, 2.0)
+
+
+def _add(store: Any, chunkings: list[Any], metas: list[dict[str, Any]]) -> int:
+    """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
+    of a collection another writer is flushing for the first time ("Error creating hnsw segment
+    reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
+    add replaces its documents' records, so a second try of a partial write completes it."""
+    from chromadb.errors import InternalError
+
+    for delay in WRITE_RETRY_DELAYS:
+        try:
+            return store.add(chunkings, metas)
+        except InternalError as exc:
+            logger.warning("writing %d documents failed inside Chroma (%s); trying again in %g s",
+                           len(chunkings), exc, delay)
+            time.sleep(delay)
+    return store.add(chunkings, metas)
+
+
+def _chunk_batch(chunker: Any, texts: Mapping[str, str], problem: Callable[[str, str], None]) -> list[Any]:
+    """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
+    ids = list(texts)
+    if not ids:
+        return []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"document .* is blank")  # counted as empty instead
+        try:
+            return list(chunker.chunk_many([texts[d] for d in ids], ids))
+        except Exception as exc:
+            if len(ids) == 1:
+                problem(ids[0], f"chunking failed ({type(exc).__name__}: {exc})")
+                return []
+        out = []
+        for d in ids:
+            try:
+                out += chunker.chunk_many([texts[d]], [d])
+            except Exception as exc:
+                problem(d, f"chunking failed ({type(exc).__name__}: {exc})")
+        return out
+
+
+# --------------------------------------------------------------------------- pruning
+
+

@@ -1,0 +1,1 @@
+"""Text primitives: exact character spans, sentences, token counting, and markdown structure."""
