@@ -23,7 +23,8 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["HierarchicalChunker", "Chunking", "Cluster", "Segment", "Span", "split_sentences", "__version__"]
+__all__ = ["HierarchicalChunker", "HierarchicalStore", "SearchSettings", "Chunking", "Cluster", "Segment", "Span",
+           "split_sentences", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +37,12 @@ def __getattr__(name: str) -> Any:
         from hseg.text.sentences import split_sentences
 
         return split_sentences
+    if name == "SearchSettings":
+        from hseg.retrieval.settings import SearchSettings
+
+        return SearchSettings
+    if name == "HierarchicalStore":
+        from hseg.store import HierarchicalStore
+
+        return HierarchicalStore
     raise AttributeError(f"module 'hseg' has no attribute {name!r}")

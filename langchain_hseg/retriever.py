@@ -1,15 +1,16 @@
 """``HierarchicalSegmentRetriever``: max-score parent retrieval from an hseg store, as a LangChain retriever.
 
 The adapter only translates: :meth:`hseg.store.HierarchicalStore.search` ranks the parents (paper
-eq. 2, or the budget-aware unit of :mod:`hseg.retrieval.selection`) and each :class:`hseg.retrieval.parents.ParentHit`
+eq. 2, or the budget-aware unit of :mod:`hseg.retrieval.selection`) and each :class:`hseg.retrieval.parents.SearchHit`
 becomes a ``Document`` (see :func:`hit_to_document`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_type_hints
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -20,16 +21,17 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
-from hseg.retrieval.parents import ParentHit, check_search_args
+from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
+from hseg.retrieval.settings import SearchSettings
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 __all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
 
 
-def hit_to_document(hit: ParentHit) -> Document:
+def hit_to_document(hit: SearchHit) -> Document:
     """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.retrieval.results.result_for`.
 
     ``id`` is the cluster id for a whole parent, else the stable passage id; ``page_content`` is the
@@ -46,23 +48,37 @@ def hit_to_document(hit: ParentHit) -> Document:
     return Document(id=result_id, page_content=hit.text, metadata=meta)
 
 
-class HierarchicalSegmentRetriever(BaseRetriever):
-    """Parents (clusters) ranked by the best of their segment and cluster vectors.
+def _search_settings_fields() -> Any:
+    """A ``BaseRetriever`` with one pydantic field per :class:`~hseg.retrieval.settings.SearchSettings`
+    field: same name, type, default and description, so the retriever never re-declares a setting."""
+    hints = get_type_hints(SearchSettings)
+    docs = SearchSettings.docs()
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], Field(default=f.default, description=docs[f.name],
+                                      strict=f.name in _STRICT_INTS or None))
+        for f in dataclasses.fields(SearchSettings)
+    }
+    return create_model("_SearchSettingsFields", __base__=BaseRetriever, **fields)
+
+
+#: counts that must be real ints (no "3", no True), as the core's own check wants them
+_STRICT_INTS = ("k", "budget_tokens")
+
+
+class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[misc]
+    """Parents (clusters) or budget-aware passages from an hseg store, as a LangChain retriever.
 
     Fields:
         store: an :class:`hseg.store.HierarchicalStore` (its encoder embeds the queries).
-        k: number of results (default 4); ``budget_tokens`` replaces it when set.
-        mode: ``"segment+cluster"`` (paper eq. 2), ``"cluster"`` or ``"segment"``.
-        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (budget-aware passages).
-        budget_tokens: return results in rank order while their tokens fit this budget.
-        cluster_weight: the cluster's share in ``unit="auto"`` scores.
-        where: a Chroma metadata filter on the source metadata, e.g. ``{"source": "a.md"}``.
         splitter: the splitter that chunked the store's documents (used by :meth:`add_documents`).
+        k, budget_tokens, unit, mode, cluster_weight, neighbour_weight, where, where_document: the
+            fields of :class:`hseg.retrieval.settings.SearchSettings`, with its defaults (``k=None``:
+            4 results unless ``budget_tokens`` is set).
 
-    ``invoke(query, k=..., budget_tokens=..., unit=..., where=...)`` overrides a field for one
-    call (``ainvoke`` too). ``batch(queries)`` and ``abatch`` answer many queries in one batched
-    store search (:meth:`batch`). Each result's metadata holds ``hseg_score`` and the matched record; see
-    :func:`hit_to_document`.
+    ``invoke(query, k=..., budget_tokens=..., unit=..., where=...)`` overrides any of these for one
+    call (``ainvoke`` too); a per-call ``k`` replaces a configured budget and the reverse.
+    ``batch(queries)`` and ``abatch`` answer many queries in one batched store search (:meth:`batch`).
+    Each result's metadata holds ``hseg_score`` and the matched record; see :func:`hit_to_document`.
 
     Example:
         >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma", k=3)  # doctest: +SKIP
@@ -72,12 +88,6 @@ class HierarchicalSegmentRetriever(BaseRetriever):
     """
 
     store: Any
-    k: int = 4
-    mode: str = "segment+cluster"
-    unit: str = "cluster"
-    budget_tokens: int | None = None
-    cluster_weight: float = 0.5
-    where: dict[str, Any] | None = None
     splitter: Any = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -91,70 +101,29 @@ class HierarchicalSegmentRetriever(BaseRetriever):
             raise ValueError(f"store must be an hseg HierarchicalStore, got {type(v).__name__}")
         return v
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, v: Any) -> Any:
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"k must be a positive int, got {v!r}")
-        return v
-
-    @field_validator("budget_tokens", mode="before")
-    @classmethod
-    def _check_budget(cls, v: Any) -> Any:
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-            raise ValueError(f"budget_tokens must be a positive int or None, got {v!r}")
-        return v
-
     @model_validator(mode="after")
     def _check_search(self) -> HierarchicalSegmentRetriever:
-        # the core's one check of search arguments (a configured budget replaces k)
-        check_search_args(None if self.budget_tokens is not None else self.k, self.mode, self.budget_tokens,
-                          self.where, unit=self.unit, cluster_weight=self.cluster_weight)
+        self.search_settings()  # the core's one check of search settings
         return self
 
-    # ------------------------------------------------------------------ retrieval
-    def _search_kwargs(
-        self, k: int | None = None, budget_tokens: int | None = None, unit: str | None = None,
-        where: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        # a per-call k or budget replaces the configured size rule; giving both is the store's error
-        if k is None and budget_tokens is None:
-            k, budget_tokens = (None, self.budget_tokens) if self.budget_tokens is not None else (self.k, None)
-        return {
-            "k": k,
-            "budget_tokens": budget_tokens,
-            "unit": self.unit if unit is None else unit,
-            "where": self.where if where is None else where,
-            "mode": self.mode,
-            "cluster_weight": self.cluster_weight,
-        }
+    def search_settings(self, **overrides: Any) -> SearchSettings:
+        """The :class:`~hseg.retrieval.settings.SearchSettings` of these fields, with one call's ``overrides``."""
+        fields = {name: getattr(self, name) for name in SearchSettings.field_names()}
+        return SearchSettings(**fields).override(**overrides)
 
+    # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        budget_tokens: int | None = None,
-        unit: str | None = None,
-        where: dict[str, Any] | None = None,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        hits = self.store.search(query, **self._search_kwargs(k, budget_tokens, unit, where))
+        hits = self.store.search(query, settings=self.search_settings(**overrides))
         return [hit_to_document(h) for h in hits]
 
     # LangChain's default _aget_relevant_documents takes only query and run_manager: ainvoke(..., k=...)
     # would raise TypeError without this override
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        budget_tokens: int | None = None,
-        unit: str | None = None,
-        where: dict[str, Any] | None = None,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        hits = await self.store.asearch(query, **self._search_kwargs(k, budget_tokens, unit, where))
+        hits = await self.store.asearch(query, settings=self.search_settings(**overrides))
         return [hit_to_document(h) for h in hits]
 
     # ------------------------------------------------------------------ batches
@@ -187,7 +156,7 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         runs = [self._callbacks(cfg, kwargs).on_retriever_start(None, query, **self._run_args(cfg, i, kwargs))
                 for i, (query, cfg) in enumerate(zip(inputs, configs))]
         try:
-            answers = self.store.search_many(list(inputs), **self._search_kwargs(**_search_args(kwargs)))
+            answers = self.store.search_many(list(inputs), settings=self.search_settings(**_search_args(kwargs)))
         except Exception as exc:
             for run in runs:
                 run.on_retriever_error(exc)

@@ -2,7 +2,7 @@
 
 The search itself is :meth:`hseg.store.HierarchicalStore.search` on the vector store's collection
 (one implementation for the core, LangChain and LlamaIndex); this module only translates
-``QueryBundle`` → query and ``ParentHit`` → ``NodeWithScore``.
+``QueryBundle`` → query and ``SearchHit`` → ``NodeWithScore``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
 from hseg.chunking.records import RESERVED_PREFIX
-from hseg.retrieval.parents import ParentHit, check_search_args
+from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
+from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
+from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
@@ -58,12 +60,11 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         encoder: the model that embedded the segments (a name, an hseg encoder, a
             ``BaseEmbedding``, ...); default all-MiniLM-L6-v2, loaded on the first string query.
             ``Settings.embed_model`` is never used.
-        similarity_top_k: parents (or passages) per query; ignored when ``budget_tokens`` is set.
-        mode: ``"segment+cluster"`` (paper eq. 2), ``"cluster"`` or ``"segment"`` (unit="cluster" only).
-        unit: ``"cluster"`` (whole parents), ``"segment"`` or ``"auto"`` (see :mod:`hseg.retrieval.selection`).
-        budget_tokens: fill this many reader tokens instead of returning ``similarity_top_k`` hits.
-        cluster_weight: the cluster's share in ``unit="auto"`` scores.
-        where: a Chroma metadata filter applied to every query.
+        similarity_top_k: parents (or passages) per query: LlamaIndex's name for ``k``.
+        settings: a :class:`hseg.retrieval.settings.SearchSettings` for every query.
+        **search_fields: any field of :class:`~hseg.retrieval.settings.SearchSettings` (``budget_tokens``,
+            ``unit``, ``mode``, ``cluster_weight``, ``neighbour_weight``, ``where``,
+            ``where_document``), overriding ``settings``; its defaults otherwise.
 
     Each result is ``NodeWithScore(node=TextNode(id_=cluster id | passage id, text, start/end char
     idx, metadata=user metadata + the hseg_* result keys), score=hseg_score)``, best first: ids and
@@ -81,18 +82,18 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         vector_store: Any,
         encoder: Any = None,
         *,
-        similarity_top_k: int = 4,
-        mode: str = "segment+cluster",
-        unit: str = "cluster",
-        budget_tokens: int | None = None,
-        cluster_weight: float = 0.5,
-        where: Mapping[str, Any] | None = None,
+        similarity_top_k: int | None = None,
+        settings: SearchSettings | None = None,
         allow_encoder_mismatch: bool = False,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **search_fields: Any,
     ) -> None:
-        check_search_args(None if budget_tokens is not None else similarity_top_k, mode, budget_tokens, where,
-                          unit=unit, cluster_weight=cluster_weight)
+        if similarity_top_k is not None:
+            if "k" in search_fields:
+                raise ValueError("give similarity_top_k or k, not both")
+            search_fields["k"] = similarity_top_k
+        self._settings = SearchSettings.resolve(settings, **search_fields)
         if isinstance(vector_store, HierarchicalStore) and encoder is None:
             self._store = vector_store
         else:
@@ -100,13 +101,12 @@ class HierarchicalSegmentRetriever(BaseRetriever):
                 _collection_of(vector_store), encoder, allow_encoder_mismatch=allow_encoder_mismatch,
                 **({"oversample": vector_store.oversample} if isinstance(vector_store, HierarchicalStore) else {}),
             )
-        self._similarity_top_k = similarity_top_k
-        self._mode = mode
-        self._unit = unit
-        self._budget_tokens = budget_tokens
-        self._cluster_weight = cluster_weight
-        self._where = dict(where) if where else None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def settings(self) -> SearchSettings:
+        """The search settings every query of this retriever uses."""
+        return self._settings
 
     @property
     def store(self) -> HierarchicalStore:
@@ -124,15 +124,7 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         return np.mean([self._store.encoder.encode_query(s) for s in strs], axis=0)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._store.search(
-            self._query(query_bundle),
-            None if self._budget_tokens is not None else self._similarity_top_k,
-            where=self._where,
-            mode=self._mode,
-            budget_tokens=self._budget_tokens,
-            unit=self._unit,
-            cluster_weight=self._cluster_weight,
-        )
+        hits = self._store.search(self._query(query_bundle), settings=self._settings)
         return [NodeWithScore(node=_to_node(hit), score=float(hit.score)) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -193,9 +185,8 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
     hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})
-    for i in range(0, len(ref_ids), 500):
-        part = ref_ids[i : i + 500]
-        store.delete_where({"document_id": part[0]} if len(part) == 1 else {"document_id": {"$in": part}})
+    for part in batched(ref_ids, IN_FILTER_SIZE):
+        store.delete_where(where_in("document_id", part))
     batch = store.max_batch_size()
     for i in range(0, len(nodes), batch):
         vector_store.add(nodes[i : i + batch])
@@ -203,7 +194,7 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
         store.sync_unit_index(hseg_ids)
 
 
-def _to_node(hit: ParentHit) -> TextNode:
+def _to_node(hit: SearchHit) -> TextNode:
     """A parent (or passage) hit as a TextNode: id and metadata from :func:`hseg.retrieval.results.result_for`
     (as on LangChain's Documents), formatting fields of the stored node, SOURCE the document."""
     node_id, meta = result_for(hit)

@@ -19,7 +19,7 @@ import pytest
 from hseg.cli import main
 from hseg.cli.query import format_hit
 from hseg.encoders import factory
-from hseg.retrieval.parents import ParentHit
+from hseg.retrieval.hits import SearchHit
 from tests.chroma_server import free_port
 from tests.fakes import HashingEncoder
 
@@ -259,8 +259,8 @@ def test_server_down_is_one_clear_line(argv, fake, capsys):
     _one_line_error(capsys.readouterr().err, f"127.0.0.1:{port}", "cannot reach the Chroma server")
 
 
-def _hit(text: str, start: int, m_start: int, m_end: int, level: str = "segment") -> ParentHit:
-    return ParentHit("clu-1", "doc.md", text, start, start + len(text), 0.5, 12, "seg-1", level, m_start, m_end,
+def _hit(text: str, start: int, m_start: int, m_end: int, level: str = "segment") -> SearchHit:
+    return SearchHit("clu-1", "doc.md", text, start, start + len(text), 0.5, 12, "seg-1", level, m_start, m_end,
                      {"source": "doc.md"})
 
 

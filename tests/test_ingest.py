@@ -18,8 +18,8 @@ import torch
 
 import hseg
 from hseg import ingest
-from hseg.ingest import run as ingest_run
 from hseg.chunking.chunker import HierarchicalChunker
+from hseg.ingest import run as ingest_run
 from hseg.segmentation.bilstm import BiLSTMSegmenter
 from hseg.segmentation.segmenters import TextTilingSegmenter
 from hseg.store import HierarchicalStore

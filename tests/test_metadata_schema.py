@@ -37,7 +37,7 @@ from hseg.chunking.records import (  # noqa: E402
     unit_metadata,
     user_metadata,
 )
-from hseg.retrieval.parents import ParentHit  # noqa: E402
+from hseg.retrieval.hits import SearchHit  # noqa: E402
 from hseg.retrieval.results import result_for  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore  # noqa: E402
 from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever  # noqa: E402
@@ -223,7 +223,7 @@ def test_result_for_rejects_what_is_not_a_hit(core_store):
     with pytest.raises(ValueError, match="hit"):
         result_for({"cluster_id": "clu-1"})
     hit = core_store.search(QUERIES[0], k=1)[0]
-    broken = ParentHit(**{**hit.__dict__, "matched_start": hit.end + 5, "matched_end": hit.end + 9})
+    broken = SearchHit(**{**hit.__dict__, "matched_start": hit.end + 5, "matched_end": hit.end + 9})
     with pytest.raises(ValueError, match="hit"):
         result_for(broken)
 

@@ -14,7 +14,7 @@ import chromadb
 import numpy as np
 import pytest
 
-from hseg.store import SCHEMA_VERSION, HierarchicalStore, ParentHit, flatten_metadata, records_for
+from hseg.store import SCHEMA_VERSION, HierarchicalStore, SearchHit, flatten_metadata, records_for
 
 MODES = ("segment+cluster", "cluster", "segment")
 LEVELS = {"segment+cluster": ("segment", "cluster"), "cluster": ("cluster",), "segment": ("segment",)}
@@ -93,7 +93,7 @@ def brute_force(docs, metas, query, mode, keep=lambda meta: True):
     return out
 
 
-def assert_matches_reference(hits: list[ParentHit], ref: dict, k: int, mode: str) -> None:
+def assert_matches_reference(hits: list[SearchHit], ref: dict, k: int, mode: str) -> None:
     ranked = sorted(ref.values(), key=lambda t: -t[0])
     assert len(hits) == min(k, len(ranked))
     assert len({h.cluster_id for h in hits}) == len(hits)

@@ -65,7 +65,7 @@ def test_unit_records_refuse_a_partial_document():
 
 
 def unit_segments(store):
-    return sorted(UnitKey.parse(u).segment_id for u in store.unit_index.get(include=[])["ids"])
+    return sorted(UnitKey.parse(u).segment_id for u in store.unit_index.collection.get(include=[])["ids"])
 
 
 def stored_segments(store):
@@ -101,20 +101,20 @@ def test_incomplete_index_falls_back_and_sync_rebuilds_it(chroma_collection_name
     q = rng.standard_normal(16).astype(np.float32)
     expected = [h.segment_ids for h in store.search(q, budget_tokens=200, unit="auto")]
     # as if another tool had written doc2 into the collection: its unit records are missing
-    store.unit_index.delete(ids=[u for u in store.unit_index.get(include=[])["ids"]
+    store.unit_index.collection.delete(ids=[u for u in store.unit_index.collection.get(include=[])["ids"]
                                  if UnitKey.parse(u).segment_id in {s.id for s in chunkings[2].segments}])
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     with caplog.at_level(logging.WARNING, logger="hseg.store"):
-        assert reopened._usable_unit_index(0.5, 0.2) is None
+        assert reopened.unit_index.usable(0.5, 0.2) is None
     assert "sync_unit_index" in caplog.text
     assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected  # slower, exact
     assert reopened.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert reopened._usable_unit_index(0.5, 0.2) is not None
+    assert reopened.unit_index.usable(0.5, 0.2) is not None
     assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected
     # other weights than the index's are served exactly by the gathering path, and the store says so once
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="hseg.store"):
-        assert reopened._usable_unit_index(0.3, 0.2) is None
+        assert reopened.unit_index.usable(0.3, 0.2) is None
         reopened.search(q, budget_tokens=200, unit="auto", cluster_weight=0.3)
         reopened.search(q, k=2, unit="auto", cluster_weight=0.3)
     assert caplog.text.count("cluster_weight=0.3, neighbour_weight=0.2 takes the slower path") == 1
@@ -130,7 +130,7 @@ def test_index_lists_only_stored_records_at_every_step(chroma_collection_name, m
     rng = np.random.default_rng(11)
     store.add([make_chunking(f"doc{i}", rng) for i in range(2)])
     snapshots = []
-    for col in (store.collection, store.unit_index):
+    for col in (store.collection, store.unit_index.collection):
         for name in ("upsert", "delete"):
             original = getattr(type(col), name)
 
@@ -155,7 +155,7 @@ def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_wri
     rng = np.random.default_rng(8)
     store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     store.add([make_chunking("doc0", rng)])
-    assert store._usable_unit_index(0.5, 0.2) is not None  # scans once, then records the counts
+    assert store.unit_index.usable(0.5, 0.2) is not None  # the write recorded the counts it left in step
     store.add([make_chunking("doc1", rng)])  # kept complete: the counts are recorded again
     scans = []
     original = type(store.collection).get
@@ -167,13 +167,13 @@ def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_wri
 
     monkeypatch.setattr(type(store.collection), "get", counting_get)
     fresh = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert fresh._usable_unit_index(0.5, 0.2) is not None and scans == []
+    assert fresh.unit_index.usable(0.5, 0.2) is not None and scans == []
     # a record written by another tool changes the collection's count: the next object scans
     recs = records_for(make_chunking("doc2", rng))
     seg = next(r for r in recs if r.metadata["hseg_level"] == "segment")
     store.collection.add(ids=[seg.id], embeddings=[seg.embedding], metadatas=[seg.metadata], documents=[seg.document])
     other = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert other._usable_unit_index(0.5, 0.2) is None and scans == [chroma_collection_name]
+    assert other.unit_index.usable(0.5, 0.2) is None and scans == [chroma_collection_name]
 
 
 def test_drop_removes_the_collection_and_its_unit_index(chroma_client, chroma_collection_name, make_chunking):
@@ -186,3 +186,26 @@ def test_drop_removes_the_collection_and_its_unit_index(chroma_client, chroma_co
     assert chroma_collection_name not in names and store.unit_index.name not in names
     again = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     assert again.count() == 0 and again.unit_index.count() == 0
+
+
+def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunking, monkeypatch):
+    """The read path only reads: deciding whether the unit index is usable, even on a store whose
+    counts were never recorded, changes neither collection."""
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    rng = np.random.default_rng(9)
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    store.add([make_chunking("doc0", rng), make_chunking("doc1", rng)])
+    meta = {k: v for k, v in store.unit_index.collection.metadata.items() if not k.startswith("hseg_synced")}
+    store.unit_index.collection.modify(metadata=meta)  # as a store written before the counts were kept
+    fresh = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a search wrote to Chroma")
+
+    for collection in (fresh.collection, fresh.unit_index.collection):
+        for method in ("modify", "upsert", "add", "delete", "update"):
+            monkeypatch.setattr(collection, method, refuse)
+    hits = fresh.search(np.ones(16, dtype=np.float32), budget_tokens=200, unit="auto")
+    assert hits and fresh.unit_index.usable(0.5, 0.2) is not None

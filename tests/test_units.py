@@ -95,7 +95,8 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
     if path.startswith("gathered"):
         store.unit_index = None  # as for a collection written by another tool
     if unit == "auto":
-        assert (store._usable_unit_index(0.5, 0.2) is not None) == (not path.startswith("gathered"))
+        usable = store.unit_index is not None and store.unit_index.usable(0.5, 0.2) is not None
+        assert usable == (not path.startswith("gathered"))
     weight = 0.5 if unit == "auto" else 0.0
     # a filter keeps whole documents, so the brute force over those documents is the answer
     where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None

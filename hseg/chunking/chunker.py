@@ -9,8 +9,8 @@ Pipeline per document (the encoder runs once over all sentences of a batch of do
 4. segment vectors: the normalised token-weighted mean of their sentence vectors
    (``segment_vector="mean"``, no second encoder pass) or an encoding of the segment text
    (``"encode"``); a cluster vector is the token-weighted mean of its segment vectors;
-5. :func:`~hseg.chunking.clustering.cluster_segments` with an explicit ``k``, or :func:`~hseg.chunking.clustering.search_k`
-   for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
+5. :func:`~hseg.chunking.clustering.cluster_segments` with an explicit ``k``, or
+   :func:`~hseg.chunking.clustering.search_k` for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
 
 Segments and clusters tile the document exactly: whitespace between two units belongs to the
 earlier one, leading whitespace to the first. Their ``text`` is always ``source[start:end]``.

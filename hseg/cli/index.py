@@ -96,9 +96,14 @@ def run_index(args: argparse.Namespace) -> int:
             if not files:
                 raise CliError(f"nothing to index, and no collection {args.collection!r} at {location_label(args)} "
                                "to prune") from None
-    if args.encoder and recorded and args.encoder != recorded:
-        raise CliError(f"collection {args.collection!r} was built with encoder {recorded!r}, not {args.encoder!r}; "
-                         "use another --collection")
+    if args.encoder:
+        from hseg.store.connection import check_encoder
+
+        try:  # the store's own check, by canonical name: all-MiniLM-L6-v2 is the default model
+            check_encoder(args.collection, recorded, args.encoder)
+        except ValueError:
+            raise CliError(f"collection {args.collection!r} was built with encoder {recorded!r}, not "
+                           f"{args.encoder!r}; use another --collection") from None
 
     def loading(name: str) -> None:
         if not args.quiet:

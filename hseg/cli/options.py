@@ -12,8 +12,10 @@ Example::
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -136,3 +138,61 @@ def segmenter_from_args(args: argparse.Namespace, *, encoder_name: str | None = 
         return get_segmenter(args.segmenter, encoder_name=encoder_name)
     except ValueError as exc:
         _usage_error(args, exc)
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type: a JSON object (a Chroma filter), e.g. '{"source": "a.md"}'."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    return value
+
+
+#: how each SearchSettings field is read from the command line (its help and default come from the field)
+_SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
+    "k": {"flags": ("-k",), "type": positive_int, "metavar": "K"},
+    "budget_tokens": {"type": positive_int, "metavar": "B"},
+    "unit": {"choices": None},
+    "mode": {"choices": None},
+    "cluster_weight": {"type": finite_float, "metavar": "W"},
+    "neighbour_weight": {"type": finite_float, "metavar": "V"},
+    "where": {"type": json_object, "metavar": "JSON"},
+    "where_document": {"type": json_object, "metavar": "JSON"},
+}
+
+
+def add_search_options(parser: argparse.ArgumentParser) -> None:
+    """One option per :class:`~hseg.retrieval.settings.SearchSettings` field, with its help and default."""
+    from hseg.retrieval.settings import MODES, UNITS, SearchSettings
+
+    choices = {"unit": UNITS, "mode": MODES}
+    defaults, docs = SearchSettings.defaults(), SearchSettings.docs()
+    if set(_SEARCH_OPTION_TYPES) != set(defaults):  # a new setting must get an option here
+        raise AssertionError(f"search options {sorted(_SEARCH_OPTION_TYPES)} != settings {sorted(defaults)}")
+    amount = parser.add_mutually_exclusive_group()
+    for name, how in _SEARCH_OPTION_TYPES.items():
+        kwargs = {k: v for k, v in how.items() if k != "flags"}
+        if "choices" in kwargs:
+            kwargs["choices"] = choices[name]
+        default = defaults[name]
+        shown = "" if default is None else f" (default {default})"
+        target = amount if name in ("k", "budget_tokens") else parser
+        target.add_argument(*how.get("flags", ("--" + name.replace("_", "-"),)), dest=name, default=None,
+                            help=docs[name] + shown, **kwargs)
+
+
+def search_settings_from_args(args: argparse.Namespace, **extra: Any) -> Any:
+    """The :class:`~hseg.retrieval.settings.SearchSettings` of the options given (the rest default);
+    a bad combination is a usage error naming the options."""
+    from hseg.retrieval.settings import SearchSettings
+
+    given = {name: getattr(args, name) for name in SearchSettings.field_names() if getattr(args, name) is not None}
+    try:
+        return SearchSettings(**{**given, **extra})
+    except ValueError as exc:
+        names = "|".join(SearchSettings.field_names())
+        args._parser.error(re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-") if m[1] != "k"
+                                  else "-k", str(exc)))

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
 from hseg.cli.chroma import CliError, add_location, check_location, existing_collection, location_label, server_errors
-from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loading
-from hseg.retrieval.parents import MODES
-from hseg.retrieval.selection import UNITS
+from hseg.cli.options import add_encoder_option, add_search_options, quiet_model_loading, search_settings_from_args
 
 __all__ = ["register", "format_hit"]
 
@@ -37,15 +34,9 @@ def register(sub: Any) -> None:
     )
     q.add_argument("question", metavar="QUESTION", help="the query text")
     add_location(q, db_help="directory of the embedded Chroma database written by 'hseg index'")
-    amount = q.add_mutually_exclusive_group()
-    amount.add_argument("-k", type=positive_int, default=None, metavar="K", help="number of results (default 4)")
-    amount.add_argument("--budget-tokens", type=positive_int, default=None, metavar="B",
-                        help="return results in rank order while their total tokens fit B (instead of -k)")
-    q.add_argument("--mode", choices=MODES, default="segment+cluster",
-                   help="vectors that score a parent (unit cluster only; default segment+cluster)")
-    q.add_argument("--unit", choices=UNITS, default="cluster",
-                   help="a result is a whole cluster (default), a passage of segments, or chosen by budget (auto)")
-    q.add_argument("--source", default=None, metavar="PATH", help="only search the document with this source/id")
+    add_search_options(q)
+    q.add_argument("--source", default=None, metavar="PATH",
+                   help="only search the document with this source (as 'hseg index' recorded it); ANDed with --where")
     add_encoder_option(q, default="the model recorded in the collection")
     q.add_argument("--json", action="store_true", help="print a JSON list of hits (all fields)")
     q.set_defaults(func=run_query)
@@ -69,12 +60,10 @@ def run_query(args: argparse.Namespace) -> int:
     check_location(args)
     if not args.question.strip():
         args._parser.error("QUESTION is empty")
-    from hseg.retrieval.parents import check_search_args
-
-    try:  # the library's one check of search arguments, as a usage error naming the options
-        check_search_args(args.k, args.mode, args.budget_tokens, None, unit=args.unit)
-    except ValueError as exc:
-        args._parser.error(re.sub(r"\b(mode|unit|budget_tokens)\b", lambda m: "--" + m[1].replace("_", "-"), str(exc)))
+    where = args.where
+    if args.source is not None:
+        where = {"source": args.source} if not where else {"$and": [{"source": args.source}, where]}
+    settings = search_settings_from_args(args, where=where)  # the library's one check, as a usage error
     collection = existing_collection(args)
     with server_errors(args):
         if collection.count() == 0:
@@ -88,10 +77,8 @@ def run_query(args: argparse.Namespace) -> int:
     encoder = factory.load_encoder(args.encoder or recorded, args.backend)
     with server_errors(args):
         store = HierarchicalStore.from_collection(collection, encoder=encoder,
-                                                  allow_encoder_mismatch=bool(args.encoder))
-        where = None if args.source is None else {"source": args.source}
-        hits = store.search(args.question, k=args.k, budget_tokens=args.budget_tokens, mode=args.mode,
-                            unit=args.unit, where=where)
+                                                  allow_encoder_mismatch=False)
+        hits = store.search(args.question, settings=settings)
     if args.json:
         from hseg.retrieval.results import result_for
 

@@ -33,23 +33,18 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.records import heading_path
+from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.plans import Get, Knn, Plan
-from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT, UNITS
+from hseg.retrieval.settings import DEFAULT_K, SearchSettings
 
 __all__ = [
-    "MODES",
-    "DEFAULT_K",
     "DEFAULT_OVERSAMPLE",
-    "ParentHit",
-    "check_search_args",
     "level_where",
     "parents_plan",
 ]
 
 logger = logging.getLogger(__name__)
 
-MODES = ("segment+cluster", "cluster", "segment")
-DEFAULT_K = 4
 #: the first Chroma request asks for ``ceil(oversample * k)`` records. On 100k records each returned
 #: record costs ~0.13 ms (metadata and document reads), the parent-text ``get`` ~0.9 ms and an extra
 #: round trip a whole query (~3.5 ms); 1.5 (8 records for k=5) keeps ``search(k=5)`` within 1.5x of
@@ -65,54 +60,6 @@ _LEVELS = {"segment+cluster": ("segment", "cluster"), "cluster": ("cluster",), "
 
 
 @dataclass
-class ParentHit:
-    """One retrieved parent (cluster) with its eq. 2 score.
-
-    Attributes:
-        cluster_id, doc_id: ids of the parent and its document.
-        text: the parent text, ``source[start:end]`` of the original document.
-        start, end: absolute character offsets of the parent in its document.
-        score: max cosine similarity over the parent's vectors allowed by ``mode``.
-        token_count: the parent's ``hseg_tokens``.
-        matched_id, matched_level, matched_start, matched_end: the record that gave the score
-            (a segment or the cluster vector) and its span.
-        metadata: the cluster record's metadata (``hseg_*`` keys and the user's keys).
-        segment_scores: ``{segment_id: similarity}`` for this parent's segments that Chroma
-            returned in the over-fetch (not necessarily all of its segments).
-        unit, segment_ids: ``"cluster"`` for a whole parent; for ``unit="segment"``/``"auto"``
-            results, the hit is a passage of adjacent segments of the parent ``cluster_id``:
-            ``text``/``start``/``end`` are the passage's and ``score`` is its best segment's
-            (fused) cosine.
-        heading_path: the markdown headings the hit's text lies under (the cluster's, or the
-            common prefix of a passage's segments'; ``()`` for none or records without the key).
-
-    Example:
-        >>> hit = store.search("what causes tides?", k=1)[0]  # doctest: +SKIP
-        >>> hit.text == source[hit.start:hit.end]  # doctest: +SKIP
-        True
-    """
-
-    cluster_id: str
-    doc_id: str
-    text: str
-    start: int
-    end: int
-    score: float
-    token_count: int
-    matched_id: str
-    matched_level: str
-    matched_start: int
-    matched_end: int
-    metadata: dict[str, Any] = field(default_factory=dict)
-    segment_scores: dict[str, float] = field(default_factory=dict)
-    #: "cluster" for a whole parent; "segment"/"auto" for a passage of adjacent segments of it
-    unit: str = "cluster"
-    #: the segments a passage is made of (empty for a whole parent)
-    segment_ids: list[str] = field(default_factory=list)
-    heading_path: tuple[str, ...] = ()
-
-
-@dataclass
 class _Parent:
     cluster_id: str
     score: float
@@ -124,53 +71,6 @@ class _Parent:
     segment_scores: dict[str, float] = field(default_factory=dict)
     cluster_meta: dict[str, Any] | None = None
     cluster_doc: str | None = None
-
-
-def check_search_args(
-    k: int | None,
-    mode: str = "segment+cluster",
-    budget_tokens: int | None = None,
-    where: Any = None,
-    *,
-    unit: str = "cluster",
-    cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
-    neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-) -> int | None:
-    """Validate the arguments of a search, for every entry point (the store, both retrievers at
-    construction and per call, the command line); returns the effective ``k`` (``None`` in budget mode).
-
-    Example:
-        >>> check_search_args(None), check_search_args(None, budget_tokens=1024, unit="auto")
-        (4, None)
-        >>> check_search_args(5, "cluster", unit="auto")
-        Traceback (most recent call last):
-        ...
-        ValueError: mode applies to unit='cluster' only, got mode='cluster' with unit='auto'
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if unit not in UNITS:
-        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
-    if unit != "cluster" and mode != "segment+cluster":
-        raise ValueError(f"mode applies to unit='cluster' only, got mode={mode!r} with unit={unit!r}")
-    for name, weight in (("cluster_weight", cluster_weight), ("neighbour_weight", neighbour_weight)):
-        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not 0 <= weight <= 10:
-            raise ValueError(f"{name} must be a number in [0, 10], got {weight!r}")
-    if where is not None and not isinstance(where, Mapping):
-        raise ValueError(f"where must be a dict or None, got {type(where).__name__}")
-    if budget_tokens is not None:
-        if k is not None:
-            raise ValueError(
-                f"k and budget_tokens are mutually exclusive, got k={k!r}, budget_tokens={budget_tokens!r}"
-            )
-        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, (int, np.integer)) or budget_tokens <= 0:
-            raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
-        return None
-    if k is None:
-        return DEFAULT_K
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive int, got {k!r}")
-    return int(k)
 
 
 def level_where(mode: str, where: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -242,20 +142,18 @@ def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted
 def parents_plan(
     collection: Any,
     query_vector: np.ndarray,
+    settings: SearchSettings,
     *,
-    k: int | None,
-    mode: str,
-    where: Mapping[str, Any] | None = None,
-    where_document: Mapping[str, Any] | None = None,
-    budget_tokens: int | None = None,
     oversample: float = DEFAULT_OVERSAMPLE,
-) -> Plan[list[ParentHit]]:
+) -> Plan[list[SearchHit]]:
     """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
     of reads (:mod:`hseg.retrieval.plans`): :func:`~hseg.retrieval.plans.run_one` answers it, and
     :func:`~hseg.retrieval.plans.run_many` answers many with shared round trips.
 
-    Arguments are assumed validated (:func:`check_search_args`).
+    ``settings.unit`` is not read: a parent is always a whole cluster here.
     """
+    k, budget_tokens, mode = settings.effective_k, settings.budget_tokens, settings.mode
+    where, where_document = settings.where, settings.where_document
     need = k if k is not None else DEFAULT_K
     n = max(1, math.ceil(oversample * need))
     server_levels = False
@@ -297,7 +195,7 @@ def _widened(n: int, parents: list[_Parent], k: int | None, budget: int | None) 
     return grow
 
 
-def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[ParentHit]:
+def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[SearchHit]:
     """The hits of the chosen parents; ``got`` holds the cluster records the kNN did not return."""
     if got is not None:
         found = {rid: (meta, doc) for rid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"])}
@@ -314,7 +212,7 @@ def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[
     for p in chosen:
         meta = p.cluster_meta or {}
         hits.append(
-            ParentHit(
+            SearchHit(
                 cluster_id=p.cluster_id,
                 doc_id=str(meta.get("hseg_doc_id", "")),
                 text=p.cluster_doc or "",

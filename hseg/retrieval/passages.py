@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.records import heading_path, listed_segment_ids
-from hseg.retrieval.parents import ParentHit
+from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.selection import (
     DEFAULT_WHOLE_CLUSTER_MIN,
@@ -37,6 +37,7 @@ from hseg.retrieval.selection import (
     select_auto,
     walk,
 )
+from hseg.retrieval.settings import SearchSettings
 from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
 from hseg.text.structure import common_prefix
 
@@ -46,22 +47,19 @@ __all__ = ["units_plan"]
 def units_plan(
     collection: Any,
     query_vector: np.ndarray,
+    settings: SearchSettings,
     *,
-    unit: str,
-    k: int | None,
-    budget_tokens: int | None,
-    where: Mapping[str, Any] | None = None,
-    where_document: Mapping[str, Any] | None = None,
-    cluster_weight: float,
-    neighbour_weight: float,
     unit_index: Any = None,
-) -> Plan[list[ParentHit]]:
+) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
-    or ``None``. Arguments are assumed validated.
+    or ``None``.
     """
+    k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
+                                               settings.where_document)
+    unit, cluster_weight, neighbour_weight = settings.unit, settings.cluster_weight, settings.neighbour_weight
     if unit == "segment":
         return (yield from _search_segments(collection, query_vector, k, budget_tokens, where, where_document))
     if unit_index is not None and not where_document:
@@ -85,7 +83,7 @@ class _Member:
 
 
 def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str] | None = None,
-             whole_tokens: int = 0) -> ParentHit:
+             whole_tokens: int = 0) -> SearchHit:
     """One hit from segments adjacent in one cluster (in document order), or from a whole cluster
     (``whole`` = its record's metadata and text) of which ``members`` are the segments scored."""
     best = max(members, key=lambda m: m.score)
@@ -101,7 +99,7 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
         tokens = sum(int(m.meta["hseg_tokens"]) for m in members)
         segment_ids = [m.id for m in members]
         path = common_prefix(heading_path(m.meta) for m in members)
-    return ParentHit(
+    return SearchHit(
         cluster_id=str(first["hseg_cluster_id"]),
         doc_id=str(first["hseg_doc_id"]),
         text=text,
@@ -135,7 +133,7 @@ def _first_page(k: int | None, budget_tokens: int | None, per_segment: int, leas
 
 
 def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[ParentHit]]:
+                    where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
     scale = fused_scale(w, v)
     qq = query_vector(q)
     # a page of ids and distances costs about the same up to a few hundred records (metadata
@@ -159,7 +157,7 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
 
 
 def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wanted: list[str],
-                      got: Mapping[str, Any]) -> list[ParentHit]:
+                      got: Mapping[str, Any]) -> list[SearchHit]:
     whole = {c for _, c in sel.expanded}
     found = {rid: (dict(m or {}), d or "") for rid, m, d in
              zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
@@ -168,7 +166,7 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wa
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
     runs = merge_runs([(key.cluster_id, key.position) for key in keys], sel.taken, score)
-    hits: list[ParentHit] = []
+    hits: list[SearchHit] = []
     merged: set[str] = set()
     for run in runs:
         cid = keys[run[0]].cluster_id
@@ -187,7 +185,7 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wa
 
 
 def _search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[ParentHit]]:
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
     # the ranking comes from a cheap kNN of ids and distances; records are read in rank order, a
     # slice at a time, until the walk is decided (reading costs per record, ~0.06 ms). Cluster
     # records and other writers' records in the ranking are skipped.
@@ -356,7 +354,7 @@ def _gather(
 
 def _search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                      where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
-                     nweight: float) -> Plan[list[ParentHit]]:
+                     nweight: float) -> Plan[list[SearchHit]]:
     need = max(8, budget // 48 + 4) if budget is not None else k
     if need is None:
         raise ValueError("give k or budget_tokens")

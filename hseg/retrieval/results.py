@@ -1,6 +1,6 @@
 """Search results as ``(id, metadata)``: the one description of a hit that every front end shares.
 
-:func:`result_for` turns a :class:`hseg.retrieval.parents.ParentHit` into the id and metadata that the
+:func:`result_for` turns a :class:`hseg.retrieval.parents.SearchHit` into the id and metadata that the
 LangChain retriever's ``Document`` and the LlamaIndex retriever's ``TextNode`` carry unchanged:
 the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.chunking.records.METADATA_KEYS`.
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from hseg.chunking.chunks import unit_id
 from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, user_metadata
-from hseg.retrieval.parents import ParentHit
+from hseg.retrieval.hits import SearchHit
 
 __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
 
@@ -25,7 +25,7 @@ __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
 LLAMA_INDEX_STORAGE_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
 
 
-def result_id(hit: ParentHit) -> str:
+def result_id(hit: SearchHit) -> str:
     """The id of a result: the cluster id of a whole parent, else the stable passage id.
 
     Example:
@@ -38,22 +38,22 @@ def result_id(hit: ParentHit) -> str:
     return unit_id(hit.doc_id, "passage", int(hit.start), int(hit.end))
 
 
-def result_for(hit: ParentHit) -> tuple[str, dict[str, Any]]:
+def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
     """``(id, metadata)`` of one search hit, as both adapters' retrievers return it.
 
     ``metadata`` is the stored user metadata (the ``hseg_*`` keys and a LlamaIndex vector store's
     :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
     ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
     ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists). Raises ``ValueError`` naming ``hit`` when it is not a
-    ``ParentHit`` or its matched span lies outside its text.
+    ``SearchHit`` or its matched span lies outside its text.
 
     Example:
         >>> rid, meta = result_for(store.search("what causes tides?", k=1)[0])  # doctest: +SKIP
         >>> rid == meta["hseg_cluster_id"], meta["hseg_score"], meta["hseg_matched_text"][:30]  # doctest: +SKIP
         (True, 0.61, 'Tides are caused by the gravit')
     """
-    if not isinstance(hit, ParentHit):
-        raise ValueError(f"hit must be an hseg.retrieval.parents.ParentHit, got {type(hit).__name__}")
+    if not isinstance(hit, SearchHit):
+        raise ValueError(f"hit must be an hseg.retrieval.parents.SearchHit, got {type(hit).__name__}")
     start, end = int(hit.start), int(hit.end)
     m_start, m_end = int(hit.matched_start), int(hit.matched_end)
     if not start <= m_start <= m_end <= end:

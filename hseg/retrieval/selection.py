@@ -31,16 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT
+
 __all__ = [
-    "UNITS", "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
+    "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
     "merge_runs_of_segments",
 ]
 
-#: what one search result is: the paper's parent cluster, a lone segment, or the budget-aware unit
-UNITS = ("cluster", "segment", "auto")
-
-DEFAULT_CLUSTER_WEIGHT = 0.5
-DEFAULT_NEIGHBOUR_WEIGHT = 0.2
 DEFAULT_WHOLE_CLUSTER_MIN = 3
 DEFAULT_WHOLE_CLUSTER_SHARE = 0.25
 

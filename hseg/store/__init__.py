@@ -9,7 +9,8 @@ The records and their metadata schema are built by :mod:`hseg.chunking.records`.
 
 The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
 
-Beside it lives the **unit index** (:mod:`hseg.retrieval.unit_vectors`), a companion collection with one
+Beside it lives the **unit index** (:mod:`hseg.retrieval.unit_vectors`, kept by :mod:`hseg.store.unit_index`), a
+companion collection with one
 vector per segment whose cosine with a query is the segment's ``unit="auto"`` score; :meth:`add`
 and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
 they point to, so it never names a record the collection lacks).
@@ -25,9 +26,13 @@ Example:
 from __future__ import annotations
 
 from hseg.chunking.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
-from hseg.retrieval.parents import MODES, ParentHit
+from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.settings import MODES, UNITS, SearchSettings
 from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address
 from hseg.store.store import HierarchicalStore
+
+#: the name of :class:`SearchHit` before 0.4 (it was never only a parent)
+ParentHit = SearchHit
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,7 +40,10 @@ __all__ = [
     "HierarchicalStore",
     "check_schema",
     "server_address",
+    "SearchHit",
     "ParentHit",
+    "SearchSettings",
+    "UNITS",
     "Record",
     "MODES",
     "flatten_metadata",

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION
-from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
+from hseg.encoders.identity import canonical_model_name
+from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import companion_name
 
 __all__ = ["DEFAULT_HNSW", "open_client", "get_or_create_collection", "open_unit_index", "check_schema",
@@ -80,6 +81,21 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
         tenant=collection.tenant, database=collection.database,
     )
     return Collection(client=api, model=model, embedding_function=None)
+
+
+def check_encoder(collection_name: str, recorded: str | None, name: str, *, allow_mismatch: bool = False) -> None:
+    """Refuse an encoder other than the one a collection was built with (``ValueError``): the one
+    encoder check of hseg, by canonical model name, for the store and the command line alike.
+
+    Example:
+        >>> check_encoder("docs", "sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")  # same model
+    """
+    if recorded is None or allow_mismatch or canonical_model_name(recorded) == canonical_model_name(name):
+        return
+    raise ValueError(
+        f"collection {collection_name!r} was built with encoder {recorded!r}, got {name!r}; pass the same "
+        "encoder, or allow_encoder_mismatch=True if it is the same model under another name"
+    )
 
 
 def check_schema(collection_name: str, schema: Any) -> None:

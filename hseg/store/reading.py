@@ -3,10 +3,12 @@ loop of hseg) and what their metadata adds up to."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["pages", "level_stats"]
+__all__ = ["pages", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE"]
+
+T = TypeVar("T")
 
 
 def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], page: int
@@ -57,3 +59,30 @@ def level_stats(metadatas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "mean_cluster_tokens": mean(tokens["cluster"]),
         "mean_segment_tokens": mean(tokens["segment"]),
     }
+
+
+def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in slices of at most ``size`` (the one batching loop of the store's reads and writes)."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+#: documents per ``$in`` filter: a bounded filter and response per call
+IN_FILTER_SIZE = 500
+
+
+def where_in(key: str, values: Sequence[str]) -> dict[str, Any]:
+    """A Chroma ``where`` matching records whose ``key`` is one of ``values`` (Chroma refuses a one-value ``$in``
+    on some versions, so one value is an equality).
+
+    Example:
+        >>> where_in("hseg_doc_id", ["a"]), where_in("hseg_doc_id", ["a", "b"])
+        ({'hseg_doc_id': 'a'}, {'hseg_doc_id': {'$in': ['a', 'b']}})
+    """
+    return {key: values[0]} if len(values) == 1 else {key: {"$in": list(values)}}
+
+
+def get_by_documents(collection: Any, doc_ids: Sequence[str], include: list[str]) -> Iterator[dict[str, Any]]:
+    """The records of these documents, one ``get`` per :data:`IN_FILTER_SIZE` documents."""
+    for part in batched(list(doc_ids), IN_FILTER_SIZE):
+        yield collection.get(where=where_in("hseg_doc_id", part), include=include)

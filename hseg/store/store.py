@@ -6,6 +6,7 @@ unit index in step, reads records page by page, and searches (:mod:`hseg.retriev
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -16,13 +17,14 @@ import numpy as np
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import SCHEMA_VERSION, Record, records_for
 from hseg.encoders import canonical_model_name
-from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, ParentHit, check_search_args, parents_plan
+from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan, run_many, run_one
-from hseg.retrieval.selection import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
-from hseg.retrieval.unit_vectors import UnitKey, unit_records
+from hseg.retrieval.settings import SearchSettings
 from hseg.store.connection import (
     DEFAULT_HNSW,
+    check_encoder,
     check_schema,
     collection_space,
     connect_errors,
@@ -31,8 +33,9 @@ from hseg.store.connection import (
     open_unit_index,
     remote_errors,
 )
-from hseg.store.reading import level_stats, pages
-from hseg.store.writing import dedupe, write_batches, write_failure
+from hseg.store.reading import get_by_documents, level_stats, pages
+from hseg.store.unit_index import UnitIndex
+from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
 __all__ = ["HierarchicalStore"]
 
@@ -137,59 +140,23 @@ class HierarchicalStore:
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
-        self.unit_index = open_unit_index(collection, hnsw)
-        self._unit_index_complete: bool | None = None  # checked on the first unit="auto" search
-        self._warned_weights: set[tuple[float, float]] = set()  # weights the unit index cannot serve, told once
+        companion = open_unit_index(collection, hnsw)
+        self.unit_index = None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
 
     # ----------------------------------------------------------------- the unit index
 
     @property
     def unit_weights(self) -> tuple[float, float] | None:
         """``(cluster_weight, neighbour_weight)`` the unit index was built with (``None``: no index)."""
-        if self.unit_index is None:
-            return None
-        meta = self.unit_index.metadata or {}
-        return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
-                float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
-
-    def _usable_unit_index(self, cluster_weight: float, neighbour_weight: float) -> Any:
-        """The unit index if it serves a search with these weights and covers every segment."""
-        built = self.unit_weights
-        if built is None:  # no unit index
-            return None
-        if built != (cluster_weight, neighbour_weight):
-            if (cluster_weight, neighbour_weight) not in self._warned_weights:
-                self._warned_weights.add((cluster_weight, neighbour_weight))
-                logger.warning("collection %r: unit='auto' with cluster_weight=%g, neighbour_weight=%g takes the "
-                               "slower path (several round trips): the unit index serves the weights it was built "
-                               "with, %g/%g", self.collection.name, cluster_weight, neighbour_weight, *built)
-            return None
-        if self._unit_index_complete is None:
-            # once per store object: the index must hold one record per segment record, or a
-            # search through it would silently miss documents written by another tool
-            units, records = self.unit_index.count(), self.collection.count()
-            if units == records == 0:
-                return self.unit_index  # empty: decide again once something is stored
-            if self._synced_counts() == (records, units):
-                self._unit_index_complete = True  # nobody wrote since hseg last left both in step
-            else:  # counting segments costs a metadata scan (~0.5 s on 100k records)
-                segments = len(self.collection.get(where={"hseg_level": "segment"}, include=[])["ids"])
-                self._unit_index_complete = units == segments
-                if units == segments:
-                    self._mark_unit_index_synced()
-                else:
-                    logger.warning("collection %r: the unit index holds %d records for %d segments (documents "
-                                   "written by another tool or an older hseg); unit='auto' takes the slower path "
-                                   "until sync_unit_index() is run", self.collection.name, units, segments)
-        return self.unit_index if self._unit_index_complete else None
+        return None if self.unit_index is None else self.unit_index.weights
 
     def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
         """Rebuild the unit index of these documents (default: all) from the stored records; returns
         the number of unit records written.
 
-        Needed only for documents written into the collection by another tool (e.g. a LlamaIndex
-        ``IngestionPipeline`` into a ``ChromaVectorStore``) or by hseg before 0.3; :meth:`add`
-        keeps the index in step by itself.
+        Needed only for documents written into the collection without it (e.g. by a LlamaIndex
+        ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
+        keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
 
         Example:
             >>> store.sync_unit_index()  # doctest: +SKIP
@@ -198,76 +165,18 @@ class HierarchicalStore:
         if self.unit_index is None:
             raise ValueError(f"collection {self.collection.name!r}: no unit index (the store has no Chroma client)")
         docs = list(self.doc_ids() if doc_ids is None else doc_ids)
-        written = 0
-        for i in range(0, len(docs), 100):
-            part = docs[i : i + 100]
-            with remote_errors(self.collection, "rebuilding the unit index"):
-                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
-                got = self.collection.get(where=where, include=["embeddings", "metadatas"])
-                records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
-                           for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
-                written += self._write_units(records, part)
-        # after a full rebuild the index is complete (short of a writer working at the same time)
-        self._unit_index_complete = True if doc_ids is None else None
-        self._after_unit_write()
+        with remote_errors(self.collection, "rebuilding the unit index"):
+            written = self.unit_index.sync(docs)
+            # after a full rebuild the index is complete (short of a writer working at the same time)
+            self.unit_index.after_write(complete=True if doc_ids is None else None)
         return written
-
-    def _after_unit_write(self) -> None:
-        if self._unit_index_complete:  # it was complete and this object kept it so
-            with remote_errors(self.collection, "recording the unit index state"):
-                self._mark_unit_index_synced()
-
-    def _synced_counts(self) -> tuple[int, int] | None:
-        meta = self.unit_index.metadata or {}
-        if "hseg_synced_records" not in meta:
-            return None
-        return int(meta["hseg_synced_records"]), int(meta.get("hseg_synced_units", -1))
-
-    def _mark_unit_index_synced(self) -> None:
-        """Record both counts in the index's metadata: while they hold, a new store object can trust
-        the index without counting segments (a count is ~10 ms, the segment scan ~0.5 s at 100k)."""
-        meta = {k: v for k, v in (self.unit_index.metadata or {}).items() if not k.startswith("hnsw:")}
-        meta.update(hseg_synced_records=self.collection.count(), hseg_synced_units=self.unit_index.count())
-        self.unit_index.modify(metadata=meta)
 
     def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
         """``{doc id: ids of the segments the unit index holds}`` for these documents."""
-        out: dict[str, set[str]] = {d: set() for d in doc_ids}
         if self.unit_index is None:
-            return out
+            return {d: set() for d in doc_ids}
         with remote_errors(self.collection, "reading the unit index"):
-            for i in range(0, len(doc_ids), 500):
-                part = list(doc_ids[i : i + 500])
-                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
-                got = self.unit_index.get(where=where, include=["metadatas"])
-                for uid, meta in zip(got["ids"], got["metadatas"]):
-                    out.setdefault(str((meta or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
-        return out
-
-    def _write_units(self, records: list[Record], doc_ids: list[str]) -> int:
-        """Upsert the unit records of these whole documents and delete the index's other records of them."""
-        by_doc: dict[str, list[Record]] = {}
-        for r in records:
-            by_doc.setdefault(str(r.metadata["hseg_doc_id"]), []).append(r)
-        w, v = self.unit_weights or (DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT)
-        units = [u for recs in by_doc.values() for u in unit_records(recs, w, v)]
-        batch = self.max_batch_size()
-        for i in range(0, len(units), batch):
-            part = units[i : i + batch]
-            self.unit_index.upsert(ids=[u.id for u in part], embeddings=[u.embedding for u in part],
-                                   metadatas=[u.metadata for u in part])
-        self._delete_units(doc_ids, keep={u.id for u in units})
-        return len(units)
-
-    def _delete_units(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
-        if self.unit_index is None:
-            return
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
-            stale = [u for u in self.unit_index.get(where=where, include=[])["ids"] if u not in keep]
-            for j in range(0, len(stale), self.max_batch_size()):
-                self.unit_index.delete(ids=stale[j : j + self.max_batch_size()])
+            return self.unit_index.segment_ids(doc_ids)
 
     # ----------------------------------------------------------------- encoder
 
@@ -290,13 +199,7 @@ class HierarchicalStore:
         return None if name is None else str(name)
 
     def _check_encoder_name(self, name: str) -> None:
-        recorded = self.encoder_name
-        if recorded is not None and canonical_model_name(recorded) != canonical_model_name(name) \
-                and not self.allow_encoder_mismatch:
-            raise ValueError(
-                f"collection {self.collection.name!r} was built with encoder {recorded!r}, got {name!r}; pass the "
-                "same encoder, or allow_encoder_mismatch=True if it is the same model under another name"
-            )
+        check_encoder(self.collection.name, self.encoder_name, name, allow_mismatch=self.allow_encoder_mismatch)
 
     def _record_collection_meta(self, encoder_name: str | None) -> None:
         meta = dict(self.collection.metadata or {})
@@ -399,13 +302,12 @@ class HierarchicalStore:
             done += complete
         with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
             if self.unit_index is not None:
-                self._write_units(records, doc_ids)  # also drops the index's records of stale segments
+                self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
         with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
-            for i in range(0, len(stale), batch):
-                self.collection.delete(ids=stale[i : i + batch])
+            delete_ids(self.collection, stale, batch)
             self._record_collection_meta(enc_name)
-        if self.unit_index is not None:
-            self._after_unit_write()
+            if self.unit_index is not None:
+                self.unit_index.after_write()
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
         return len(records)
@@ -460,13 +362,12 @@ class HierarchicalStore:
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
         with remote_errors(self.collection, f"deleting document {doc_id!r}"):
-            self._delete_units([doc_id])  # first: the index never names a record the collection lacks
+            if self.unit_index is not None:
+                self.unit_index.delete([doc_id])  # first: the index never names a record the collection lacks
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
-            batch = self.max_batch_size()
-            for i in range(0, len(ids), batch):
-                self.collection.delete(ids=ids[i : i + batch])
-        if self.unit_index is not None:
-            self._after_unit_write()
+            delete_ids(self.collection, ids, self.max_batch_size())
+            if self.unit_index is not None:
+                self.unit_index.after_write()
         logger.info("delete: %d records of document %r", len(ids), doc_id)
         return len(ids)
 
@@ -508,12 +409,8 @@ class HierarchicalStore:
             {'cluster-5d0c...': {'hseg_level': 'cluster', ...}, ...}
         """
         out: dict[str, dict[str, dict[str, Any]]] = {}
-        ids = list(doc_ids)
         with remote_errors(self.collection, "reading the collection"):
-            for i in range(0, len(ids), 500):  # a bounded $in list and response per call
-                part = ids[i : i + 500]
-                where = {"hseg_doc_id": part[0]} if len(part) == 1 else {"hseg_doc_id": {"$in": part}}
-                got = self.collection.get(where=where, include=["metadatas"])
+            for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
                 for rid, meta in zip(got["ids"], got["metadatas"]):
                     if meta:
                         out.setdefault(str(meta["hseg_doc_id"]), {})[rid] = dict(meta)
@@ -545,12 +442,11 @@ class HierarchicalStore:
         with remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
-            self._delete_units(docs)  # first: the index never names a record the collection lacks
-            batch = self.max_batch_size()
-            for i in range(0, len(got["ids"]), batch):
-                self.collection.delete(ids=got["ids"][i : i + batch])
-        if self.unit_index is not None:
-            self._after_unit_write()
+            if self.unit_index is not None:
+                self.unit_index.delete(docs)  # first: the index never names a record the collection lacks
+            delete_ids(self.collection, got["ids"], self.max_batch_size())
+            if self.unit_index is not None:
+                self.unit_index.after_write()
         return len(got["ids"])
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
@@ -573,106 +469,41 @@ class HierarchicalStore:
         query: str | np.ndarray | Sequence[float],
         k: int | None = None,
         *,
-        where: Mapping[str, Any] | None = None,
-        mode: str = "segment+cluster",
-        budget_tokens: int | None = None,
-        where_document: Mapping[str, Any] | None = None,
-        unit: str = "cluster",
-        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
-        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-    ) -> list[ParentHit]:
-        """Top parents by max cosine over their vectors (paper eq. 2), best first.
+        settings: SearchSettings | None = None,
+        **fields: Any,
+    ) -> list[SearchHit]:
+        """The best hits for a query, best first: the one search door.
 
         Args:
             query: a string (embedded with :attr:`encoder`) or a query vector.
-            k: number of parents (default 4); mutually exclusive with ``budget_tokens``.
-            where: a Chroma metadata filter on records (e.g. ``{"source": "a.md"}``); it applies to
-                segment and cluster records alike.
-            mode: ``"segment+cluster"`` (eq. 2), ``"cluster"`` (Cluster Only) or ``"segment"``.
-            budget_tokens: return parents in rank order while their total ``hseg_tokens`` stays
-                ≤ this budget (always at least one): the equal-reader-input rule.
-            where_document: a Chroma document filter, passed through.
-            unit: what a result is. ``"cluster"`` (default): whole parents, the paper.
-                ``"segment"``: passages of segments ranked by their own similarity.
-                ``"auto"``: the budget-aware unit of :mod:`hseg.retrieval.selection`: segments ranked by
-                ``cos(q, segment) + cluster_weight * cos(q, cluster)``, adjacent ones merged, a whole
-                cluster when several of its segments qualify. With ``k`` it returns passages made of
-                the first ``k`` segments; with ``budget_tokens`` it fills the budget.
-            cluster_weight: the cluster's share in ``unit="auto"`` scores.
-            neighbour_weight: the share of the mean score of a segment's two neighbours.
+            k: results (default 4); a shorthand for ``k=`` in ``fields``.
+            settings: a :class:`~hseg.retrieval.settings.SearchSettings` (default: its defaults).
+            fields: any of its fields (``budget_tokens``, ``unit``, ``mode``, ``cluster_weight``,
+                ``neighbour_weight``, ``where``, ``where_document``), overriding ``settings``.
 
-        The result is exact with respect to the neighbours Chroma returns (see :mod:`hseg.retrieval.parents`).
+        ``unit="cluster"`` (default) returns whole parents ranked by the max cosine over their vectors
+        (paper eq. 2, :mod:`hseg.retrieval.parents`); ``"segment"`` and ``"auto"`` return passages of
+        adjacent segments (:mod:`hseg.retrieval.passages`). Every path is exact with respect to the
+        neighbours Chroma returns.
 
         Example:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
             [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
+            >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
         """
-        k_eff = check_search_args(k, mode, budget_tokens, where, unit=unit, cluster_weight=cluster_weight,
-                                  neighbour_weight=neighbour_weight)
+        chosen = _settings(settings, k, fields)
         vec = self._query_vector(query)
-        if unit == "cluster":
-            return self._parents(vec, k_eff, budget_tokens, mode, where, where_document)
-        return self._passages(vec, k_eff, budget_tokens, unit, where, where_document, float(cluster_weight),
-                              float(neighbour_weight))
-
-    def search_parents(
-        self,
-        query: str | np.ndarray | Sequence[float],
-        k: int | None = None,
-        *,
-        budget_tokens: int | None = None,
-        mode: str = "segment+cluster",
-        where: Mapping[str, Any] | None = None,
-        where_document: Mapping[str, Any] | None = None,
-    ) -> list[ParentHit]:
-        """Whole parents (the paper's retrieval): :meth:`search` with ``unit="cluster"``.
-
-        Example:
-            >>> [h.unit for h in store.search_parents("tides", k=2)]  # doctest: +SKIP
-            ['cluster', 'cluster']
-        """
-        k_eff = check_search_args(k, mode, budget_tokens, where)
-        return self._parents(self._query_vector(query), k_eff, budget_tokens, mode, where, where_document)
-
-    def search_passages(
-        self,
-        query: str | np.ndarray | Sequence[float],
-        k: int | None = None,
-        *,
-        budget_tokens: int | None = None,
-        unit: str = "auto",
-        where: Mapping[str, Any] | None = None,
-        where_document: Mapping[str, Any] | None = None,
-        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
-        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-    ) -> list[ParentHit]:
-        """Passages of adjacent segments (``unit="auto"`` or ``"segment"``): :meth:`search` with that unit.
-
-        Example:
-            >>> hits = store.search_passages("tides", budget_tokens=1024)  # doctest: +SKIP
-            >>> sum(h.token_count for h in hits) <= 1024 or len(hits) == 1  # doctest: +SKIP
-            True
-        """
-        if unit == "cluster":
-            raise ValueError("unit must be 'auto' or 'segment' for passages; whole parents come from search_parents")
-        k_eff = check_search_args(k, "segment+cluster", budget_tokens, where, unit=unit,
-                                  cluster_weight=cluster_weight, neighbour_weight=neighbour_weight)
-        return self._passages(self._query_vector(query), k_eff, budget_tokens, unit, where, where_document,
-                              float(cluster_weight), float(neighbour_weight))
+        with remote_errors(self.collection, "search"):
+            return run_one(self._plan(vec, chosen))
 
     def search_many(
         self,
         queries: Sequence[str | np.ndarray | Sequence[float]],
         k: int | None = None,
         *,
-        where: Mapping[str, Any] | None = None,
-        mode: str = "segment+cluster",
-        budget_tokens: int | None = None,
-        where_document: Mapping[str, Any] | None = None,
-        unit: str = "cluster",
-        cluster_weight: float = DEFAULT_CLUSTER_WEIGHT,
-        neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-    ) -> list[list[ParentHit]]:
+        settings: SearchSettings | None = None,
+        **fields: Any,
+    ) -> list[list[SearchHit]]:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
         Chroma calls: the searches advance together and each step's reads go to Chroma as one
         ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
@@ -686,34 +517,19 @@ class HierarchicalStore:
         """
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
-        k_eff = check_search_args(k, mode, budget_tokens, where, unit=unit, cluster_weight=cluster_weight,
-                                  neighbour_weight=neighbour_weight)
+        chosen = _settings(settings, k, fields)
         vectors = [self._query_vector(q) for q in queries]
         with remote_errors(self.collection, "search"):
-            return run_many([self._plan(v, k_eff, budget_tokens, mode, unit, where, where_document,
-                                        float(cluster_weight), float(neighbour_weight)) for v in vectors])
+            return run_many([self._plan(v, chosen) for v in vectors])
 
-    def _parents(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, where: Any,
-                 where_document: Any) -> list[ParentHit]:
-        with remote_errors(self.collection, "search"):
-            return run_one(self._plan(vec, k, budget, mode, "cluster", where, where_document, 0.0, 0.0))
-
-    def _passages(self, vec: np.ndarray, k: int | None, budget: int | None, unit: str, where: Any,
-                  where_document: Any, cluster_weight: float, neighbour_weight: float) -> list[ParentHit]:
-        with remote_errors(self.collection, "search"):
-            return run_one(self._plan(vec, k, budget, "segment+cluster", unit, where, where_document, cluster_weight,
-                                      neighbour_weight))
-
-    def _plan(self, vec: np.ndarray, k: int | None, budget: int | None, mode: str, unit: str, where: Any,
-              where_document: Any, cluster_weight: float, neighbour_weight: float) -> Plan[list[ParentHit]]:
-        """The reads of one search (see :mod:`hseg.retrieval.plans`); weights apply to passages only."""
-        if unit == "cluster":
-            return parents_plan(self.collection, vec, k=k, mode=mode, where=where, where_document=where_document,
-                                budget_tokens=budget, oversample=self.oversample)
-        index = self._usable_unit_index(cluster_weight, neighbour_weight) if unit == "auto" else None
-        return units_plan(self.collection, vec, unit=unit, k=k, budget_tokens=budget, where=where,
-                          where_document=where_document, cluster_weight=cluster_weight,
-                          neighbour_weight=neighbour_weight, unit_index=index)
+    def _plan(self, vec: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
+        """The reads of one search (see :mod:`hseg.retrieval.plans`)."""
+        if settings.unit == "cluster":
+            return parents_plan(self.collection, vec, settings, oversample=self.oversample)
+        index = None
+        if settings.unit == "auto" and self.unit_index is not None:
+            index = self.unit_index.usable(settings.cluster_weight, settings.neighbour_weight)
+        return units_plan(self.collection, vec, settings, unit_index=index)
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):
@@ -733,13 +549,15 @@ class HierarchicalStore:
 
     # ----------------------------------------------------------------- async
 
-    async def asearch(self, query: Any, k: int | None = None, **kwargs: Any) -> list[ParentHit]:
+    async def asearch(self, query: Any, k: int | None = None, *, settings: SearchSettings | None = None,
+                      **fields: Any) -> list[SearchHit]:
         """:meth:`search` in a worker thread (the encoder and Chroma calls block)."""
-        return await asyncio.to_thread(self.search, query, k, **kwargs)
+        return await asyncio.to_thread(functools.partial(self.search, query, k, settings=settings, **fields))
 
-    async def asearch_many(self, queries: Any, k: int | None = None, **kwargs: Any) -> list[list[ParentHit]]:
+    async def asearch_many(self, queries: Any, k: int | None = None, *, settings: SearchSettings | None = None,
+                           **fields: Any) -> list[list[SearchHit]]:
         """:meth:`search_many` in a worker thread."""
-        return await asyncio.to_thread(self.search_many, queries, k, **kwargs)
+        return await asyncio.to_thread(functools.partial(self.search_many, queries, k, settings=settings, **fields))
 
     async def aadd(self, chunkings: Any, metadatas: Any = None) -> int:
         """:meth:`add` in a worker thread."""
@@ -755,3 +573,11 @@ def _as_encoder(encoder: Any) -> Any:
 
     return as_encoder(encoder)
 
+
+def _settings(settings: SearchSettings | None, k: int | None, fields: dict[str, Any]) -> SearchSettings:
+    """The settings of one call: ``settings`` with ``k`` and ``fields`` over it."""
+    if k is not None:
+        if "k" in fields:
+            raise ValueError("k: given twice (positionally and by keyword)")
+        fields = {**fields, "k": k}
+    return SearchSettings.resolve(settings, **fields)

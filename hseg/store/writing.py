@@ -3,13 +3,14 @@ write that failed half way (see the crash-safety notes of :meth:`HierarchicalSto
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, flatten_metadata
+from hseg.store.reading import batched
 
-__all__ = ["dedupe", "write_batches", "write_failure"]
+__all__ = ["dedupe", "write_batches", "write_failure", "delete_ids"]
 
 
 def dedupe(items: list[Chunking], metas: list[Any]) -> tuple[list[Chunking], list[Any]]:
@@ -73,3 +74,9 @@ def write_failure(total: int, done: list[str], partial: str | None) -> str:
              if partial is not None else "no document is partly written; ")
     return (f"writing {total} documents ({len(done)} written completely before the failure; {state}"
             "add them again to complete the rest)")
+
+
+def delete_ids(collection: Any, ids: Sequence[str], batch: int) -> None:
+    """Delete records by id, at most ``batch`` per call (the one batched delete of the store)."""
+    for part in batched(list(ids), batch):
+        collection.delete(ids=list(part))

@@ -1,0 +1,168 @@
+"""What one search asks for: :class:`SearchSettings`, declared and validated once.
+
+Every door derives its options from these fields and their defaults: the store's ``search`` /
+``search_many`` (and their async twins) take a ``SearchSettings`` or its fields, the LangChain
+retriever's fields and the LlamaIndex retriever's keyword arguments are these fields, and
+``hseg query`` builds its options from :meth:`SearchSettings.docs`.
+
+Example:
+    >>> s = SearchSettings(budget_tokens=1024, unit="auto")
+    >>> s.effective_k is None, s.override(k=3).budget_tokens
+    (True, None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
+]
+
+#: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
+MODES = ("segment+cluster", "cluster", "segment")
+#: what a result is: a whole parent (the paper), a passage of segments, or passages chosen for a budget
+UNITS = ("cluster", "segment", "auto")
+DEFAULT_K = 4
+#: the cluster's share in a unit="auto" score (benchmarks/RESULTS.md, "the budget-aware unit")
+DEFAULT_CLUSTER_WEIGHT = 0.5
+#: the share of the mean score of a segment's two neighbours in a unit="auto" score
+DEFAULT_NEIGHBOUR_WEIGHT = 0.2
+_MAX_WEIGHT = 10
+
+
+def _setting(default: Any, doc: str) -> Any:
+    """A field with its one-line description, which every door shows (CLI help, retriever fields)."""
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+def _is_int(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The settings of one search, validated at construction (``ValueError`` naming the field).
+
+    Attributes:
+        k: results per query (``None``: 4, unless ``budget_tokens`` is set); excludes ``budget_tokens``.
+        budget_tokens: return results in rank order while their total ``hseg_tokens`` fits this
+            many reader tokens (always at least one): the equal-reader-input rule.
+        unit: ``"cluster"`` (whole parents, the paper), ``"segment"`` (passages of segments ranked
+            by their own similarity) or ``"auto"`` (segments ranked with their cluster and
+            neighbours, adjacent ones merged; :mod:`hseg.retrieval.selection`).
+        mode: for ``unit="cluster"``, the vectors that score a parent: ``"segment+cluster"`` (eq. 2),
+            ``"cluster"`` or ``"segment"``.
+        cluster_weight, neighbour_weight: shares of the cluster's and of the neighbours' cosine in
+            a ``unit="auto"`` score, each in [0, 10].
+        where: a Chroma metadata filter, on segment and cluster records alike.
+        where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
+
+    Example:
+        >>> SearchSettings(k=3, unit="auto").effective_k
+        3
+        >>> SearchSettings(k=3, budget_tokens=512)
+        Traceback (most recent call last):
+        ...
+        ValueError: k and budget_tokens are mutually exclusive, got k=3, budget_tokens=512
+    """
+
+    k: int | None = _setting(None, "results per query (default 4); excludes budget_tokens")
+    budget_tokens: int | None = _setting(None, "return results in rank order while their total tokens fit this "
+                                               "budget (instead of k)")
+    unit: str = _setting("cluster", "what a result is: a whole cluster ('cluster'), a passage of segments "
+                                    "('segment') or passages chosen for the budget ('auto')")
+    mode: str = _setting("segment+cluster", "vectors that score a whole cluster (unit 'cluster' only): "
+                                            "'segment+cluster', 'cluster' or 'segment'")
+    cluster_weight: float = _setting(DEFAULT_CLUSTER_WEIGHT, "the cluster's share in a unit 'auto' score")
+    neighbour_weight: float = _setting(DEFAULT_NEIGHBOUR_WEIGHT, "the neighbouring segments' share in a unit "
+                                                                 "'auto' score")
+    where: Mapping[str, Any] | None = _setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
+    where_document: Mapping[str, Any] | None = _setting(None, "a Chroma document filter, e.g. "
+                                                              "{\"$contains\": \"tide\"}")
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {self.unit!r}")
+        if self.unit != "cluster" and self.mode != "segment+cluster":
+            raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
+        for name in ("cluster_weight", "neighbour_weight"):
+            weight = getattr(self, name)
+            if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
+                    or not 0 <= weight <= _MAX_WEIGHT:
+                raise ValueError(f"{name} must be a number in [0, {_MAX_WEIGHT}], got {weight!r}")
+            object.__setattr__(self, name, float(weight))
+        for name in ("where", "where_document"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Mapping):
+                raise ValueError(f"{name} must be a dict or None, got {type(value).__name__}")
+            object.__setattr__(self, name, dict(value) if value else None)
+        if self.budget_tokens is not None:
+            if self.k is not None:
+                raise ValueError(f"k and budget_tokens are mutually exclusive, got k={self.k!r}, "
+                                 f"budget_tokens={self.budget_tokens!r}")
+            if not _is_int(self.budget_tokens) or self.budget_tokens <= 0:
+                raise ValueError(f"budget_tokens must be a positive int, got {self.budget_tokens!r}")
+            object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
+        elif self.k is not None:
+            if not _is_int(self.k) or self.k <= 0:
+                raise ValueError(f"k must be a positive int, got {self.k!r}")
+            object.__setattr__(self, "k", int(self.k))
+
+    @property
+    def effective_k(self) -> int | None:
+        """The number of results asked for: ``k``, 4 when neither ``k`` nor a budget is set, ``None`` with a budget."""
+        if self.budget_tokens is not None:
+            return None
+        return DEFAULT_K if self.k is None else self.k
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """``{field: default}``: the one place every door takes its defaults from."""
+        return {f.name: f.default for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """``{field: one-line description}`` for help texts and framework field descriptions."""
+        return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def resolve(cls, settings: SearchSettings | None = None, **fields: Any) -> SearchSettings:
+        """``settings`` (default: the defaults) with ``fields`` overriding it (see :meth:`override`)."""
+        base = cls() if settings is None else settings
+        if not isinstance(base, SearchSettings):
+            raise ValueError(f"settings must be a SearchSettings or None, got {type(base).__name__}")
+        return base.override(**fields) if fields else base
+
+    def override(self, **changes: Any) -> SearchSettings:
+        """A copy with ``changes``; a ``k`` or ``budget_tokens`` given here replaces the size rule of
+        these settings (a per-call ``k`` clears a configured budget and the reverse).
+
+        Example:
+            >>> SearchSettings(budget_tokens=1024).override(k=2).k
+            2
+        """
+        unknown = sorted(set(changes) - set(self.field_names()))
+        if unknown:
+            raise TypeError(f"unknown search setting(s) {', '.join(map(repr, unknown))}; the settings are "
+                             f"{', '.join(self.field_names())}")
+        if changes.get("k") is not None and "budget_tokens" not in changes:
+            changes["budget_tokens"] = None
+        if changes.get("budget_tokens") is not None and "k" not in changes:
+            changes["k"] = None
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (for logs and JSON)."""
+        return {name: getattr(self, name) for name in self.field_names()}

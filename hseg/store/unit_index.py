@@ -1,0 +1,152 @@
+"""The unit index as an object: the companion collection of fused vectors (:mod:`hseg.retrieval.unit_vectors`)
+and keeping it in step with the records it points to.
+
+Writes (:meth:`UnitIndex.write`, :meth:`UnitIndex.delete`, :meth:`UnitIndex.sync`) are the only
+calls that change it, and each records the counts both collections had when they were left in step.
+A search asks :meth:`UnitIndex.usable`, which only reads: when those counts still hold the index is
+trusted at the price of two counts; otherwise the segments are counted once per object (a metadata
+scan, ~0.5 s on 100k records) and, if the index does not cover them, ``unit="auto"`` takes the
+gathered path until ``hseg index`` or :meth:`UnitIndex.sync` repairs it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hseg.chunking.records import Record
+from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
+from hseg.retrieval.unit_vectors import UnitKey, unit_records
+from hseg.store.reading import batched, get_by_documents
+from hseg.store.writing import delete_ids
+
+__all__ = ["UnitIndex"]
+
+logger = logging.getLogger(__name__)
+
+#: documents read back per call when rebuilding the index from the collection's records
+_SYNC_DOCUMENTS = 100
+
+
+class UnitIndex:
+    """The unit index of ``records`` (the store's collection), held in the companion ``collection``.
+
+    ``batch_size()`` gives the records per write call (the client's limit).
+
+    Example:
+        >>> store.unit_index.usable(0.5, 0.2) is not None  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, collection: Any, records: Any, batch_size: Callable[[], int]) -> None:
+        self.collection = collection
+        self.records = records
+        self._batch_size = batch_size
+        self._complete: bool | None = None  # decided on the first unit="auto" search of this object
+        self._warned_weights: set[tuple[float, float]] = set()  # weights the index cannot serve, told once
+
+    @property
+    def name(self) -> str:
+        return str(self.collection.name)
+
+    @property
+    def weights(self) -> tuple[float, float]:
+        """``(cluster_weight, neighbour_weight)`` the index was built with."""
+        meta = self.collection.metadata or {}
+        return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
+                float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    # ----------------------------------------------------------------- reads
+
+    def usable(self, cluster_weight: float, neighbour_weight: float) -> Any:
+        """The companion collection if it serves a search with these weights and covers every
+        segment, else ``None`` (the caller gathers its candidates instead). Never writes."""
+        built = self.weights
+        if built != (cluster_weight, neighbour_weight):
+            if (cluster_weight, neighbour_weight) not in self._warned_weights:
+                self._warned_weights.add((cluster_weight, neighbour_weight))
+                logger.warning("collection %r: unit='auto' with cluster_weight=%g, neighbour_weight=%g takes the "
+                               "slower path (several round trips): the unit index serves the weights it was built "
+                               "with, %g/%g", self.records.name, cluster_weight, neighbour_weight, *built)
+            return None
+        if self._complete is None:
+            units, records = self.count(), int(self.records.count())
+            if units == records == 0:
+                return self.collection  # empty: decide again once something is stored
+            if self._synced_counts() == (records, units):
+                self._complete = True  # nobody wrote since hseg last left both in step
+            else:
+                segments = self._segment_count()
+                self._complete = units == segments
+                if not self._complete:
+                    logger.warning("collection %r: the unit index holds %d records for %d segments (documents "
+                                   "added without it, or a write that was cut short); unit='auto' takes the slower "
+                                   "path until 'hseg index' is re-run or store.sync_unit_index() repairs it",
+                                   self.records.name, units, segments)
+        return self.collection if self._complete else None
+
+    def segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the index holds}`` for these documents."""
+        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
+            for uid, meta in zip(got["ids"], got["metadatas"]):
+                out.setdefault(str((meta or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
+        return out
+
+    def _segment_count(self) -> int:
+        return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
+
+    def _synced_counts(self) -> tuple[int, int] | None:
+        meta = self.collection.metadata or {}
+        if "hseg_synced_records" not in meta:
+            return None
+        return int(meta["hseg_synced_records"]), int(meta.get("hseg_synced_units", -1))
+
+    # ----------------------------------------------------------------- writes
+
+    def write(self, records: list[Record], doc_ids: Sequence[str]) -> int:
+        """Upsert the unit records of these whole documents and delete the index's other records of them;
+        returns the number written."""
+        by_doc: dict[str, list[Record]] = {}
+        for r in records:
+            by_doc.setdefault(str(r.metadata["hseg_doc_id"]), []).append(r)
+        w, v = self.weights
+        units = [u for recs in by_doc.values() for u in unit_records(recs, w, v)]
+        for part in batched(units, self._batch_size()):
+            self.collection.upsert(ids=[u.id for u in part], embeddings=[u.embedding for u in part],
+                                   metadatas=[u.metadata for u in part])
+        self.delete(doc_ids, keep={u.id for u in units})
+        return len(units)
+
+    def delete(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
+        """Remove the index's records of these documents, but those in ``keep``."""
+        stale = [u for got in get_by_documents(self.collection, doc_ids, []) for u in got["ids"] if u not in keep]
+        delete_ids(self.collection, stale, self._batch_size())
+
+    def sync(self, doc_ids: Sequence[str]) -> int:
+        """Rebuild the index of these documents from the stored records; returns the unit records written."""
+        written = 0
+        for part in batched(list(doc_ids), _SYNC_DOCUMENTS):
+            for got in get_by_documents(self.records, part, ["embeddings", "metadatas"]):
+                records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
+                           for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
+                written += self.write(records, part)
+        return written
+
+    def after_write(self, *, complete: bool | None = None) -> None:
+        """Called by the store after each write: ``complete=True`` when the write made the index whole
+        (a full sync); records both counts when the index is known to be in step."""
+        if complete is not None:
+            self._complete = complete
+        elif self._complete is None:  # decided here, on the write path, so that searches never write
+            self._complete = self.count() == self._segment_count()
+        if self._complete:
+            meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
+            meta.update(hseg_synced_records=int(self.records.count()), hseg_synced_units=self.count())
+            self.collection.modify(metadata=meta)
