@@ -577,7 +577,5 @@ def _as_encoder(encoder: Any) -> Any:
 def _settings(settings: SearchSettings | None, k: int | None, fields: dict[str, Any]) -> SearchSettings:
     """The settings of one call: ``settings`` with ``k`` and ``fields`` over it."""
     if k is not None:
-        if "k" in fields:
-            raise ValueError("k: given twice (positionally and by keyword)")
         fields = {**fields, "k": k}
     return SearchSettings.resolve(settings, **fields)
