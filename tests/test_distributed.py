@@ -75,7 +75,7 @@ def _where(server) -> dict:
 def _records(store: HierarchicalStore) -> dict[tuple[str, str], tuple]:
     """``{(kind, id): (metadata, document, embedding)}`` of a collection's records and of its unit index's."""
     out = {}
-    for kind, col in (("record", store.collection), ("unit", store.unit_index)):
+    for kind, col in (("record", store.collection), ("unit", store.unit_index.collection)):
         got = col.get(include=["metadatas", "documents", "embeddings"])
         for rid, meta, doc, emb in zip(got["ids"], got["metadatas"], got["documents"], got["embeddings"]):
             out[(kind, rid)] = (meta, doc, np.asarray(emb, dtype=np.float64))

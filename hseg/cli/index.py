@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from hseg.cli.chroma import CliError, add_location, check_location, client, location_label, server_errors
@@ -56,6 +57,9 @@ def register(sub: Any) -> None:
                         "documents from other paths or other writers are kept")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars or progress messages (the summary is still printed)")
+    p.add_argument("--lock-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="with --db: how long to wait while another process writes to the same embedded store, "
+                        "which writers must take in turns (default 600)")
     add_ray_options(p)
     p.set_defaults(func=run_index)
 
@@ -65,7 +69,6 @@ def run_index(args: argparse.Namespace) -> int:
     check_location(args)
     check_ray_args(args)
     from hseg import ingest
-    from hseg.encoders import factory
 
     def report_line(message: str) -> None:
         from tqdm.auto import tqdm
@@ -83,6 +86,27 @@ def run_index(args: argparse.Namespace) -> int:
         raise CliError("nothing to index: no readable .txt/.md/.markdown files in the given paths")
     if args.quiet:
         quiet_model_loading()
+    if args.host is not None:
+        return _index(args, files, problems, report, report_line, start)
+    if not files and not Path(args.db).is_dir():
+        client(args, must_exist=True)  # the usual message: nothing to prune there
+    from hseg.store.lock import WriterBusyError, writer_lock
+
+    def waiting(holder: str) -> None:
+        report_line(f"hseg index: waiting for {holder}, which is writing to {args.db} (writers take turns) ...")
+
+    try:
+        with writer_lock(args.db, timeout_s=args.lock_timeout, on_wait=waiting):
+            return _index(args, files, problems, report, report_line, start)
+    except WriterBusyError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str, str]], report: Any,
+           report_line: Any, start: float) -> int:
+    from hseg import ingest
+    from hseg.encoders import factory
+
     # with no files, only pruning is left to do: it needs an index already there
     chroma = client(args, must_exist=not files)
     from chromadb.errors import NotFoundError

@@ -172,8 +172,13 @@ def ingest_batch(
     if todo and not force:
         stored = store.stored_records(list(todo))
         units = store.unit_segment_ids(list(todo)) if store.unit_index is not None else {}
-        for d in [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d))]:
-            del todo[d]
+        complete = [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d))]
+        # complete metadata is not enough: a record whose vector was lost (two processes writing one
+        # embedded store) is never found, so such a document is redone
+        lost = store.documents_missing_vectors({d: list(stored[d]) for d in complete})
+        for d in complete:
+            if d not in lost:
+                del todo[d]
     summary.unchanged = len(texts) - len(todo)
     t1 = time.perf_counter()
     summary.seconds["reading"] += t1 - t0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["pages", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE"]
+__all__ = ["pages", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE", "ids_without_vectors"]
 
 T = TypeVar("T")
 
@@ -86,3 +86,31 @@ def get_by_documents(collection: Any, doc_ids: Sequence[str], include: list[str]
     """The records of these documents, one ``get`` per :data:`IN_FILTER_SIZE` documents."""
     for part in batched(list(doc_ids), IN_FILTER_SIZE):
         yield collection.get(where=where_in("hseg_doc_id", part), include=include)
+
+
+def ids_without_vectors(collection: Any, ids: Sequence[str], batch: int = 1000) -> set[str]:
+    """The records among ``ids`` whose vector is missing from the collection's vector index.
+
+    Chroma keeps metadata and documents in SQLite and vectors in the HNSW index; an embedded store
+    written by two processes at once can keep a record's metadata and lose its vector, and then no
+    search finds it. Reading the vectors back fails for the whole request when one is missing, so a
+    failing request is split in halves until the missing ones are named (``log2`` requests each).
+    """
+    missing: set[str] = set()
+
+    def check(part: Sequence[str]) -> None:
+        try:
+            collection.get(ids=list(part), include=["embeddings"])
+        except Exception as exc:  # chromadb raises InternalError("Error finding id ...")
+            if "finding id" not in str(exc).lower():
+                raise
+            if len(part) == 1:
+                missing.add(part[0])
+                return
+            half = len(part) // 2
+            check(part[:half])
+            check(part[half:])
+
+    for part in batched(list(ids), batch):
+        check(part)
+    return missing

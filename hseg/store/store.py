@@ -33,7 +33,7 @@ from hseg.store.connection import (
     open_unit_index,
     remote_errors,
 )
-from hseg.store.reading import get_by_documents, level_stats, pages
+from hseg.store.reading import get_by_documents, ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
@@ -170,6 +170,18 @@ class HierarchicalStore:
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
         return written
+
+    def documents_missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
+        """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
+        in the collection or in the unit index: metadata alone does not make a document searchable."""
+        owner = {rid: doc for doc, rids in records.items() for rid in rids}
+        with remote_errors(self.collection, "reading the collection's vectors"):
+            bad = {owner[rid] for rid in ids_without_vectors(self.collection, list(owner))}
+            if self.unit_index is not None:
+                units = self.unit_index.unit_ids([d for d in records if d not in bad])
+                unit_owner = {uid: doc for doc, uids in units.items() for uid in uids}
+                bad |= {unit_owner[u] for u in ids_without_vectors(self.unit_index.collection, list(unit_owner))}
+        return bad
 
     def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
         """``{doc id: ids of the segments the unit index holds}`` for these documents."""

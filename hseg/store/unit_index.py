@@ -91,13 +91,17 @@ class UnitIndex:
                                    self.records.name, units, segments)
         return self.collection if self._complete else None
 
-    def segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{doc id: ids of the segments the index holds}`` for these documents."""
-        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+    def unit_ids(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
+        """``{doc id: ids of the index's records}`` for these documents."""
+        out: dict[str, list[str]] = {d: [] for d in doc_ids}
         for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
             for uid, meta in zip(got["ids"], got["metadatas"]):
-                out.setdefault(str((meta or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
+                out.setdefault(str((meta or {}).get("hseg_doc_id")), []).append(uid)
         return out
+
+    def segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the index holds}`` for these documents."""
+        return {d: {UnitKey.parse(u).segment_id for u in uids} for d, uids in self.unit_ids(doc_ids).items()}
 
     def _segment_count(self) -> int:
         return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
