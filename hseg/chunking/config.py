@@ -61,12 +61,13 @@ def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: in
     return min(MAX_SEGMENT_TOKENS, max(int(min_segment_tokens), int(target_tokens) // 2))
 
 
-def _setting(default: Any, doc: str) -> Any:
+def setting(default: Any, doc: str) -> Any:
     """A field with its one-line description, which every entry point shows (help, field docs)."""
     return dataclasses.field(default=default, metadata={"doc": doc})
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """A real integer (numpy's too), not a bool."""
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
@@ -99,32 +100,32 @@ class ChunkerConfig:
         device, batch_size: for an encoder given by name.
     """
 
-    encoder: Any = _setting(None, "model name, SentenceTransformer, LangChain Embeddings, LlamaIndex BaseEmbedding "
+    encoder: Any = setting(None, "model name, SentenceTransformer, LangChain Embeddings, LlamaIndex BaseEmbedding "
                                   "or hseg Encoder (None: all-MiniLM-L6-v2, offline)")
-    segmenter: Any = _setting(None, "segmenter name ('texttiling', 'bilstm'), a saved BiLSTM .pt path or an "
+    segmenter: Any = setting(None, "segmenter name ('texttiling', 'bilstm'), a saved BiLSTM .pt path or an "
                                     "instance (None: the default for the encoder)")
-    k: float | None = _setting(None, "explicit clustering threshold tau = mu + k*sigma (larger k: smaller "
+    k: float | None = setting(None, "explicit clustering threshold tau = mu + k*sigma (larger k: smaller "
                                      "clusters); excludes target_tokens")
-    target_tokens: int | None = _setting(None, "mean cluster size to aim for, k searched per document (512 when "
+    target_tokens: int | None = setting(None, "mean cluster size to aim for, k searched per document (512 when "
                                                "k is not given)")
-    max_cluster_tokens: int | None = _setting(None, "hard cap on a cluster, cut at its weakest adjacent "
+    max_cluster_tokens: int | None = setting(None, "hard cap on a cluster, cut at its weakest adjacent "
                                                     "similarity (None: 1.5 x the target)")
-    min_segment_tokens: int = _setting(48, "smallest segment after the segmenter")
-    max_segment_tokens: int | None = _setting(None, "largest segment after the segmenter (None: 192, at most half "
+    min_segment_tokens: int = setting(48, "smallest segment after the segmenter")
+    max_segment_tokens: int | None = setting(None, "largest segment after the segmenter (None: 192, at most half "
                                                     "the target)")
-    tokenizer: Any = _setting(None, "what sizes are measured in: a tiktoken encoding name (None: cl100k_base) or "
+    tokenizer: Any = setting(None, "what sizes are measured in: a tiktoken encoding name (None: cl100k_base) or "
                                     "a str -> int callable")
-    segment_vector: str = _setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
+    segment_vector: str = setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
                                            "segment text")
-    clique_method: str = _setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
-    structure: str = _setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
+    clique_method: str = setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
+    structure: str = setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
                                       "'auto' (every document but a .txt/.text source), 'markdown' (all) or 'none'")
-    cache: bool = _setting(True, "keep an in-memory text -> vector cache across calls")
-    show_progress: bool = _setting(False, "tqdm progress bars")
-    backend: str = _setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
+    cache: bool = setting(True, "keep an in-memory text -> vector cache across calls")
+    show_progress: bool = setting(False, "tqdm progress bars")
+    backend: str = setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
                                              "(same vectors; onnx starts fast and needs no torch to serve)")
-    device: str | None = _setting(None, "device of an encoder given by name (None: best available)")
-    batch_size: int | None = _setting(None, "encoder batch size (None: fastest measured on CPU, onnx 16, torch 32)")
+    device: str | None = setting(None, "device of an encoder given by name (None: best available)")
+    batch_size: int | None = setting(None, "encoder batch size (None: fastest measured on CPU, onnx 16, torch 32)")
 
     def __post_init__(self) -> None:
         k, target = self.k, self.target_tokens
@@ -132,7 +133,7 @@ class ChunkerConfig:
             raise ValueError(f"give k or target_tokens, not both (k={k!r}, target_tokens={target!r})")
         for name in ("target_tokens", "max_cluster_tokens", "min_segment_tokens", "max_segment_tokens"):
             value = getattr(self, name)
-            if value is not None and not _is_int(value):
+            if value is not None and not is_int(value):
                 raise ValueError(f"{name} must be an int, got {value!r}")
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, float, np.number)) or not np.isfinite(k)):
             raise ValueError(f"k must be a finite number, got {k!r}")
@@ -153,7 +154,7 @@ class ChunkerConfig:
             raise ValueError(f"clique_method must be one of {CLIQUE_METHODS}, got {self.clique_method!r}")
         if self.structure not in STRUCTURES:
             raise ValueError(f"structure must be one of {STRUCTURES}, got {self.structure!r}")
-        if self.batch_size is not None and (not _is_int(self.batch_size) or self.batch_size <= 0):
+        if self.batch_size is not None and (not is_int(self.batch_size) or self.batch_size <= 0):
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
         check_backend(self.backend)
         for name in ("cache", "show_progress"):

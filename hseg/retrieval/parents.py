@@ -139,13 +139,8 @@ def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted
     return parents if exhausted else None
 
 
-def parents_plan(
-    collection: Any,
-    query_vector: np.ndarray,
-    settings: SearchSettings,
-    *,
-    oversample: float = DEFAULT_OVERSAMPLE,
-) -> Plan[list[SearchHit]]:
+def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
+                 oversample: float = DEFAULT_OVERSAMPLE) -> Plan[list[SearchHit]]:
     """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
     of reads (:mod:`hseg.retrieval.plans`): :func:`~hseg.retrieval.plans.run_one` answers it, and
     :func:`~hseg.retrieval.plans.run_many` answers many with shared round trips.

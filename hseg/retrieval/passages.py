@@ -44,13 +44,8 @@ from hseg.text.structure import common_prefix
 __all__ = ["units_plan"]
 
 
-def units_plan(
-    collection: Any,
-    query_vector: np.ndarray,
-    settings: SearchSettings,
-    *,
-    unit_index: Any = None,
-) -> Plan[list[SearchHit]]:
+def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
+               unit_index: Any = None) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from hseg.chunking.config import is_int, setting
+
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
 ]
@@ -34,15 +36,6 @@ DEFAULT_CLUSTER_WEIGHT = 0.5
 #: the share of the mean score of a segment's two neighbours in a unit="auto" score
 DEFAULT_NEIGHBOUR_WEIGHT = 0.2
 _MAX_WEIGHT = 10
-
-
-def _setting(default: Any, doc: str) -> Any:
-    """A field with its one-line description, which every door shows (CLI help, retriever fields)."""
-    return dataclasses.field(default=default, metadata={"doc": doc})
-
-
-def _is_int(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
 @dataclass(frozen=True)
@@ -72,18 +65,18 @@ class SearchSettings:
         ValueError: k and budget_tokens are mutually exclusive, got k=3, budget_tokens=512
     """
 
-    k: int | None = _setting(None, "results per query (default 4); excludes budget_tokens")
-    budget_tokens: int | None = _setting(None, "return results in rank order while their total tokens fit this "
+    k: int | None = setting(None, "results per query (default 4); excludes budget_tokens")
+    budget_tokens: int | None = setting(None, "return results in rank order while their total tokens fit this "
                                                "budget (instead of k)")
-    unit: str = _setting("cluster", "what a result is: a whole cluster ('cluster'), a passage of segments "
+    unit: str = setting("cluster", "what a result is: a whole cluster ('cluster'), a passage of segments "
                                     "('segment') or passages chosen for the budget ('auto')")
-    mode: str = _setting("segment+cluster", "vectors that score a whole cluster (unit 'cluster' only): "
+    mode: str = setting("segment+cluster", "vectors that score a whole cluster (unit 'cluster' only): "
                                             "'segment+cluster', 'cluster' or 'segment'")
-    cluster_weight: float = _setting(DEFAULT_CLUSTER_WEIGHT, "the cluster's share in a unit 'auto' score")
-    neighbour_weight: float = _setting(DEFAULT_NEIGHBOUR_WEIGHT, "the neighbouring segments' share in a unit "
+    cluster_weight: float = setting(DEFAULT_CLUSTER_WEIGHT, "the cluster's share in a unit 'auto' score")
+    neighbour_weight: float = setting(DEFAULT_NEIGHBOUR_WEIGHT, "the neighbouring segments' share in a unit "
                                                                  "'auto' score")
-    where: Mapping[str, Any] | None = _setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
-    where_document: Mapping[str, Any] | None = _setting(None, "a Chroma document filter, e.g. "
+    where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
+    where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
 
     def __post_init__(self) -> None:
@@ -108,11 +101,11 @@ class SearchSettings:
             if self.k is not None:
                 raise ValueError(f"k and budget_tokens are mutually exclusive, got k={self.k!r}, "
                                  f"budget_tokens={self.budget_tokens!r}")
-            if not _is_int(self.budget_tokens) or self.budget_tokens <= 0:
+            if not is_int(self.budget_tokens) or self.budget_tokens <= 0:
                 raise ValueError(f"budget_tokens must be a positive int, got {self.budget_tokens!r}")
             object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
         elif self.k is not None:
-            if not _is_int(self.k) or self.k <= 0:
+            if not is_int(self.k) or self.k <= 0:
                 raise ValueError(f"k must be a positive int, got {self.k!r}")
             object.__setattr__(self, "k", int(self.k))
 
