@@ -37,7 +37,7 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import mean_vector
 from hseg.chunking.config import ChunkerConfig, describe
-from hseg.chunking.records import listed_segment_ids, records_for, user_metadata
+from hseg.chunking.records import hidden_from_model, listed_segment_ids, records_for, user_metadata
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.text.structure import source_name
 
@@ -236,7 +236,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         nodes: dict[str, TextNode] = {}
         for r in records:
             meta = {**user, **_remap_ids(r.metadata, ids)}
-            hseg_keys = [key for key in meta if key.startswith("hseg_")]
+            hidden = hidden_from_model(meta)  # the core's one rule of what a model sees
             nodes[r.id] = TextNode(
                 id_=ids[r.id],
                 text=r.document,
@@ -244,8 +244,8 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
                 metadata=meta,
                 start_char_idx=int(meta["hseg_start"]),
                 end_char_idx=int(meta["hseg_end"]),
-                excluded_embed_metadata_keys=_merge_keys(doc.excluded_embed_metadata_keys, hseg_keys),
-                excluded_llm_metadata_keys=_merge_keys(doc.excluded_llm_metadata_keys, hseg_keys),
+                excluded_embed_metadata_keys=_merge_keys(doc.excluded_embed_metadata_keys, hidden),
+                excluded_llm_metadata_keys=_merge_keys(doc.excluded_llm_metadata_keys, hidden),
                 metadata_template=doc.metadata_template,
                 metadata_separator=doc.metadata_separator,
                 text_template=getattr(doc, "text_template", TextNode.model_fields["text_template"].default),

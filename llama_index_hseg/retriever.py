@@ -22,7 +22,7 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
-from hseg.chunking.records import RESERVED_PREFIX
+from hseg.chunking.records import hidden_from_model
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
@@ -199,11 +199,11 @@ def _to_node(hit: SearchHit) -> TextNode:
     (as on LangChain's Documents), formatting fields of the stored node, SOURCE the document."""
     node_id, meta = result_for(hit)
     stored = _stored_node_fields(hit.metadata)
-    # hseg keys describe the hit for code, not for the model: out of the embed and LLM text
-    hseg_keys = [k for k in meta if k.startswith(RESERVED_PREFIX)]
+    # the core's one rule of what a model sees: ids, offsets and scores are for code, not prompts
+    hidden = hidden_from_model(meta)
     for key in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
         kept = list(stored.get(key) or [])
-        stored[key] = kept + [k for k in hseg_keys if k not in kept]
+        stored[key] = kept + [k for k in hidden if k not in kept]
     ref = hit.metadata.get("ref_doc_id") if "_node_content" in hit.metadata else None  # a ChromaVectorStore's
     if not ref or ref == "None":  # ChromaVectorStore writes "None" for a node without SOURCE
         ref = hit.doc_id

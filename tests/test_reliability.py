@@ -949,8 +949,9 @@ def test_cli_index_server_going_away_names_it_and_a_rerun_completes(tmp_path, mo
         assert "8 indexed, 4 unchanged" in capsys.readouterr().out
         col = again.client().get_collection("hseg")
         final = stored_documents(col)
-        assert set(final) == set(files)
-        assert all(document_problems(final[d], files[d]) == [] for d in files)
+        absolute = {(tmp_path / d).as_posix(): d for d in files}  # with --host, ids are absolute paths
+        assert set(final) == set(absolute)
+        assert all(document_problems(final[a], files[d]) == [] for a, d in absolute.items())
         assert col.count() == _expected_records(files)
 
 

@@ -41,6 +41,11 @@ __all__ = [
     "Record",
     "unit_metadata",
     "user_metadata",
+    "hidden_from_model",
+    "BOOKKEEPING_KEYS",
+    "CONTENT_HASH_KEY",
+    "SETTINGS_KEY",
+    "MODEL_VISIBLE_KEYS",
     "flatten_metadata",
     "records_for",
     "check_unicode",
@@ -76,6 +81,19 @@ class MetadataKey:
 
 #: the key of a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
 HEADING_PATH_KEY = "hseg_heading_path"
+
+#: keys ``hseg index`` stores on every record to skip unchanged documents: the SHA-256 of the text
+#: and the settings fingerprint (:func:`hseg.ingest.fingerprint.chunk_settings`). Bookkeeping of the
+#: store, not the user's metadata: search results leave them out.
+CONTENT_HASH_KEY = "content_sha256"
+SETTINGS_KEY = "chunk_settings"
+BOOKKEEPING_KEYS = (CONTENT_HASH_KEY, SETTINGS_KEY)
+
+#: the ``hseg_*`` keys a framework shows to the LLM and to the embedder next to a result's text. The
+#: rule: only what helps to answer, at most the text's position and heading path; hseg shows none of
+#: its keys today (the heading titles already open a markdown segment's text, and ids, offsets and
+#: scores are for code): the model sees the text and the user's own metadata, nothing else.
+MODEL_VISIBLE_KEYS: tuple[str, ...] = ()
 
 #: every ``hseg_*`` key, in the order of the README table. A cluster or segment chunk has exactly the
 #: keys of its kind (a store record, a LangChain Document and a LlamaIndex node alike), a search
@@ -342,6 +360,19 @@ def unit_metadata(chunking: Chunking, unit: Cluster | Segment) -> dict[str, Any]
         meta["hseg_prev_id"] = segs[unit.index - 1].id if unit.index > 0 else ""
         meta["hseg_next_id"] = segs[unit.index + 1].id if unit.index + 1 < len(segs) else ""
     return meta
+
+
+def hidden_from_model(metadata: Mapping[str, Any]) -> list[str]:
+    """The keys of a result's ``metadata`` that a framework must not show to the LLM or the embedder:
+    every ``hseg_*`` key but :data:`MODEL_VISIBLE_KEYS`, and :data:`BOOKKEEPING_KEYS`. The one rule
+    both adapters apply (LlamaIndex as ``excluded_llm_metadata_keys``/``excluded_embed_metadata_keys``).
+
+    Example:
+        >>> hidden_from_model({"source": "a.md", "hseg_score": 0.7, "content_sha256": "9f2c"})
+        ['hseg_score', 'content_sha256']
+    """
+    return [k for k in metadata
+            if (k.startswith(RESERVED_PREFIX) and k not in MODEL_VISIBLE_KEYS) or k in BOOKKEEPING_KEYS]
 
 
 def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,12 +35,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _version() -> str:
+    from hseg import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hseg",
         description="Hierarchical segmentation chunking for RAG: segments, clique clusters, multi-vector retrieval.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    parser.add_argument("--version", action="version", version=f"hseg {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:
@@ -59,9 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so that a reader gone away is met inside this try
+        return code
     except KeyboardInterrupt:
+        print(f"hseg {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (``hseg stats | head -1``): what was asked is done, and
+        # nothing more can be told; point stdout at /dev/null so the interpreter's final flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (ValueError, FileNotFoundError, UnicodeDecodeError, IsADirectoryError, PermissionError) as exc:
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1

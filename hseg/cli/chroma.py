@@ -93,6 +93,12 @@ def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
     return chromadb.PersistentClient(path=str(db.resolve()))
 
 
+def id_anchor(args: argparse.Namespace) -> Path | None:
+    """Where document ids and sources are relative to: the folder that holds ``--db`` (so a file
+    gets the same id whatever the working directory), or ``None`` (absolute paths) with ``--host``."""
+    return None if args.host is not None else Path(args.db).resolve().parent
+
+
 def existing_collection(args: argparse.Namespace) -> Any:
     """The ``--collection`` of an index written before; a ``CliError`` naming what is there if absent."""
     from chromadb.errors import NotFoundError

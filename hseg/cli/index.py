@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hseg.cli.chroma import CliError, add_location, check_location, client, location_label, server_errors
+from hseg.cli.chroma import CliError, add_location, check_location, client, id_anchor, location_label, server_errors
 from hseg.cli.index_ray import add_ray_options, check_ray_args, index_with_ray
 from hseg.cli.options import (
     add_chunker_options,
@@ -79,7 +79,7 @@ def run_index(args: argparse.Namespace) -> int:
         report_line(f"hseg index: error: {message}")
 
     start = time.perf_counter()
-    files, problems = ingest.discover(args.paths)
+    files, problems = ingest.discover(args.paths, anchor=id_anchor(args))
     for arg, message in problems:
         report(f"{arg}: {message}")
     if not files and not args.prune:
@@ -145,11 +145,17 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             else:
                 summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
                                         progress=not args.quiet, report=report)
+        except ingest.IngestInterrupted as exc:
+            done = exc.summary
+            report_line(f"hseg index: interrupted after {done.documents} documents were indexed completely in "
+                        f"this run ({done.unchanged} unchanged); every stored document is whole: re-run the same "
+                        "command to index the rest")
+            return 130
         except ingest.IngestWriteError as exc:
             raise ValueError(str(exc)) from exc
         pruned = None
         if args.prune:
-            pruned = ingest.prune(store, args.paths, [f.doc_id for f in files],
+            pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),
                                   report=None if args.quiet else lambda d: report_line(f"pruned {d}: its file is gone"))
         total = store.count()
     failed = len(summary.failed) + len(problems)

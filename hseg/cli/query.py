@@ -14,9 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from hseg.cli.chroma import CliError, add_location, check_location, existing_collection, location_label, server_errors
+from hseg.cli.chroma import (
+    CliError,
+    add_location,
+    check_location,
+    existing_collection,
+    id_anchor,
+    location_label,
+    server_errors,
+)
 from hseg.cli.options import add_encoder_option, add_search_options, quiet_model_loading, search_settings_from_args
 
 __all__ = ["register", "format_hit"]
@@ -60,16 +69,18 @@ def run_query(args: argparse.Namespace) -> int:
     check_location(args)
     if not args.question.strip():
         args._parser.error("QUESTION is empty")
-    where = args.where
-    if args.source is not None:
-        where = {"source": args.source} if not where else {"$and": [{"source": args.source}, where]}
-    settings = search_settings_from_args(args, where=where)  # the library's one check, as a usage error
+    search_settings_from_args(args)  # the library's one check, as a usage error, before any work
     collection = existing_collection(args)
     with server_errors(args):
         if collection.count() == 0:
             raise CliError(f"collection {args.collection!r} at {location_label(args)} is empty; "
                            "run 'hseg index' first")
         recorded = (collection.metadata or {}).get("hseg_encoder")
+        where = args.where
+        if args.source is not None:
+            source = stored_source(collection, args.source, id_anchor(args))
+            where = {"source": source} if not where else {"$and": [{"source": source}, where]}
+    settings = search_settings_from_args(args, where=where)
     quiet_model_loading()  # the answer is the output: no weight-loading bar
     from hseg.encoders import factory
     from hseg.store import HierarchicalStore
@@ -94,6 +105,25 @@ def run_query(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(hits, 1):
         print(format_hit(rank, hit, tty=tty))
     return 0
+
+
+def stored_source(collection: Any, given: str, anchor: Path | None) -> str:
+    """The ``source`` value ``--source`` means: as given when records carry it, else the path as
+    ``hseg index`` records it (relative to ``anchor``, see :func:`hseg.ingest.files.doc_id_for`);
+    a ``CliError`` naming sources that end like it when neither is stored."""
+    from hseg.ingest.files import doc_id_for
+
+    for candidate in dict.fromkeys([given, doc_id_for(given, anchor)]):
+        if collection.get(where={"source": candidate}, limit=1, include=[])["ids"]:
+            return candidate
+    from hseg.store import HierarchicalStore
+
+    name = Path(given).name
+    alike = sorted({str(m["source"]) for _, m in HierarchicalStore.from_collection(collection).iter_metadatas(
+        {"hseg_level": "cluster"}) if str(m.get("source", "")).endswith(name)})[:5]
+    hint = f"; sources ending in {name!r}: {', '.join(alike)}" if alike else \
+        "; 'hseg stats' counts the documents, and a source is a path relative to the folder that holds --db"
+    raise CliError(f"no document has source {given!r}{hint}")
 
 
 def format_hit(rank: int, hit: Any, *, tty: bool = False) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "discover", "read_text_file", "read_files"]
+__all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "discover", "doc_id_for", "read_text_file", "read_files"]
 
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
@@ -20,30 +20,43 @@ SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file to index; ``doc_id`` is its path relative to the current directory (POSIX form)."""
+    """A file to index; ``doc_id`` is its path relative to :func:`discover`'s anchor (POSIX form)."""
 
     path: Path
     doc_id: str
 
 
-def _doc_id(path: Path) -> str:
-    return Path(os.path.relpath(os.path.abspath(path))).as_posix()
+def doc_id_for(path: str | os.PathLike[str], anchor: str | os.PathLike[str] | None = ".") -> str:
+    """The document id of a file: its path relative to ``anchor`` (a folder; ``"."``: the current
+    directory), or its absolute path with ``anchor=None``, in POSIX form.
+
+    ``hseg index`` anchors ids at the folder that holds ``--db``, so one file gets one id whatever
+    the working directory the command runs in (with ``--host``, ids are absolute paths).
+
+    Example:
+        >>> doc_id_for("/srv/docs/a.md", anchor="/srv")
+        'docs/a.md'
+    """
+    full = os.path.abspath(path)
+    if anchor is None:
+        return Path(full).as_posix()
+    return Path(os.path.relpath(full, os.path.abspath(anchor))).as_posix()
 
 
 def discover(
-    paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES
+    paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES, *, anchor: str | os.PathLike[str] | None = "."
 ) -> tuple[list[SourceFile], list[tuple[str, str]]]:
     """Files to index and ``(argument, problem)`` pairs for arguments that name nothing usable.
 
     A file named explicitly is taken whatever its suffix; folders (recursively, skipping hidden
     entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``. The
-    result is sorted by document id, without duplicates.
+    result is sorted by document id, without duplicates. Ids are made by :func:`doc_id_for` with ``anchor``.
     """
     found: dict[str, SourceFile] = {}
     problems: list[tuple[str, str]] = []
 
     def add(path: Path) -> None:
-        doc_id = _doc_id(path)
+        doc_id = doc_id_for(path, anchor)
         found.setdefault(doc_id, SourceFile(path, doc_id))
 
     def walk(folder: Path) -> int:

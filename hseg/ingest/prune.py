@@ -78,32 +78,38 @@ def stored_sources(store: Any, page: int = 5000) -> dict[str, set[str | None]]:
     return out
 
 
-def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str]) -> list[str]:
+def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str],
+                    anchor: str | os.PathLike[str] | None = ".") -> list[str]:
     """Sorted ids of the stored documents to prune after indexing ``paths``.
 
     A document is stale when every one of its records names a ``source`` that lies under ``paths``
     (:func:`prune_scope`), that is not among ``found`` (the document ids this run discovered) and
     that is no longer a file: its file was deleted or renamed. A document without ``source``, or
-    with one elsewhere, is never stale.
+    with one elsewhere, is never stale. Relative sources and ids are paths from ``anchor`` (see
+    :func:`hseg.ingest.files.doc_id_for`).
     """
     covers = prune_scope(paths)
-    seen = {os.path.abspath(d) for d in found}
+    base = os.path.abspath("/" if anchor is None else anchor)
+    seen = {os.path.join(base, d) for d in found}
 
     def gone(source: str | None) -> bool:
-        return source is not None and os.path.abspath(source) not in seen and covers(source) \
-            and not os.path.isfile(source)  # a file this run missed (say, a symlinked folder) stays
+        if source is None:
+            return False
+        full = os.path.normpath(os.path.join(base, source))
+        return full not in seen and covers(full) \
+            and not os.path.isfile(full)  # a file this run missed (say, a symlinked folder) stays
 
     return sorted(d for d, sources in stored_sources(store).items() if all(gone(s) for s in sources))
 
 
 def prune(store: Any, paths: Iterable[str], found: Iterable[str],
-          report: Callable[[str], None] | None = None) -> list[str]:
+          report: Callable[[str], None] | None = None, anchor: str | os.PathLike[str] | None = ".") -> list[str]:
     """Delete the :func:`stale_documents` from ``store``; returns their ids.
 
     ``found`` holds every document id the indexing run of ``paths`` discovered (the files it could
     not read included). ``report(doc_id)`` is called after each deletion.
     """
-    stale = stale_documents(store, paths, found)
+    stale = stale_documents(store, paths, found, anchor)
     for doc_id in stale:
         removed = store.delete(doc_id)
         logger.info("prune: %r removed (%d records), its file is gone", doc_id, removed)

@@ -26,11 +26,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.store.completeness import is_complete
 
-__all__ = ["IngestSummary", "IngestWriteError", "ingest", "ingest_batch"]
+__all__ = ["IngestSummary", "IngestWriteError", "IngestInterrupted", "ingest", "ingest_batch"]
 
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class IngestSummary:
 
     documents: int = 0  #: documents chunked and written
     unchanged: int = 0  #: skipped: already stored with the same content and settings
-    empty: int = 0  #: written with no records (blank text)
+    empty: int = 0  #: blank texts: nothing stored (counted in documents only when older records were removed)
     failed: list[tuple[str, str]] = field(default_factory=list)
     segments: int = 0
     clusters: int = 0
@@ -62,6 +63,18 @@ class IngestSummary:
         for stage, seconds in other.seconds.items():
             self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
         return self
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) during :func:`ingest`; ``summary`` is what the run had completed by then.
+
+    Every document counted there is stored whole; the batch in progress is whole or absent (see
+    :meth:`hseg.store.HierarchicalStore.add`), so running the same ingestion again finishes the rest.
+    """
+
+    def __init__(self, summary: IngestSummary) -> None:
+        super().__init__("interrupted")
+        self.summary = summary
 
 
 class IngestWriteError(RuntimeError):
@@ -121,6 +134,10 @@ def ingest(
                 raise IngestWriteError(f"{exc}; {summary.documents} documents were written before it; re-run the "
                                        "same command to complete the rest") from exc.__cause__
             summary.merge(done)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, IngestInterrupted):
+            raise
+        raise IngestInterrupted(summary) from None
     finally:
         for bar in bars.values():
             bar.close()
@@ -180,17 +197,26 @@ def ingest_batch(
             if d not in lost:
                 del todo[d]
     summary.unchanged = len(texts) - len(todo)
+    # a blank file has nothing to store: counted as empty, never as indexed, unless the store still
+    # holds records of its earlier text, which the write below removes
+    blank = [d for d, t in todo.items() if not t.strip()]
+    if blank:
+        held = store.stored_records(blank)
+        for d in blank:
+            if not held.get(d):
+                del todo[d]
+                summary.empty += 1
     t1 = time.perf_counter()
     summary.seconds["reading"] += t1 - t0
-    tick("chunking", summary.unchanged)
-    tick("writing", summary.unchanged)
+    tick("chunking", len(texts) - len(todo))
+    tick("writing", len(texts) - len(todo))
     chunkings = _chunk_batch(chunker, todo, problem)
     tick("chunking", len(todo))
     t2 = time.perf_counter()
     summary.seconds["chunking"] += t2 - t1
     extra = metadata or {}
-    metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), "content_sha256": shas[c.doc_id],
-              "chunk_settings": settings} for c in chunkings]
+    metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), CONTENT_HASH_KEY: shas[c.doc_id],
+              SETTINGS_KEY: settings} for c in chunkings]
     try:
         summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem)
     except Exception as exc:

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from hseg.chunking.chunks import unit_id
-from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, user_metadata
+from hseg.chunking.records import BOOKKEEPING_KEYS, HEADING_PATH_KEY, encode_heading_path, user_metadata
 from hseg.retrieval.hits import SearchHit
 
 __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
@@ -41,7 +41,8 @@ def result_id(hit: SearchHit) -> str:
 def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
     """``(id, metadata)`` of one search hit, as both adapters' retrievers return it.
 
-    ``metadata`` is the stored user metadata (the ``hseg_*`` keys and a LlamaIndex vector store's
+    ``metadata`` is the stored user metadata (the ``hseg_*`` keys, ``hseg index``'s
+    :data:`~hseg.chunking.records.BOOKKEEPING_KEYS` and a LlamaIndex vector store's
     :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
     ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
     ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists). Raises ``ValueError`` naming ``hit`` when it is not a
@@ -60,7 +61,7 @@ def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
         raise ValueError(f"hit: matched span [{m_start}, {m_end}) of {hit.matched_id!r} is outside the hit's "
                          f"span [{start}, {end})")
     stored = hit.metadata or {}
-    user = user_metadata(stored)
+    user = {k: v for k, v in user_metadata(stored).items() if k not in BOOKKEEPING_KEYS}
     if "_node_content" in stored:  # written by ChromaVectorStore: its storage keys are not the user's
         user = {k: v for k, v in user.items() if k not in LLAMA_INDEX_STORAGE_KEYS}
     if hit.segment_ids:

@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
+
 __all__ = ["is_complete"]
 
 
@@ -22,7 +24,7 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     document), the index must hold exactly the document's segments: a process killed after the
     records but before their unit-index records leaves the document incomplete.
     """
-    if not records or any(m.get("content_sha256") != sha or m.get("chunk_settings") != settings
+    if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
         return False
     clusters = sorted((m for m in records.values() if m.get("hseg_level") == "cluster"),

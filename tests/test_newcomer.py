@@ -1,0 +1,183 @@
+"""What a new user hit (issue 24), each through the CLI or the real framework objects."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import chromadb
+import pytest
+
+from hseg.cli import main
+from hseg.encoders import factory
+from tests.fakes import HashingEncoder, synthetic_book
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
+CHILD = r"""
+import sys
+sys.path.insert(0, {repo!r})
+from hseg.cli import main
+from hseg.encoders import factory
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+real_add = HierarchicalStore.add
+
+def add(self, chunkings, metadatas=None):
+    print("ADD", flush=True)
+    return real_add(self, chunkings, metadatas)
+
+HierarchicalStore.add = add
+sys.exit(main(sys.argv[1:]))
+"""
+BOOKKEEPING = ("content_sha256", "chunk_settings")
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    monkeypatch.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None: HashingEncoder())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _docs(root: Path, n: int = 3) -> dict[str, str]:
+    files = {f"docs/f{i}.md": synthetic_book(2_000 + 50 * i, seed=i) for i in range(n)}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return files
+
+
+def _child(tmp_path: Path) -> Path:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(repo=str(REPO)))
+    return script
+
+
+def test_bookkeeping_stays_out_of_the_llm_prompt_and_of_results(fake, capsys):
+    """``hseg index`` stores content_sha256 and chunk_settings on every record; they took 61% of a
+    RetrieverQueryEngine's prompt (k=4) and reached every LangChain Document."""
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import MetadataMode
+
+    from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
+    from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever
+
+    _docs(fake)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    collection = chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
+    assert all(k in collection.get(limit=1, include=["metadatas"])["metadatas"][0] for k in BOOKKEEPING)
+
+    li = LIRetriever(collection, HashingEncoder(), similarity_top_k=4)
+    nodes = li.retrieve("river flood water")
+    for n in nodes:
+        shown = n.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert not any(k in shown or k in n.node.metadata for k in BOOKKEEPING), shown[:300]
+        assert "hseg_" not in shown and "source: docs/" in shown
+    engine = RetrieverQueryEngine.from_args(li, llm=MockLLM())  # MockLLM answers with its prompt
+    prompt = str(engine.query("river flood water"))
+    assert nodes[0].node.text[:80] in prompt and not any(k in prompt for k in BOOKKEEPING)
+
+    lc = LCRetriever(store=li.store, k=4)
+    chain = lc | RunnableLambda(lambda docs: [d.metadata for d in docs])
+    metas = chain.invoke("river flood water")
+    assert metas and not any(k in m for m in metas for k in BOOKKEEPING)
+    capsys.readouterr()
+    assert main(["query", "river flood water", "--db", "db", "--json"]) == 0
+    assert not any(k in capsys.readouterr().out for k in BOOKKEEPING)
+
+
+def test_ids_do_not_depend_on_the_working_directory(fake, monkeypatch, capsys):
+    files = _docs(fake)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    monkeypatch.chdir(fake / "docs")
+    capsys.readouterr()
+    assert main(["index", ".", "--db", "../db", *FAKE, "--prune"]) == 0
+    out = capsys.readouterr().out
+    assert f"0 indexed, {len(files)} unchanged" in out and "pruned     0" in out
+    docs = {m["hseg_doc_id"] for m in chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
+            .get(include=["metadatas"])["metadatas"]}
+    assert docs == set(files)
+    assert main(["query", "river", "--db", "../db", "--source", "f1.md", "--json"]) == 0  # from the cwd
+    assert '"source": "docs/f1.md"' in capsys.readouterr().out
+
+
+def test_source_that_matches_nothing_says_so_with_a_hint(fake, capsys):
+    _docs(fake)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    capsys.readouterr()
+    assert main(["query", "river", "--db", "db", "--source", "elsewhere/f1.md"]) == 1
+    err = capsys.readouterr().err
+    assert "no document has source 'elsewhere/f1.md'" in err and "docs/f1.md" in err
+
+
+def test_an_empty_file_is_empty_not_indexed_and_a_no_op_rerun_says_so(fake, capsys):
+    _docs(fake, 2)
+    (fake / "docs" / "blank.md").write_text("  \n\n")
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    assert "2 indexed, 0 unchanged (skipped), 1 empty" in capsys.readouterr().out
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    assert "0 indexed, 2 unchanged (skipped), 1 empty" in capsys.readouterr().out
+    (fake / "docs" / "f0.md").write_text("\n")  # a document emptied: its old records go
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    assert "1 indexed, 1 unchanged (skipped), 2 empty" in capsys.readouterr().out
+    assert main(["stats", "--db", "db", "--json"]) == 0
+    assert '"documents": 1' in capsys.readouterr().out
+
+
+def test_output_into_a_closed_pipe_is_quiet(tmp_path):
+    script = _child(tmp_path)
+    _docs(tmp_path)
+    subprocess.run([sys.executable, str(script), "index", "docs", "--db", "db", *FAKE], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    for args in (["stats", "--db", "db"], ["index", "docs", "--db", "db", *FAKE]):
+        proc = subprocess.Popen([sys.executable, str(script), *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        proc.stdout.close()  # as `| head -1` does once it has its line
+        err = proc.stderr.read()
+        proc.stderr.close()
+        assert proc.wait(timeout=300) == 0, err
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_ctrl_c_says_what_was_stored_and_that_a_rerun_finishes(tmp_path):
+    script = _child(tmp_path)
+    files = _docs(tmp_path, 12)
+    proc = subprocess.Popen([sys.executable, str(script), "index", "docs", "--db", "db", "--batch-docs", "2", *FAKE],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 120
+        while seen < 3 and time.monotonic() < deadline:  # bounded: 6 batches exist
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen += line.startswith("ADD")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted after" in err and "re-run the same command" in err and "Traceback" not in err
+    done = int(err.split("interrupted after ")[1].split(" ")[0])
+    assert 2 <= done < len(files)
+    rerun = subprocess.run([sys.executable, str(script), "index", "docs", "--db", "db", *FAKE], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and "unchanged" in rerun.stdout
+
+
+def test_version(capsys):
+    from hseg import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"hseg {__version__}"
+
+
