@@ -181,3 +181,28 @@ def test_version(capsys):
     assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"hseg {__version__}"
 
 
+
+
+def test_an_encoder_that_cannot_load_fails_once_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    real = factory.load_encoder
+    monkeypatch.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None:
+                        HashingEncoder() if name == HashingEncoder.name else real(name, backend, threads))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    _docs(tmp_path, 5)
+    t0 = time.monotonic()
+    assert main(["index", "docs", "--db", "db", "--encoder", "BAAI/bge-small-en-v1.5", "--quiet"]) == 1
+    assert time.monotonic() - t0 < 60  # no hub retries
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "BAAI/bge-small-en-v1.5" in lines[0] and "HF_HUB_OFFLINE" in lines[0], err
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"))
+    assert "hseg" not in [c if isinstance(c, str) else c.name for c in client.list_collections()]
+    # a collection an older hseg left recorded with that encoder but empty is re-used with another
+    client.create_collection("hseg", metadata={"hseg_schema": 1, "hseg_encoder": "BAAI/bge-small-en-v1.5"},
+                             configuration={"hnsw": {"space": "cosine"}}, embedding_function=None)
+    del client
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    assert "5 indexed" in capsys.readouterr().out
+    assert main(["stats", "--db", "db", "--json"]) == 0
+    assert f'"encoder": "{HashingEncoder.name}"' in capsys.readouterr().out

@@ -113,9 +113,12 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
 
     recorded = None
     with server_errors(args):
+        holds_documents = False
         try:
             existing = chroma.get_collection(args.collection, embedding_function=None)
-            recorded = (existing.metadata or {}).get("hseg_encoder")
+            holds_documents = existing.count() > 0
+            # an empty collection (a first run that failed) binds no encoder
+            recorded = (existing.metadata or {}).get("hseg_encoder") if holds_documents else None
         except (NotFoundError, ValueError):  # absent: created below
             if not files:
                 raise CliError(f"nothing to index, and no collection {args.collection!r} at {location_label(args)} "
@@ -134,6 +137,11 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             report_line(f"loading encoder {name} ...")
 
     encoder = factory.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
+    if not holds_documents:
+        try:  # nothing stored to skip: load now, so a model that cannot load fails before anything is written
+            encoder.loaded  # noqa: B018
+        except factory.EncoderLoadError as exc:
+            raise CliError(str(exc)) from None
     from hseg.store import HierarchicalStore
 
     chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars
@@ -151,6 +159,8 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                         f"this run ({done.unchanged} unchanged); every stored document is whole: re-run the same "
                         "command to index the rest")
             return 130
+        except factory.EncoderLoadError as exc:
+            raise CliError(str(exc)) from None
         except ingest.IngestWriteError as exc:
             raise ValueError(str(exc)) from exc
         pruned = None

@@ -14,7 +14,7 @@ from hseg.encoders.base import (
     check_backend,
     l2_normalize,
 )
-from hseg.encoders.factory import LazyEncoder, as_encoder, load_encoder
+from hseg.encoders.factory import EncoderLoadError, LazyEncoder, as_encoder, load_encoder
 from hseg.encoders.identity import (
     DEFAULT_MODEL,
     canonical_model_name,
@@ -28,7 +28,8 @@ from hseg.encoders.onnx_runtime import OnnxEncoder
 from hseg.encoders.torch_backend import SentenceTransformerEncoder, auto_device, sentence_embedding_dimension
 
 __all__ = [
-    "BACKENDS", "DEFAULT_BACKEND", "DEFAULT_MODEL", "GRAPH_NAME", "CachingEncoder", "CallableEncoder", "Encoder",
+    "BACKENDS", "DEFAULT_BACKEND", "EncoderLoadError", "DEFAULT_MODEL", "GRAPH_NAME", "CachingEncoder",
+    "CallableEncoder", "Encoder",
     "ExportedModel", "LazyEncoder", "OnnxEncoder", "OnnxManifest", "SentenceTransformerEncoder", "as_encoder",
     "auto_device", "canonical_model_name", "check_backend", "l2_normalize", "load_encoder", "model_cache_folder",
     "model_folder", "offline_model_path", "onnx_cache_dir", "sentence_embedding_dimension", "source_identity",

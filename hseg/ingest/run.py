@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
+from hseg.encoders.factory import EncoderLoadError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.store.completeness import is_complete
@@ -286,6 +287,8 @@ def _chunk_batch(chunker: Any, texts: Mapping[str, str], problem: Callable[[str,
         warnings.filterwarnings("ignore", message=r"document .* is blank")  # counted as empty instead
         try:
             return list(chunker.chunk_many([texts[d] for d in ids], ids))
+        except EncoderLoadError:
+            raise  # not a fault of these documents: no document can be chunked
         except Exception as exc:
             if len(ids) == 1:
                 problem(ids[0], f"chunking failed ({type(exc).__name__}: {exc})")

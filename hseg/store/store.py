@@ -211,12 +211,19 @@ class HierarchicalStore:
         return None if name is None else str(name)
 
     def _check_encoder_name(self, name: str) -> None:
-        check_encoder(self.collection.name, self.encoder_name, name, allow_mismatch=self.allow_encoder_mismatch)
+        try:
+            check_encoder(self.collection.name, self.encoder_name, name, allow_mismatch=self.allow_encoder_mismatch)
+        except ValueError:
+            if self.collection.count() > 0:
+                raise
+            # a collection that holds nothing binds no encoder (say, one left by a failed first run):
+            # the next write records the new one
 
-    def _record_collection_meta(self, encoder_name: str | None) -> None:
+
+    def _record_collection_meta(self, encoder_name: str | None, *, replace: bool = False) -> None:
         meta = dict(self.collection.metadata or {})
         wanted: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
-        if encoder_name is not None and "hseg_encoder" not in meta:
+        if encoder_name is not None and ("hseg_encoder" not in meta or replace):
             wanted["hseg_encoder"] = encoder_name
         if all(meta.get(k) == v for k, v in wanted.items()):
             return
@@ -297,6 +304,10 @@ class HierarchicalStore:
         with remote_errors(self.collection, "reading the collection"):
             old = self._existing(doc_ids)
             batch = self.max_batch_size()
+            recorded = self.encoder_name
+            if enc_name is not None and recorded is not None and self.collection.count() == 0 \
+                    and canonical_model_name(recorded) != canonical_model_name(enc_name):
+                self._record_collection_meta(enc_name, replace=True)  # an empty collection takes the new encoder
         new_ids = {r.id for r in records}
         stale = [rid for rid in old if rid not in new_ids]
         done: list[str] = []  # documents whose every record is written
