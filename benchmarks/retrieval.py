@@ -107,6 +107,10 @@ for _name, _chunker in BASELINES.items():
 import hseg_methods  # noqa: E402
 
 hseg_methods.register_all(register, Retrieval)
+# BM25 and hybrid (dense + BM25) peers over the Recursive-200 chunks (benchmarks/peers.py).
+import peers  # noqa: E402
+
+peers.register_all(register, Retrieval)
 
 
 def resolve_method(name: str) -> Method | None:
