@@ -286,7 +286,7 @@ def cluster_semantic(max_tokens: int, piece_tokens: int = 50) -> Chunker:
         pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", vectors, vectors))) / 2
         mean = pair_sum / (n * (n - 1) / 2) if n > 1 else 0.0
         band = np.zeros((n, max(max_pieces - 1, 1)))
-        for d in range(1, max_pieces):
+        for d in range(1, min(max_pieces, n)):  # pairs d apart exist only for d < n
             band[: n - d, d - 1] = np.einsum("ij,ij->i", vectors[: n - d], vectors[d:])
         return [Chunk(corpus_id, pieces[a].start, pieces[b - 1].end, text[pieces[a].start : pieces[b - 1].end])
                 for a, b in cluster_pieces(band, mean, max_pieces)]

@@ -292,7 +292,6 @@ def _partitions(n: int, max_size: int):
 def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
     """ClusterSemanticChunker's dynamic programme against brute force over every partition."""
     import numpy as np
-
     from baselines import cluster_pieces
 
     rng = np.random.default_rng(seed)
@@ -301,7 +300,7 @@ def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
     sims = v @ v.T
     mean = float(sims[np.triu_indices(n, 1)].mean()) if n > 1 else 0.0
     band = np.zeros((n, max(max_pieces - 1, 1)))
-    for d in range(1, max_pieces):
+    for d in range(1, min(max_pieces, n)):
         band[: n - d, d - 1] = np.diag(sims, d)
 
     def value(runs):
@@ -311,3 +310,17 @@ def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
     assert [a for a, _ in got] == [0, *(b for _, b in got[:-1])] and got[-1][1] == n
     assert all(b - a <= max_pieces for a, b in got)
     assert value(got) == pytest.approx(max(value(p) for p in _partitions(n, max_pieces)), abs=1e-9)
+
+
+def test_cluster_semantic_chunker_on_documents_shorter_than_a_chunk():
+    """Fewer pieces than a chunk may hold (here 1 to 3): one exact span, no error."""
+    pytest.importorskip("tiktoken")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from baselines import cluster_semantic
+
+    from tests.fakes import HashingEncoder
+
+    chunker = cluster_semantic(200)
+    for text in ["Short.", "A sentence about rivers. " * 4, "Engines and pistons turn the crank. " * 9]:
+        got = chunker("c", text, HashingEncoder())
+        assert got and all(text[c.start:c.end] == c.text for c in got)
