@@ -10,7 +10,9 @@ what is scored.
 - LangChain ``TokenTextSplitter`` 250/125 and 400/0 (windows on token ids, mapped to exact spans);
 - ``langchain-experimental`` ``SemanticChunker`` (Kamradt; percentile 95, buffer 1);
 - LlamaIndex ``SentenceSplitter`` 512 and 1024 (default overlap 200) and
-  ``SemanticSplitterNodeParser`` (percentile 95, buffer 1).
+  ``SemanticSplitterNodeParser`` (percentile 95, buffer 1);
+- Chroma's ``ClusterSemanticChunker`` (the report's own proposal) at 200 tokens, written here from
+  the report's description: see :func:`cluster_semantic`.
 """
 
 from __future__ import annotations
@@ -215,6 +217,83 @@ def li_semantic(corpus_id: str, text: str, encoder: Any) -> list[Chunk]:
     return node_chunks(corpus_id, text, parser.get_nodes_from_documents([Document(text=text)]))
 
 
+# --------------------------------------------------------------------------- Chroma
+
+
+def cluster_pieces(sims_band: np.ndarray, mean: float, max_pieces: int) -> list[tuple[int, int]]:
+    """The partition of ``n`` consecutive pieces into runs of at most ``max_pieces`` that maximises
+    the sum, over runs, of ``sim(i, j) - mean`` over the pairs ``i < j`` inside a run.
+
+    ``sims_band[i, d - 1]`` is the cosine similarity of pieces ``i`` and ``i + d`` (``d`` =
+    1 .. ``max_pieces - 1``; unused entries past the end are ignored). Subtracting the mean pair
+    similarity of the document is what keeps the objective from always taking the longest runs:
+    a pair scores only when it is more alike than the document's average pair. Exact dynamic
+    programming over run ends; on equal totals the shorter last run wins (deterministic).
+    Returns half-open ``(first, end)`` piece ranges in order.
+    """
+    n = sims_band.shape[0]
+    best = np.full(n + 1, -np.inf)
+    best[0] = 0.0
+    cut = np.zeros(n + 1, dtype=np.int64)
+    for end in range(1, n + 1):
+        gain = 0.0  # pairs inside pieces [end - size, end)
+        for size in range(1, min(max_pieces, end) + 1):
+            first = end - size
+            # the new piece ``first`` pairs with every later piece of the run
+            gain += float(sum(sims_band[first, d - 1] - mean for d in range(1, size)))
+            total = best[first] + gain
+            if total > best[end]:
+                best[end] = total
+                cut[end] = first
+    runs, end = [], n
+    while end > 0:
+        runs.append((int(cut[end]), end))
+        end = int(cut[end])
+    return runs[::-1]
+
+
+def cluster_semantic(max_tokens: int, piece_tokens: int = 50) -> Chunker:
+    """Chroma's ``ClusterSemanticChunker`` (report, "ClusterSemanticChunker"), from its description.
+
+    1. The document is split into pieces of at most ``piece_tokens`` (50) cl100k tokens by the
+       report's recursive splitter (LangChain ``RecursiveCharacterTextSplitter``, the report's
+       separators, no overlap).
+    2. Every piece is embedded (the run's encoder, MiniLM) and compared by cosine similarity.
+    3. Dynamic programming picks the partition of consecutive pieces that maximises the total
+       within-chunk similarity, with at most ``max_tokens // piece_tokens`` pieces (4 for 200
+       tokens) per chunk, so that no chunk exceeds ``max_tokens``: :func:`cluster_pieces`. Pair
+       similarities are taken relative to the document's mean pair similarity (as the reference
+       implementation does; without it the raw sum of positive similarities would always favour
+       the largest chunks, while the report's chunks average ~102 tokens at 200).
+
+    A chunk is the exact span from its first piece's start to its last piece's end (the reference
+    joins piece texts with a space; here the original whitespace between pieces is kept, so what
+    is embedded and scored is a slice of the corpus). Each corpus file is one document, so the
+    mean similarity is per corpus, as in the report's runs.
+    """
+    max_pieces = max(1, max_tokens // piece_tokens)
+    pieces_of = recursive(piece_tokens, 0)
+
+    def chunk(corpus_id: str, text: str, encoder: Any) -> list[Chunk]:
+        pieces = pieces_of(corpus_id, text, None)
+        if not pieces:
+            return []
+        vectors = np.asarray(encoder.encode([p.text for p in pieces]), dtype=np.float64)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        n = len(pieces)
+        # mean over all pairs i < j: (|sum v|^2 - sum |v_i|^2) / 2 / (n (n - 1) / 2)
+        total = vectors.sum(axis=0)
+        pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", vectors, vectors))) / 2
+        mean = pair_sum / (n * (n - 1) / 2) if n > 1 else 0.0
+        band = np.zeros((n, max(max_pieces - 1, 1)))
+        for d in range(1, min(max_pieces, n)):  # pairs d apart exist only for d < n
+            band[: n - d, d - 1] = np.einsum("ij,ij->i", vectors[: n - d], vectors[d:])
+        return [Chunk(corpus_id, pieces[a].start, pieces[b - 1].end, text[pieces[a].start : pieces[b - 1].end])
+                for a, b in cluster_pieces(band, mean, max_pieces)]
+
+    return chunk
+
+
 BASELINES: dict[str, Chunker] = {
     "lc_recursive_200_0": recursive(200, 0),
     "lc_recursive_400_0": recursive(400, 0),
@@ -230,4 +309,5 @@ BASELINES: dict[str, Chunker] = {
     "li_sentence_512": li_sentence(512),
     "li_sentence_1024": li_sentence(1024),
     "li_semantic": li_semantic,
+    "chroma_cluster_200": cluster_semantic(200),
 }

@@ -1,9 +1,9 @@
 """Chroma's token-level retrieval evaluation (Smith & Troynikov 2024), as a small library.
 
-Data: ``<data>/corpora/*.md`` and ``<data>/questions.csv`` (``question``, ``references`` = JSON list
-of ``{content, start_index, end_index}`` character offsets into the corpus file, ``corpus_id`` =
-file stem). All corpora are pooled in ONE index, as in the report: a query ranks the chunks of
-every corpus together.
+Data: ``<data>/corpora/*.md`` and ``<data>/questions.csv`` or another questions file (``question``,
+``references`` = JSON list of ``{content, start_index, end_index}`` character offsets into the
+corpus file, ``corpus_id`` = file stem). All corpora are pooled in ONE index, as in the report: a
+query ranks the chunks of every corpus together.
 
 Metric (report, "Metrics", and its code ``BaseEvaluation._scores_from_dataset_and_retrievals``):
 for a query, E = union of its reference spans, R = union of the retrieved chunk spans that lie in
@@ -60,12 +60,16 @@ class Chunk(NamedTuple):
 # --------------------------------------------------------------------------- data
 
 
-def load_eval(data_dir: str | Path) -> tuple[dict[str, str], list[Query]]:
-    """Corpora (UTF-8, keyed by file stem) and the queries, references checked against the text."""
+def load_eval(data_dir: str | Path, questions: str | Path | None = None) -> tuple[dict[str, str], list[Query]]:
+    """Corpora (UTF-8, keyed by file stem) and the queries, references checked against the text.
+
+    ``questions`` is the questions file (same columns as ``questions.csv``); default
+    ``<data_dir>/questions.csv``. A data set may ship several question sets over one set of corpora
+    (``textbook_qa/questions_term.csv``)."""
     data_dir = Path(data_dir)
     corpora = {p.stem: p.read_text(encoding="utf-8") for p in sorted((data_dir / "corpora").glob("*.md"))}
     queries = []
-    with open(data_dir / "questions.csv", encoding="utf-8", newline="") as fh:
+    with open(Path(questions) if questions else data_dir / "questions.csv", encoding="utf-8", newline="") as fh:
         for row in csv.DictReader(fh):
             corpus = corpora[row["corpus_id"]]
             refs = []

@@ -1,7 +1,7 @@
 """Paired, per-query comparison of two retrieval methods: is a difference in the table real?
 
     HF_HUB_OFFLINE=1 python benchmarks/paired.py hseg_sc_256 hseg_c_256 [--pairs A B ...] \
-        [--data ../shared/data/chroma_eval] [--budgets 1024 2048 4096] [--ks 5 8 10]
+        [--data ../shared/data/chroma_eval] [--questions FILE] [--budgets 1024 2048 4096] [--ks 5 8 10]
     python benchmarks/paired.py hseg_auto_512 hseg_auto_512@previous.pt   # two segmenters, one method
 
 A pooled recall difference of one point is three queries of 276. For every setting (k chunks, or
@@ -96,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("b", help="method B")
     p.add_argument("--pairs", nargs="*", default=[], help="more pairs: A2 B2 A3 B3 ...")
     p.add_argument("--data", default="../shared/data/chroma_eval")
+    p.add_argument("--questions", default=None, help="questions file (default: questions.csv inside --data)")
     p.add_argument("--corpora", nargs="+", default=None)
     p.add_argument("--budgets", nargs="+", type=int, default=[1024, 2048, 4096])
     p.add_argument("--ks", nargs="+", type=int, default=[5])
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(m for m in {m for pair in pairs for m in pair} if retrieval.resolve_method(m) is None)
     if unknown:
         p.error(f"unknown methods {unknown}; known: {list(retrieval.METHODS)}")
-    corpora, queries = load_eval(args.data)
+    corpora, queries = load_eval(args.data, args.questions)
     if args.corpora:
         corpora = {c: corpora[c] for c in args.corpora}
         queries = [q for q in queries if q.corpus_id in corpora]

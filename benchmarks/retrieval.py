@@ -3,7 +3,12 @@
 Usage (from the repository root, offline)::
 
     HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --data ../shared/data/chroma_eval \
-        [--methods NAME ...] [--corpora NAME ...] [--budgets 1024 2048 4096] [--out benchmarks/out]
+        [--questions FILE] [--methods NAME ...] [--corpora NAME ...] [--budgets 1024 2048 4096] \
+        [--out benchmarks/out]
+
+``--questions`` reads another questions file over the same corpora (default
+``<data>/questions.csv``), e.g. ``--data ../shared/data/textbook_qa --questions
+../shared/data/textbook_qa/questions_term.csv``.
 
 Prints markdown tables (pooled first, then per corpus) and writes ``<out>/retrieval.csv`` (one
 row per method × corpus-or-pooled × setting) and ``<out>/retrieval.png`` (pooled recall and IoU
@@ -102,6 +107,10 @@ for _name, _chunker in BASELINES.items():
 import hseg_methods  # noqa: E402
 
 hseg_methods.register_all(register, Retrieval)
+# BM25 and hybrid (dense + BM25) peers over the Recursive-200 chunks (benchmarks/peers.py).
+import peers  # noqa: E402
+
+peers.register_all(register, Retrieval)
 
 
 def resolve_method(name: str) -> Method | None:
@@ -222,6 +231,7 @@ def plot(rows: list[dict[str, Any]], budgets: Sequence[int], path: Path) -> None
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="../shared/data/chroma_eval")
+    p.add_argument("--questions", default=None, help="questions file (default: questions.csv inside --data)")
     p.add_argument("--methods", nargs="+", default=None, help=f"default: all of {', '.join(METHODS)}")
     p.add_argument("--corpora", nargs="+", default=None, help="restrict index and queries (default: all)")
     p.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
@@ -237,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     unknown = [m for m in methods if resolve_method(m) is None]
     if unknown:
         p.error(f"unknown methods {unknown}; known: {list(METHODS)}")
-    corpora, queries = load_eval(args.data)
+    corpora, queries = load_eval(args.data, args.questions)
     if args.corpora:
         missing = set(args.corpora) - set(corpora)
         if missing:

@@ -275,3 +275,52 @@ def test_sentence_groups_map_back_to_spans():
     assert got[0].text == "One.  Two!"
     with pytest.raises(ValueError):
         spans_from_sentence_groups("c", text, sentences, ["One. Three?"], " ")
+
+
+def _partitions(n: int, max_size: int):
+    """Every split of ``range(n)`` into consecutive runs of at most ``max_size``."""
+    if n == 0:
+        yield []
+        return
+    for size in range(1, min(max_size, n) + 1):
+        for rest in _partitions(n - size, max_size):
+            yield [(0, size)] + [(a + size, b + size) for a, b in rest]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
+    """ClusterSemanticChunker's dynamic programme against brute force over every partition."""
+    import numpy as np
+    from baselines import cluster_pieces
+
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, 5))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    sims = v @ v.T
+    mean = float(sims[np.triu_indices(n, 1)].mean()) if n > 1 else 0.0
+    band = np.zeros((n, max(max_pieces - 1, 1)))
+    for d in range(1, min(max_pieces, n)):
+        band[: n - d, d - 1] = np.diag(sims, d)
+
+    def value(runs):
+        return sum(sims[i, j] - mean for a, b in runs for i in range(a, b) for j in range(i + 1, b))
+
+    got = cluster_pieces(band, mean, max_pieces)
+    assert [a for a, _ in got] == [0, *(b for _, b in got[:-1])] and got[-1][1] == n
+    assert all(b - a <= max_pieces for a, b in got)
+    assert value(got) == pytest.approx(max(value(p) for p in _partitions(n, max_pieces)), abs=1e-9)
+
+
+def test_cluster_semantic_chunker_on_documents_shorter_than_a_chunk():
+    """Fewer pieces than a chunk may hold (here 1 to 3): one exact span, no error."""
+    pytest.importorskip("tiktoken")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from baselines import cluster_semantic
+
+    from tests.fakes import HashingEncoder
+
+    chunker = cluster_semantic(200)
+    for text in ["Short.", "A sentence about rivers. " * 4, "Engines and pistons turn the crank. " * 9]:
+        got = chunker("c", text, HashingEncoder())
+        assert got and all(text[c.start:c.end] == c.text for c in got)

@@ -1,4 +1,7 @@
-"""Smoke runs of the benchmark commands: one corpus, one budget; the table's shape, not its numbers."""
+"""Smoke runs of the benchmark commands: one corpus, one budget; the table's shape, not its numbers.
+
+The runs of the real commands load the real model (marked ``model``); the peers and ``--questions``
+are run in-process on tiny generated data with a hashing encoder in the model's place."""
 
 from __future__ import annotations
 
@@ -10,8 +13,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-
-pytestmark = pytest.mark.model
 
 
 def run(args: list[str], tmp_path: Path) -> str:
@@ -26,6 +27,7 @@ def table_rows(text: str) -> list[list[str]]:
             if line.startswith("| ") and not line.startswith("| method")]
 
 
+@pytest.mark.model
 def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/retrieval.py", "--data", str(data), "--corpora", "chatlogs", "--budgets", "1024",
@@ -43,6 +45,7 @@ def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
     assert (tmp_path / "retrieval.png").stat().st_size > 1000
 
 
+@pytest.mark.model
 def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/ingest_speed.py", "--data", str(data), "--corpora", "chatlogs",
@@ -56,6 +59,7 @@ def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
     assert "hseg: onnx" in stdout and "the speed of torch" in stdout
 
 
+@pytest.mark.model
 def test_paired_comparison_smoke(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/paired.py", "hseg_sc_256", "hseg_c_256", "--data", str(data), "--corpora", "chatlogs",
@@ -69,6 +73,7 @@ def test_paired_comparison_smoke(shared_dir, tmp_path):
         assert wins + losses <= 45 and 0 <= float(r[5]) <= 1  # chatlogs has 45 queries
 
 
+@pytest.mark.model
 def test_paired_compares_one_method_under_two_segmenters(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/paired.py", "hseg_seg_256", "hseg_seg_256@bilstm", "--pairs", "hseg_seg_256",
@@ -85,6 +90,7 @@ def test_paired_compares_one_method_under_two_segmenters(shared_dir, tmp_path):
     assert bad.returncode != 0 and "unknown methods" in bad.stderr  # only hseg methods take a segmenter
 
 
+@pytest.mark.model
 def test_query_cold_start_smoke(tmp_path):
     report = tmp_path / "cold.md"
     stdout = run(["benchmarks/query_cold_start.py", "--db", str(tmp_path / "db"), "--runs", "1",
@@ -95,3 +101,89 @@ def test_query_cold_start_smoke(tmp_path):
                                         "`chromadb`", "`hseg.cli`"]
     assert "--backend onnx` cold start" in stdout and "--backend torch` cold start" in stdout
     assert all(re.fullmatch(r"-?\d+\.\d\d", r[1]) for r in rows[1:]), rows  # seconds, two decimals
+
+
+# --------------------------------------------------------------------------- peers and --questions, no model
+
+PEERS = ["chroma_cluster_200", "bm25_recursive_200", "hybrid_recursive_200", "li_bm25_recursive_200",
+         "li_fusion_recursive_200"]
+
+
+def tiny_eval(root: Path) -> Path:
+    """Two generated corpora, ``questions.csv`` (2 queries each) and ``other.csv`` (3 each), in the
+    harness's format; returns ``other.csv``."""
+    import csv
+    import json
+
+    from tests.fakes import synthetic_book
+
+    (root / "corpora").mkdir(parents=True)
+    files: dict[str, list[dict[str, str]]] = {"questions.csv": [], "other.csv": []}
+    for seed, cid in enumerate(["alpha", "beta"]):
+        text = synthetic_book(4000, seed)
+        (root / "corpora" / f"{cid}.md").write_text(text, encoding="utf-8")
+        for i, m in enumerate(list(re.finditer(r"[A-Z][^.?!\n]*[.?!]", text))[1:6]):
+            ref = {"content": m.group(), "start_index": m.start(), "end_index": m.end()}
+            files["questions.csv" if i < 2 else "other.csv"].append(
+                {"question": "What about " + " ".join(m.group().split()[:6]) + "?",
+                 "references": json.dumps([ref]), "corpus_id": cid})
+    for name, rows in files.items():
+        with open(root / name, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["question", "references", "corpus_id"])
+            writer.writeheader()
+            writer.writerows(rows)
+    return root / "other.csv"
+
+
+@pytest.fixture
+def benchmarks_without_model(monkeypatch):
+    """``retrieval`` and ``paired`` imported in-process, their encoder a hashing encoder."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    from tests.fakes import HashingEncoder
+
+    monkeypatch.setattr("hseg.encoders.as_encoder", lambda *args, **kwargs: HashingEncoder())
+    import paired
+    import retrieval
+
+    return retrieval, paired
+
+
+def test_peers_and_questions_option_without_the_model(benchmarks_without_model, tmp_path, capsys):
+    retrieval, paired = benchmarks_without_model
+    other = tiny_eval(tmp_path / "data")
+    data = str(tmp_path / "data")
+    methods = [*PEERS, "lc_recursive_200_0"]
+    rows = retrieval.main(["--data", data, "--questions", str(other), "--methods", *methods, "--budgets", "1024",
+                           "--out", str(tmp_path / "out")])
+    assert [r["method"] for r in rows if r["corpus"] == "pooled" and r["setting"] == "k=5"] == methods
+    assert len(rows) == len(methods) * 3 * 2  # (alpha, beta, pooled) x (k=5, B=1024)
+    assert {r["queries"] for r in rows if r["corpus"] == "pooled"} == {6}  # other.csv, not questions.csv
+    assert all(0 <= r["recall"] <= 100 and r["starved"] == 0 for r in rows)
+    default = retrieval.main(["--data", data, "--methods", "bm25_recursive_200", "--budgets", "1024",
+                              "--out", str(tmp_path / "out2")])
+    assert {r["queries"] for r in default if r["corpus"] == "pooled"} == {4}  # questions.csv
+
+    assert paired.main(["hybrid_recursive_200", "bm25_recursive_200", "--data", data, "--questions", str(other),
+                        "--budgets", "1024", "--ks", "5"]) == 0
+    assert "6 queries" in capsys.readouterr().out
+
+
+def test_peers_rank_the_whole_small_index_deterministically(benchmarks_without_model, tmp_path):
+    """Each peer's list is DEPTH long or the whole index; equal BM25 scores keep index order."""
+    retrieval, _ = benchmarks_without_model
+    import evaluation
+
+    from hseg.encoders import CachingEncoder
+    from tests.fakes import HashingEncoder
+
+    corpora, queries = evaluation.load_eval(tmp_path / "data", tiny_eval(tmp_path / "data"))
+    nothing = evaluation.Query("zzzz qqqq", "alpha", [(0, 1)])  # no word of the corpora: all BM25 scores 0
+    encoder = CachingEncoder(HashingEncoder())
+    for name in PEERS:
+        fn = retrieval.resolve_method(name)
+        first, again = fn(corpora, [*queries, nothing], encoder), fn(corpora, [*queries, nothing], encoder)
+        assert first.ranked == again.ranked, name
+        assert all(len(r) == min(retrieval.DEPTH, len(first.units)) for r in first.ranked), name
+        retrieval.check_ranked(name, corpora, queries, first.ranked[:-1])
+        if "bm25" in name:
+            assert first.ranked[-1] == first.units[: retrieval.DEPTH], name
