@@ -172,4 +172,11 @@ def run_stats(args: argparse.Namespace) -> int:
     print(f"segments   {stats['segments']}  (mean {fmt(stats['mean_segment_tokens'])} tokens)")
     print(f"vectors    {stats['vectors']}" + (f"  (+{stats['other_records']} records of other writers)"
                                               if stats["other_records"] else ""))
+    if stats["documents_incomplete"]:
+        print(f"complete   {stats['documents_complete']} documents; {stats['documents_incomplete']} INCOMPLETE "
+              "(an interrupted or failed write): re-run 'hseg index' on their paths")
+    else:
+        print(f"complete   all {stats['documents_complete']} documents")
+    if stats["unit_index_segments"] is not None:
+        print(f"unit index {stats['unit_index_segments']} of {stats['segments_total']} segments")
     return 0

@@ -8,7 +8,7 @@ from typing import Any
 
 from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
 
-__all__ = ["is_complete"]
+__all__ = ["is_complete", "tiled_length", "completeness"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
@@ -27,17 +27,57 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
         return False
+    segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
+    return tiled_length(records) == length and (units is None or units == segments)
+
+
+def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The length of text a document's records (``{id: metadata}``) cover when they are whole, else ``None``.
+
+    Whole: its cluster records tile ``[0, end)`` in order, and the segments they list are exactly the
+    segment records present.
+
+    Example:
+        >>> tiled_length({"c": {"hseg_level": "cluster", "hseg_cluster_index": 0, "hseg_start": 0,
+        ...                     "hseg_end": 9, "hseg_segment_ids": '["s"]'}, "s": {"hseg_level": "segment"}})
+        9
+    """
     clusters = sorted((m for m in records.values() if m.get("hseg_level") == "cluster"),
                       key=lambda m: m.get("hseg_cluster_index", -1))
     segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
     pos, listed = 0, []
     for i, c in enumerate(clusters):
         if c.get("hseg_cluster_index") != i or c.get("hseg_start") != pos:
-            return False
+            return None
         end = c.get("hseg_end")
         if not isinstance(end, int):
-            return False
+            return None
         pos = end
         listed += json.loads(c.get("hseg_segment_ids") or "[]")
-    return pos == length and len(listed) == len(segments) and set(listed) == segments and \
-        (units is None or units == segments)
+    if not clusters or len(listed) != len(segments) or set(listed) != segments:
+        return None
+    return pos
+
+
+def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]] | None
+                 ) -> dict[str, Any]:
+    """Whole and partial documents of a store (``records``: ``{doc id: {record id: metadata}}``;
+    ``units``: the segment ids its unit index holds per document, ``None`` without one), as
+    ``hseg stats`` reports them. A partial document is one ``hseg index`` would redo.
+
+    Example:
+        >>> completeness({}, {})["documents_incomplete"]
+        0
+    """
+    incomplete = []
+    segments = covered = 0
+    for doc, recs in records.items():
+        seg_ids = {rid for rid, m in recs.items() if m.get("hseg_level") == "segment"}
+        segments += len(seg_ids)
+        held = (units or {}).get(doc, set())
+        covered += len(held & seg_ids)
+        if tiled_length(recs) is None or (units is not None and held != seg_ids):
+            incomplete.append(doc)
+    return {"documents_complete": len(records) - len(incomplete), "documents_incomplete": len(incomplete),
+            "incomplete_documents": sorted(incomplete)[:20],
+            "unit_index_segments": None if units is None else covered, "segments_total": segments}

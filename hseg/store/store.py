@@ -22,6 +22,8 @@ from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan, run_many, run_one
 from hseg.retrieval.settings import SearchSettings
+from hseg.retrieval.unit_vectors import UnitKey
+from hseg.store.completeness import completeness
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_encoder,
@@ -440,16 +442,30 @@ class HierarchicalStore:
         return out
 
     def stats(self) -> dict[str, Any]:
-        """Counts and mean token sizes of the hseg records, read page by page.
+        """Counts and mean token sizes of the hseg records, and how many documents are whole (their
+        records and unit-index records all there; :func:`hseg.store.completeness.completeness`), read
+        page by page. Vectors are not read here: ``hseg index`` checks them when it skips a document.
 
         Example:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        stats = level_stats(meta for _, meta in self.iter_metadatas())
+        by_doc: dict[str, dict[str, dict[str, Any]]] = {}
+        metas = []
+        for rid, m in self.iter_metadatas():
+            metas.append(m)
+            if "hseg_doc_id" in m:
+                by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+        units = None
+        if self.unit_index is not None:
+            units = {}
+            with remote_errors(self.collection, "reading the unit index"):
+                for got in pages(self.unit_index.collection, None, ["metadatas"], 5000):
+                    for uid, m in zip(got["ids"], got["metadatas"]):
+                        units.setdefault(str((m or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
         meta = self.collection.metadata or {}
         return {"collection": self.collection.name, "encoder": meta.get("hseg_encoder"),
-                "schema": meta.get("hseg_schema"), **stats,
+                "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units),
                 "unit_index_records": None if self.unit_index is None else self.unit_index.count()}
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
