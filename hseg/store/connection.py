@@ -14,14 +14,26 @@ from hseg.encoders.identity import canonical_model_name
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import companion_name
 
-__all__ = ["DEFAULT_HNSW", "open_client", "get_or_create_collection", "open_unit_index", "check_schema",
-           "collection_space", "server_address", "is_connection_error", "connect_errors", "remote_errors"]
+__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "open_client", "get_or_create_collection", "open_unit_index",
+           "check_schema", "collection_space", "server_address", "is_connection_error", "connect_errors",
+           "remote_errors"]
 
 logger = logging.getLogger(__name__)
 
-#: HNSW settings for collections this module creates. A high ef_search keeps the approximate
-#: neighbours close to exact on the collection sizes RAG usually has; cosine is required.
-DEFAULT_HNSW: dict[str, Any] = {"space": "cosine", "ef_search": 200}
+#: Records up to which a search of a collection hseg creates is exact. Chroma builds its HNSW graph
+#: differently on every build of the same records (one write's records go in in parallel, in the
+#: order of a hash map with a per-process random seed), so an approximate kNN misses different true
+#: neighbours in different builds, and two processes building one corpus ranked differently (issue
+#: 27: 3-78 of 864 queries at ef_search 200 on ~2,000 records). A beam of ef_search candidates
+#: that is never full visits every reachable record, so on collections of at most this many records
+#: the kNN is exhaustive: exact and the same whatever the build. Larger collections stay
+#: approximate; the beam costs about N distances below this size and ~ef_search·M above it.
+EXACT_SEARCH_RECORDS = 4096
+
+#: HNSW settings for collections this module creates (and their unit indexes); cosine is required.
+#: ``configuration={"ef_search": 200}`` trades exactness (and reproducibility across builds) for
+#: speed on a large store.
+DEFAULT_HNSW: dict[str, Any] = {"space": "cosine", "ef_search": EXACT_SEARCH_RECORDS}
 
 
 def open_client(path: str | None, client: Any, host: str | None, port: int) -> Any:

@@ -57,7 +57,10 @@ class HierarchicalStore:
         encoder: embeds query strings (anything :func:`hseg.encoders.as_encoder` accepts); it must
             be the model that embedded the chunks. Default: all-MiniLM-L6-v2, loaded on first use.
         configuration: extra HNSW settings for a new collection, e.g. ``{"ef_search": 400}`` (or
-            Chroma's ``{"hnsw": {...}}`` form). An existing collection keeps its own settings.
+            Chroma's ``{"hnsw": {...}}`` form). An existing collection keeps its own settings. The
+            default ``ef_search`` (4096, :data:`hseg.store.connection.EXACT_SEARCH_RECORDS`) makes
+            searches exact, hence identical from one build of the same documents to the next, on
+            collections of up to that many records; a lower one is faster on large stores.
         oversample: the first Chroma request asks for ``ceil(oversample * k)`` records (>= 1;
             default 1.5); later requests widen as needed, so this only tunes latency.
         allow_encoder_mismatch: accept an encoder whose name differs from the one recorded in the
