@@ -237,9 +237,10 @@ def test_cli_train_and_eval_end_to_end(tmp_path, monkeypatch, capsys):
     assert main(["eval-segmenter", str(dev), "--segmenter", str(out), "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
     # the trained model, then TextTiling on the same documents, then their difference
-    assert "segmenter=bilstm" in lines[0] and "segmenter=texttiling" in lines[1] and len(lines) == 3
+    # a custom .pt is named by its file, not only as "bilstm" (the shipped weights)
+    assert f"segmenter=bilstm ({out})" in lines[0] and "segmenter=texttiling" in lines[1] and len(lines) == 3
     pk = [float(line.split("Pk=")[1].split()[0]) for line in lines[:2]]
-    assert lines[2].startswith("bilstm - texttiling: Pk ") and float(lines[2].split()[4]) == pytest.approx(
+    assert lines[2].startswith(f"bilstm ({out}) - texttiling: Pk ") and float(lines[2].split()[5]) == pytest.approx(
         pk[0] - pk[1], abs=1e-4)
     assert main(["eval-segmenter", str(dev), "--segmenter", "texttiling", "--quiet"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1  # no baseline row for the baseline itself

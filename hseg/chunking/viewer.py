@@ -299,17 +299,18 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
         ("mean cluster tokens", f"{mean:.1f}"),
         ("cluster tokens min\u2013max", f"{min(sizes)}\u2013{max(sizes)}" if sizes else "\u2013"),
         ("segment tokens (sum)", str(sum(s.token_count for s in segs))),
-        ("k", k),
+        ("k (tau = mean + k\u00b7std of segment cosines)", k),
     ]
     split = sum(1 for c in clusters if c.split_by_cap)
     if split:
         stats.append(("split by cap", str(split)))
+    labels = {"tau": "tau (cosine above which segments relate)"}
     for key in ("segmenter", "tau", "sentences"):
         value = chunking.info.get(key)
         if isinstance(value, float):
             value = f"{value:.4g}"
         if value is not None:
-            stats.append((key, str(value)))
+            stats.append((labels.get(key, key), str(value)))
     if chunking.headings:
         stats.append(("headings", str(len(chunking.headings))))
     stats.append(("characters", str(len(chunking.text))))

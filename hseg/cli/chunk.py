@@ -132,7 +132,9 @@ def to_markdown(result: Chunking) -> str:
     lines = [
         f"## {result.doc_id}",
         "",
-        f"{len(result.segments)} segments, {len(result.clusters)} clusters, mean cluster {mean:.0f} tokens, k = {k}",
+        f"{len(result.segments)} segments, {len(result.clusters)} clusters, mean cluster {mean:.0f} tokens, k = {k} "
+        "(segments join a cluster when their cosine exceeds tau = mean + k * std of the document's segment "
+        "similarities; k is searched for the target size, and negative when the segments are alike)",
         "",
         _row(head),
         "|" + "---|" * len(head),

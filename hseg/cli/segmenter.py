@@ -160,8 +160,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     segmenter = segmenter_from_args(args, encoder_name=encoder.name)
     embeddings = embed_documents(docs, encoder, cache_dir=args.cache_dir, quiet=args.quiet)
     name = getattr(segmenter, "name", args.segmenter)
+    if args.segmenter and str(args.segmenter).endswith(".pt"):
+        name = f"{name} ({args.segmenter})"  # a custom model: which file, not only its kind
     rows = [(name, evaluate_segmenter(segmenter, docs, embeddings))]
-    if name != "texttiling":  # the unsupervised baseline on the same documents and vectors
+    if getattr(segmenter, "name", None) != "texttiling":  # the unsupervised baseline on the same documents
         from hseg.segmentation.segmenters import get_segmenter
 
         rows.append(("texttiling", evaluate_segmenter(get_segmenter("texttiling"), docs, embeddings)))
