@@ -459,7 +459,7 @@ class HierarchicalStore:
             metas.append(m)
             if "hseg_doc_id" in m:
                 by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
-        units = None
+        units: dict[str, set[str]] | None = None
         if self.unit_index is not None:
             units = {}
             with remote_errors(self.collection, "reading the unit index"):
