@@ -127,6 +127,11 @@ def _connect(ray: Any, args: argparse.Namespace) -> bool:
     if ray.is_initialized():
         return False
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False} if args.quiet else {}
+    if args.quiet:
+        # Ray's C++ core logs to stderr on its own (an error-level line at shutdown that reads like a
+        # failure); its level comes from the environment, read when the driver's core worker starts
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+        logging.getLogger("ray").setLevel(logging.ERROR)
     if args.ray == LOCAL:
         cpus = max(os.cpu_count() or 1, args.workers or 1)  # --workers beyond the cores is the user's call
         ray.init(num_cpus=cpus, include_dashboard=False, **quiet)
