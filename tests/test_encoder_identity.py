@@ -67,8 +67,9 @@ def test_the_minilm_names_are_one_canonical_name():
 
 def test_a_store_recorded_with_the_folder_accepts_the_default_encoder(chroma_collection_name):
     client = chromadb.EphemeralClient()
-    client.create_collection(chroma_collection_name, configuration={"hnsw": {"space": "cosine"}},
-                             metadata={"hseg_schema": 1, "hseg_encoder": offline_folder()})
+    col = client.create_collection(chroma_collection_name, configuration={"hnsw": {"space": "cosine"}},
+                                   metadata={"hseg_schema": 1, "hseg_encoder": offline_folder()})
+    col.add(ids=["r"], embeddings=[[1.0, 0.0]])  # a collection holding something binds its encoder
     store = HierarchicalStore(chroma_collection_name, client=client)
     store._check_encoder_name(DEFAULT_MODEL)  # what opening without an encoder checks before loading it
     with pytest.raises(ValueError, match="allow_encoder_mismatch"):

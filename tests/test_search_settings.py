@@ -139,8 +139,10 @@ def test_cli_index_accepts_another_name_of_the_recorded_encoder(tmp_path, monkey
     default encoder (recorded as sentence-transformers/all-MiniLM-L6-v2), which the library accepts."""
     monkeypatch.chdir(tmp_path)
     client = chromadb.PersistentClient(path=str(tmp_path / "db"))
-    HierarchicalStore("hseg", client=client)._record_collection_meta(DEFAULT_MODEL)
-    del client
+    store = HierarchicalStore("hseg", client=client)
+    store._record_collection_meta(DEFAULT_MODEL)
+    store.collection.add(ids=["r"], embeddings=[[1.0] * 384])  # it holds something: its encoder binds
+    del client, store
     seen = []
 
     def load(name=None, backend=None, threads=None):

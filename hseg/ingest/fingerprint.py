@@ -7,12 +7,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only
+    from hseg.chunking.chunker import HierarchicalChunker
+
 
 __all__ = ["chunk_settings", "token_counter_name", "segmenter_config"]
 
 
-def chunk_settings(chunker: Any) -> str:
+def chunk_settings(chunker: HierarchicalChunker) -> str:
     """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents.
 
     Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the

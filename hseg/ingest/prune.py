@@ -8,7 +8,11 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only
+    from hseg.store.store import HierarchicalStore
+
 
 __all__ = ["prune_scope", "stored_sources", "stale_documents", "prune"]
 
@@ -66,7 +70,7 @@ def _glob_match(pattern: Sequence[str], parts: Sequence[str]) -> bool:
     return fnmatch.fnmatchcase(parts[0], head) and _glob_match(rest, parts[1:])
 
 
-def stored_sources(store: Any, page: int = 5000) -> dict[str, set[str | None]]:
+def stored_sources(store: HierarchicalStore, page: int = 5000) -> dict[str, set[str | None]]:
     """``{doc id: the sources of its records}`` of every hseg document in the store, read page by
     page (``None`` stands for a record without ``source``; records of other writers, without
     ``hseg_doc_id``, are left out)."""
@@ -78,7 +82,7 @@ def stored_sources(store: Any, page: int = 5000) -> dict[str, set[str | None]]:
     return out
 
 
-def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str],
+def stale_documents(store: HierarchicalStore, paths: Iterable[str], found: Iterable[str],
                     anchor: str | os.PathLike[str] | None = ".") -> list[str]:
     """Sorted ids of the stored documents to prune after indexing ``paths``.
 
@@ -102,7 +106,7 @@ def stale_documents(store: Any, paths: Iterable[str], found: Iterable[str],
     return sorted(d for d, sources in stored_sources(store).items() if all(gone(s) for s in sources))
 
 
-def prune(store: Any, paths: Iterable[str], found: Iterable[str],
+def prune(store: HierarchicalStore, paths: Iterable[str], found: Iterable[str],
           report: Callable[[str], None] | None = None, anchor: str | os.PathLike[str] | None = ".") -> list[str]:
     """Delete the :func:`stale_documents` from ``store``; returns their ids.
 

@@ -24,13 +24,19 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
 from hseg.encoders.factory import EncoderLoadError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.store.completeness import is_complete
+
+if TYPE_CHECKING:  # annotations only
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.chunking.chunks import Chunking
+    from hseg.store.store import HierarchicalStore
+
 
 __all__ = ["IngestSummary", "IngestWriteError", "IngestInterrupted", "ingest", "ingest_batch"]
 
@@ -89,8 +95,8 @@ def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 
 def ingest(
     files: Sequence[SourceFile],
-    chunker: Any,
-    store: Any,
+    chunker: HierarchicalChunker,
+    store: HierarchicalStore,
     *,
     batch_docs: int = 32,
     force: bool = False,
@@ -147,8 +153,8 @@ def ingest(
 
 def ingest_batch(
     texts: Mapping[str, str],
-    chunker: Any,
-    store: Any,
+    chunker: HierarchicalChunker,
+    store: HierarchicalStore,
     *,
     settings: str | None = None,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
@@ -234,8 +240,9 @@ def ingest_batch(
 
 
 def _write_batch(
-    store: Any, chunkings: list[Any], metas: list[dict[str, Any]], problem: Callable[[str, str], None]
-) -> tuple[int, list[Any]]:
+    store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
+    problem: Callable[[str, str], None],
+) -> tuple[int, list[Chunking]]:
     """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
     before anything is written), write the documents one by one and skip only those refused.
     Other errors (a server gone away) propagate: the run cannot go on."""
@@ -261,7 +268,7 @@ def _write_batch(
 WRITE_RETRY_DELAYS = (0.5, 2.0)
 
 
-def _add(store: Any, chunkings: list[Any], metas: list[dict[str, Any]]) -> int:
+def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]]) -> int:
     """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
     of a collection another writer is flushing for the first time ("Error creating hnsw segment
     reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
@@ -278,7 +285,8 @@ def _add(store: Any, chunkings: list[Any], metas: list[dict[str, Any]]) -> int:
     return store.add(chunkings, metas)
 
 
-def _chunk_batch(chunker: Any, texts: Mapping[str, str], problem: Callable[[str, str], None]) -> list[Any]:
+def _chunk_batch(chunker: HierarchicalChunker, texts: Mapping[str, str],
+                 problem: Callable[[str, str], None]) -> list[Chunking]:
     """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
     ids = list(texts)
     if not ids:
