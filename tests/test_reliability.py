@@ -327,6 +327,32 @@ def test_invalid_store_arguments_raise_value_error_naming_them(call, name, chunk
         call(store)
 
 
+def test_a_query_vector_of_another_dimension_is_a_value_error_read_once(chunker, monkeypatch):
+    """Issue 25 item 8: Chroma's InvalidArgumentError was what a wrong-sized query vector got."""
+    store = ephemeral_store()
+    store.add(chunker.chunk("Some text to search. Another sentence.", "d"))
+    reads = []
+    real_get = type(store.collection).get
+
+    def get(self, *args, **kwargs):
+        reads.append(kwargs)
+        return real_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(store.collection), "get", get)
+    for call in (lambda: store.search(np.ones(32)), lambda: store.search_many([np.ones(64), np.ones(32)]),
+                 lambda: store.search(np.ones(65), unit="auto")):
+        with pytest.raises(ValueError, match=r"query: got a vector of dimension (32|65), but collection .* "
+                                             r"dimension 64") as err:
+            call()
+        assert type(err.value) is ValueError
+    other = HierarchicalStore.from_collection(store.collection, HashingEncoder(dim=16), allow_encoder_mismatch=True)
+    with pytest.raises(ValueError, match="query: the encoder 'test-hashing-encoder' gives a vector of dimension 16"):
+        other.search("some text")
+    assert len(store.search(np.ones(64), k=1)) == 1
+    # the collection's dimension is read once per store object, not once per query
+    assert sum(kw.get("limit") == 1 and kw.get("include") == ["embeddings"] for kw in reads) == 2
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"target_tokens": 20}, "target_tokens"),  # below min_segment_tokens (48)
     ({"target_tokens": -5}, "target_tokens"),

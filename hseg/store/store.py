@@ -137,6 +137,7 @@ class HierarchicalStore:
         self.allow_encoder_mismatch = allow_mismatch
         self._encoder = None
         self._encoder_lock = threading.Lock()
+        self._dimension: int | None = None  # the collection's vector dimension, read once it holds a record
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
@@ -342,14 +343,19 @@ class HierarchicalStore:
         dims = {r.embedding.shape[0] for r in records}
         if len(dims) > 1:
             raise ValueError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
-        if not dims:
-            return
-        got = self.collection.get(limit=1, include=["embeddings"])
-        emb = got.get("embeddings")
-        if emb is not None and len(emb):
-            have = len(emb[0])
-            if have != next(iter(dims)):
-                raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+        have = self._collection_dimension() if dims else None
+        if have is not None and have != next(iter(dims)):
+            raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+
+    def _collection_dimension(self) -> int | None:
+        """The dimension of the collection's vectors (``None`` while it holds none), read from one
+        record the first time it is known and kept: Chroma fixes it with the first write."""
+        if self._dimension is None:
+            got = self.collection.get(limit=1, include=["embeddings"])
+            emb = got.get("embeddings")
+            if emb is not None and len(emb):
+                self._dimension = len(emb[0])
+        return self._dimension
 
     def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents."""
@@ -557,6 +563,14 @@ class HierarchicalStore:
         norm = float(np.linalg.norm(vec))
         if not np.isfinite(norm) or norm == 0.0:
             raise ValueError("query vector is zero or not finite")
+        # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
+        with remote_errors(self.collection, "search"):
+            have = self._collection_dimension()
+        if have is not None and vec.size != have:
+            source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
+            raise ValueError(f"query: {source} a vector of dimension {vec.size}, but collection "
+                             f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
+                             "model that embedded the collection")
         return vec / norm
 
     # ----------------------------------------------------------------- async
