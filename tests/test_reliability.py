@@ -288,14 +288,22 @@ def test_metadata_chroma_cannot_store_is_flattened_or_refused(chunker):
     assert store.doc_ids() == ["meta"]  # nothing of the refused document was written
 
 
-def test_text_that_is_not_valid_unicode_is_refused_by_the_store(chunker):
-    store = ephemeral_store()
+def test_text_that_is_not_valid_unicode_is_refused_by_the_chunker_and_the_store(chunker, monkeypatch):
     text = "Decoded with surrogateescape: caf\udce9 au lait. Second sentence."
-    result = chunker.chunk(text, "sur")  # chunking in memory works ...
-    check_chunking(result, text)
+    # the chunker refuses it up front (a model's tokenizer fails on it with a bare TypeError:
+    # tests/test_unicode_input.py) ...
+    with pytest.raises(ValueError, match=r"texts\[0\] \(document 'sur'\): not valid Unicode \(a lone surrogate "
+                                         r"'\\udce9' at offset 33\).*errors='replace'"):
+        chunker.chunk(text, "sur")
+    # ... and the store refuses a chunking of such text made without that check, before writing anything
+    from hseg.chunking import chunker as chunker_module
+
+    monkeypatch.setattr(chunker_module, "check_unicode", lambda *args, **kwargs: None)
+    result = chunker.chunk(text, "sur")
     good = chunker.chunk("A good document. It is fine.", "good")
+    store = ephemeral_store()
     with pytest.raises(ValueError, match="document 'sur'.*surrogate.*errors='replace'"):
-        store.add([good, result])  # ... the store refuses it before writing anything
+        store.add([good, result])
     assert store.count() == 0
     with pytest.raises(ValueError, match="doc_ids"):
         chunker.chunk("Fine text.", "bad\udc80id")
@@ -341,8 +349,8 @@ def test_a_query_vector_of_another_dimension_is_a_value_error_read_once(chunker,
     monkeypatch.setattr(type(store.collection), "get", get)
     for call in (lambda: store.search(np.ones(32)), lambda: store.search_many([np.ones(64), np.ones(32)]),
                  lambda: store.search(np.ones(65), unit="auto")):
-        with pytest.raises(ValueError, match=r"query: got a vector of dimension (32|65), but collection .* "
-                                             r"dimension 64") as err:
+        with pytest.raises(ValueError, match=r"(query|queries\[1\]): got a vector of dimension (32|65), but "
+                                             r"collection .* dimension 64") as err:
             call()
         assert type(err.value) is ValueError
     other = HierarchicalStore.from_collection(store.collection, HashingEncoder(dim=16), allow_encoder_mismatch=True)

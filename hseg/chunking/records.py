@@ -262,14 +262,22 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def check_unicode(what: str, text: str) -> None:
-    """``ValueError`` naming ``what`` if ``text`` cannot be encoded as UTF-8 (lone surrogates)."""
+def check_unicode(what: str, text: str, *, why: str = "Chroma stores UTF-8 only") -> None:
+    """``ValueError`` naming ``what`` and the offset if ``text`` cannot be encoded as UTF-8 (lone surrogates).
+
+    Example:
+        >>> check_unicode("query", "Broken \\ud800 text")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: query: not valid Unicode (a lone surrogate '\\ud800' at offset 7); ...
+    """
+    if text.isascii():  # the common case, without building a UTF-8 copy of a long text
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(
-            f"{what}: not valid Unicode (a lone surrogate {text[exc.start]!r} at offset {exc.start}); Chroma "
-            "stores UTF-8 only: decode the source with errors='replace'"
+            f"{what}: not valid Unicode (a lone surrogate {text[exc.start]!r} at offset {exc.start}); {why}: "
+            "decode the source with errors='replace'"
         ) from None
 
 

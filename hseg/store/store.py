@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import SCHEMA_VERSION, Record, records_for
+from hseg.chunking.records import SCHEMA_VERSION, Record, check_unicode, records_for
 from hseg.encoders import canonical_model_name
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
@@ -536,7 +536,7 @@ class HierarchicalStore:
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
         chosen = _settings(settings, k, fields)
-        vectors = [self._query_vector(q) for q in queries]
+        vectors = [self._query_vector(q, f"queries[{i}]") for i, q in enumerate(queries)]
         with remote_errors(self.collection, "search"):
             return run_many([self._plan(v, chosen) for v in vectors])
 
@@ -549,26 +549,28 @@ class HierarchicalStore:
             index = self.unit_index.usable(settings.cluster_weight, settings.neighbour_weight)
         return units_plan(self.collection, vec, settings, unit_index=index)
 
-    def _query_vector(self, query: Any) -> np.ndarray:
+    def _query_vector(self, query: Any, what: str = "query") -> np.ndarray:
         if isinstance(query, str):
             if not query.strip():
-                raise ValueError(f"query must be a non-blank string or a vector, got {query!r}")
+                raise ValueError(f"{what} must be a non-blank string or a vector, got {query!r}")
+            # before the encoder, whose tokenizer fails on a lone surrogate with a bare TypeError
+            check_unicode(what, query, why="the encoder takes valid Unicode only")
             vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
         else:
             vec = np.asarray(query, dtype=np.float32)
             if vec.ndim == 2 and vec.shape[0] == 1:
                 vec = vec[0]
             if vec.ndim != 1 or vec.size == 0:
-                raise ValueError(f"query must be a string or a 1-D vector, got shape {vec.shape}")
+                raise ValueError(f"{what} must be a string or a 1-D vector, got shape {vec.shape}")
         norm = float(np.linalg.norm(vec))
         if not np.isfinite(norm) or norm == 0.0:
-            raise ValueError("query vector is zero or not finite")
+            raise ValueError(f"{what}: vector is zero or not finite")
         # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
         with remote_errors(self.collection, "search"):
             have = self._collection_dimension()
         if have is not None and vec.size != have:
             source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
-            raise ValueError(f"query: {source} a vector of dimension {vec.size}, but collection "
+            raise ValueError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
                              f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
                              "model that embedded the collection")
         return vec / norm
