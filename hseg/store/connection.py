@@ -14,8 +14,9 @@ from hseg.encoders.identity import canonical_model_name
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import companion_name
 
-__all__ = ["DEFAULT_HNSW", "open_client", "get_or_create_collection", "open_unit_index", "check_schema",
-           "collection_space", "server_address", "is_connection_error", "connect_errors", "remote_errors"]
+__all__ = ["DEFAULT_HNSW", "open_client", "get_or_create_collection", "created_concurrently", "open_unit_index",
+           "check_schema", "collection_space", "server_address", "is_connection_error", "connect_errors",
+           "remote_errors"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def open_client(path: str | None, client: Any, host: str | None, port: int) -> A
 
 
 def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:
-    from chromadb.errors import InternalError, InvalidArgumentError, NotFoundError, UniqueConstraintError
+    from chromadb.errors import ChromaError, InvalidArgumentError, NotFoundError
 
     if not isinstance(name, str):
         raise ValueError(f"collection_name must be a string, got {type(name).__name__}")
@@ -61,8 +62,21 @@ def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encod
         return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
     except InvalidArgumentError as exc:  # e.g. a name Chroma does not accept
         raise ValueError(f"collection_name {name!r}: Chroma refuses it ({exc})") from None
-    except (UniqueConstraintError, InternalError):  # created concurrently by another process
+    except ChromaError as exc:
+        if not created_concurrently(exc):
+            raise
+        logger.info("collection %r was created by another writer at the same time: opening it", name)
         return client.get_collection(name, embedding_function=None)
+
+
+def created_concurrently(exc: BaseException) -> bool:
+    """Whether a create failed because the collection exists: another writer created it between our
+    look-up and our create. Each client says so its own way: ``UniqueConstraintError`` (older
+    embedded clients), ``InternalError`` (the embedded client of chromadb 1.x) or a bare
+    ``ChromaError`` (``HttpClient``), all with "already exists" in the message."""
+    from chromadb.errors import UniqueConstraintError
+
+    return isinstance(exc, UniqueConstraintError) or "already exists" in str(exc)
 
 
 def open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
@@ -70,16 +84,24 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
     collection's own connection (``None`` for an object that is not a chromadb collection:
     ``unit="auto"`` then gathers its candidates)."""
     from chromadb.api.models.Collection import Collection
+    from chromadb.errors import ChromaError, NotFoundError
 
     api = getattr(collection, "_client", None)
     if api is None or not hasattr(api, "get_or_create_collection"):
         return None
-    meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
-            "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
-    model = api.get_or_create_collection(
-        name=companion_name(collection.name), configuration={"hnsw": dict(hnsw)}, metadata=meta,
-        tenant=collection.tenant, database=collection.database,
-    )
+    name, where = companion_name(collection.name), {"tenant": collection.tenant, "database": collection.database}
+    try:
+        model = api.get_collection(name, **where)
+    except (NotFoundError, ValueError):
+        meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
+                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
+        try:
+            model = api.get_or_create_collection(name=name, configuration={"hnsw": dict(hnsw)}, metadata=meta,
+                                                 **where)
+        except ChromaError as exc:  # a server can refuse even get_or_create when two create at once
+            if not created_concurrently(exc):
+                raise
+            model = api.get_collection(name, **where)
     return Collection(client=api, model=model, embedding_function=None)
 
 
