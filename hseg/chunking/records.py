@@ -45,6 +45,7 @@ __all__ = [
     "records_for",
     "check_unicode",
     "HEADING_PATH_KEY",
+    "ENCODER_KEY",
     "encode_heading_path",
     "heading_path",
     "listed_segment_ids",
@@ -72,10 +73,15 @@ class MetadataKey:
     name: str
     kinds: tuple[str, ...]
     meaning: str
+    #: carried only by what carries the chunk's vector (store records, LlamaIndex nodes), not by a
+    #: LangChain Document, which has none
+    vector: bool = False
 
 
 #: the key of a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
 HEADING_PATH_KEY = "hseg_heading_path"
+#: the key of the encoder that made a record's vector (the collection's own metadata uses the same name)
+ENCODER_KEY = "hseg_encoder"
 
 #: every ``hseg_*`` key, in the order of the README table. A cluster or segment chunk has exactly the
 #: keys of its kind (a store record, a LangChain Document and a LlamaIndex node alike), a search
@@ -100,6 +106,11 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 'markup stripped (`["Chapter 2", "2.1 Orbits"]`); a cluster\'s or passage\'s is the common prefix of '
                 'its segments\'; `"[]"` outside any heading or for text not read as markdown'),
     MetadataKey("hseg_schema", _CHUNKS, "version of this schema"),
+    MetadataKey(ENCODER_KEY, _CHUNKS,
+                "the encoder (model name) that made the record's vector; only on what carries a vector (store "
+                "records, LlamaIndex nodes), not on LangChain Documents; absent when unknown (a chunking made without "
+                "the chunker, records written before the key existed). A search refuses hits of another encoder "
+                "than its queries'", vector=True),
     MetadataKey("hseg_unit", ("result",),
                 '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
                 "cluster)"),
@@ -161,16 +172,19 @@ def listed_segment_ids(metadata: Mapping[str, Any]) -> list[str]:
     return _json_strings(metadata, "hseg_segment_ids")
 
 
-def metadata_keys(kind: str) -> tuple[str, ...]:
-    """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries.
+def metadata_keys(kind: str, *, vector: bool = True) -> tuple[str, ...]:
+    """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries;
+    ``vector=False``: the keys of a chunk without its vector (a LangChain Document).
 
     Example:
         >>> metadata_keys("segment")[:3]
         ('hseg_level', 'hseg_doc_id', 'hseg_cluster_id')
+        >>> "hseg_encoder" in metadata_keys("segment", vector=False)
+        False
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds)
+    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds and (vector or not k.vector))
 
 
 def metadata_table() -> str:
@@ -370,7 +384,9 @@ def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
     """All records of one document: per cluster, the cluster record then its segment records.
 
-    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata`. Raises
+    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata` plus, when the
+    chunking names its encoder (``chunking.info["encoder"]``, set by the chunker), ``hseg_encoder``:
+    a record carries a vector, and the key says whose, wherever the record is written. Raises
     ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or of a
     different dimension than the others, if the text is not valid Unicode, or if the metadata
     cannot be flattened.
@@ -384,6 +400,8 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     doc_id = chunking.doc_id
     check_unicode(f"doc_id {doc_id!r}", doc_id)
     check_unicode(f"document {doc_id!r}", chunking.text)
+    if chunking.info.get("encoder"):
+        user = {**user, ENCODER_KEY: str(chunking.info["encoder"])}
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:

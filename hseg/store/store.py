@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import SCHEMA_VERSION, Record, check_unicode, records_for
+from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode, records_for
 from hseg.encoders import canonical_model_name
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
@@ -166,10 +166,19 @@ class HierarchicalStore:
         if self.unit_index is None:
             raise ValueError(f"collection {self.collection.name!r}: no unit index (the store has no Chroma client)")
         docs = list(self.doc_ids() if doc_ids is None else doc_ids)
+        # the records it reads may have been written around hseg's checks (a ChromaVectorStore): refuse
+        # to index vectors of two models together, before writing each batch
+        reference = [self._query_encoder_name()]
+
+        def check(metadatas: list[dict[str, Any]]) -> None:
+            reference[0] = self._check_record_encoders(metadatas, reference[0])
+
         with remote_errors(self.collection, "rebuilding the unit index"):
-            written = self.unit_index.sync(docs)
+            written = self.unit_index.sync(docs, check=check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
+            if self.encoder_name is None and reference[0] is not None:
+                self._record_collection_meta(reference[0])  # e.g. a collection made by ChromaVectorStore
         return written
 
     def documents_missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
@@ -213,6 +222,46 @@ class HierarchicalStore:
 
     def _check_encoder_name(self, name: str) -> None:
         check_encoder(self.collection.name, self.encoder_name, name, allow_mismatch=self.allow_encoder_mismatch)
+
+    def _query_encoder_name(self) -> str | None:
+        """The model of this store's query vectors as far as it is known: its encoder's, else the one
+        the collection records."""
+        return str(self._encoder.name) if self._encoder is not None else self.encoder_name
+
+    def _check_record_encoders(self, metadatas: Iterable[Mapping[str, Any]], expected: str | None) -> str | None:
+        """Refuse records whose ``hseg_encoder`` names another model than ``expected`` (or, with none,
+        than the first record that names one): one collection holds the vectors of one model, and a
+        writer around hseg's own checks (a LlamaIndex ``IngestionPipeline`` into a ``ChromaVectorStore``)
+        can break that. Returns ``expected`` or the name found. Records without the key pass."""
+        if self.allow_encoder_mismatch:
+            return expected
+        first_doc = None
+        same: dict[str, bool] = {}  # names seen: the same model as expected? (canonical names stat paths)
+        for meta in metadatas:
+            name = meta.get(ENCODER_KEY)
+            if not name or name == expected:
+                continue
+            name = str(name)
+            if expected is None:
+                expected, first_doc = name, meta.get("hseg_doc_id")
+                continue
+            if name not in same:
+                same[name] = canonical_model_name(name) == canonical_model_name(expected)
+            if not same[name]:
+                if first_doc is not None:
+                    against = f"document {first_doc!r} holds vectors of {expected!r}"
+                elif self._encoder is not None:
+                    against = f"this store embeds queries with {expected!r}"
+                else:
+                    against = f"the collection was built with {expected!r}"
+                raise ValueError(
+                    f"collection {self.collection.name!r}: document {meta.get('hseg_doc_id')!r} holds vectors of "
+                    f"encoder {name!r}, but {against}; one collection must hold the vectors of one model (these were "
+                    "written around hseg's checks, e.g. by an IngestionPipeline into a ChromaVectorStore whose parser "
+                    "used another encoder): delete the document and add it again with the collection's encoder, or "
+                    "pass allow_encoder_mismatch=True if both names are one model"
+                )
+        return expected
 
     def _record_collection_meta(self, encoder_name: str | None) -> None:
         meta = dict(self.collection.metadata or {})
@@ -292,6 +341,8 @@ class HierarchicalStore:
         enc_name = self._ingest_encoder_name(items)
         if enc_name is not None:
             self._check_encoder_name(enc_name)
+            for r in records:  # a chunking made without the chunker does not name its encoder: the store's
+                r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
 
@@ -435,16 +486,26 @@ class HierarchicalStore:
         return out
 
     def stats(self) -> dict[str, Any]:
-        """Counts and mean token sizes of the hseg records, read page by page.
+        """Counts and mean token sizes of the hseg records, read page by page; ``record_encoders``
+        counts the records by the encoder their ``hseg_encoder`` names (more than one, or another than
+        ``encoder``, means vectors of several models were written into the collection).
 
         Example:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        stats = level_stats(meta for _, meta in self.iter_metadatas())
+        encoders: dict[str, int] = {}
+
+        def metadatas() -> Iterator[dict[str, Any]]:
+            for _, meta in self.iter_metadatas():
+                if meta.get(ENCODER_KEY) and meta.get("hseg_level") in ("cluster", "segment"):
+                    encoders[str(meta[ENCODER_KEY])] = encoders.get(str(meta[ENCODER_KEY]), 0) + 1
+                yield meta
+
+        stats = level_stats(metadatas())
         meta = self.collection.metadata or {}
         return {"collection": self.collection.name, "encoder": meta.get("hseg_encoder"),
-                "schema": meta.get("hseg_schema"), **stats,
+                "schema": meta.get("hseg_schema"), **stats, "record_encoders": encoders,
                 "unit_index_records": None if self.unit_index is None else self.unit_index.count()}
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
@@ -512,7 +573,9 @@ class HierarchicalStore:
         chosen = _settings(settings, k, fields)
         vec = self._query_vector(query)
         with remote_errors(self.collection, "search"):
-            return run_one(self._plan(vec, chosen))
+            hits = run_one(self._plan(vec, chosen))
+        self._check_hits(hits)
+        return hits
 
     def search_many(
         self,
@@ -538,7 +601,15 @@ class HierarchicalStore:
         chosen = _settings(settings, k, fields)
         vectors = [self._query_vector(q, f"queries[{i}]") for i, q in enumerate(queries)]
         with remote_errors(self.collection, "search"):
-            return run_many([self._plan(v, chosen) for v in vectors])
+            answers = run_many([self._plan(v, chosen) for v in vectors])
+        self._check_hits([h for hits in answers for h in hits])
+        return answers
+
+    def _check_hits(self, hits: list[SearchHit]) -> None:
+        """Refuse an answer with a hit whose vectors another model made than the queries'. A document is
+        written whole with one encoder, so the ranking of an answer with no such hit is that of the
+        query model's records alone; checking the hits costs no read."""
+        self._check_record_encoders((h.metadata for h in hits), self._query_encoder_name())
 
     def _plan(self, vec: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
         """The reads of one search (see :mod:`hseg.retrieval.plans`)."""

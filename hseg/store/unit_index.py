@@ -133,13 +133,16 @@ class UnitIndex:
         stale = [u for got in get_by_documents(self.collection, doc_ids, []) for u in got["ids"] if u not in keep]
         delete_ids(self.collection, stale, self._batch_size())
 
-    def sync(self, doc_ids: Sequence[str]) -> int:
-        """Rebuild the index of these documents from the stored records; returns the unit records written."""
+    def sync(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
+        """Rebuild the index of these documents from the stored records; returns the unit records written.
+        ``check`` sees each batch's record metadata before it is written (and may refuse it)."""
         written = 0
         for part in batched(list(doc_ids), _SYNC_DOCUMENTS):
             for got in get_by_documents(self.records, part, ["embeddings", "metadatas"]):
                 records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
                            for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
+                if check is not None:
+                    check([r.metadata for r in records])
                 written += self.write(records, part)
         return written
 
