@@ -242,3 +242,60 @@ def test_a_collection_and_unit_index_created_between_look_up_and_create_are_open
     assert store.collection.id == others[0].collection.id
     assert store.unit_index is not None and others[0].unit_index is not None
     assert store.unit_index.collection.id == others[0].unit_index.collection.id
+
+
+# --------------------------------------------------------------------------- a long-lived reader (item 4)
+
+WRITER = r"""
+import sys
+sys.path.insert(0, {repo!r})
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+
+enc = HashingEncoder()
+store = HierarchicalStore("hseg", path=sys.argv[1], encoder=enc)
+chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling", target_tokens=64, min_segment_tokens=8,
+                              max_segment_tokens=48)
+store.add(chunker.chunk(sys.argv[3], sys.argv[2]))
+"""
+
+
+def _reopened(store: HierarchicalStore) -> int:
+    """Private clients the store opened to read other processes' writes (hseg.store.freshness)."""
+    fresh = getattr(store, "_fresh", None)
+    return 0 if fresh is None else fresh.reopened
+
+
+def test_a_long_lived_reader_of_an_embedded_store_sees_another_processs_writes(tmp_path):
+    """Chroma's embedded client loads a collection's vector index once: before, a reader's count()
+    rose after another process wrote, but its searches never returned the new document."""
+    enc = HashingEncoder()
+    chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling", target_tokens=64, min_segment_tokens=8,
+                                  max_segment_tokens=48)
+    db = tmp_path / "db"
+    writer = HierarchicalStore("hseg", path=str(db), encoder=enc)
+    writer.add(chunker.chunk_many([synthetic_book(2_000, seed=i) for i in range(3)], ["a", "b", "c"]))
+    reader = HierarchicalStore("hseg", path=str(db), encoder=enc)  # another store object on the same client
+    assert {h.doc_id for h in reader.search("river delta", k=3)} <= {"a", "b", "c"}  # its index is loaded
+    assert _reopened(reader) == 0
+    own = "lemur tapir lemur tapir"
+    writer.add(chunker.chunk(f"{own}.", "own"))  # a write of this process, through its shared client
+    assert writer.search(own, k=1)[0].doc_id == "own" and _reopened(writer) == 0  # its own: no reopen
+    assert reader.search(own, k=1)[0].doc_id == "own"
+
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(repo=str(REPO)))
+    before = reader.count()
+    question = "zebra quagga okapi giraffe savanna"
+    done = subprocess.run([sys.executable, str(script), str(db), "zebra", f"{question}."], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert reader.count() > before
+    for unit in ("cluster", "segment", "auto"):  # at the first search after the write
+        assert reader.search(question, k=1, unit=unit)[0].doc_id == "zebra", unit
+    assert reader.search_many([question], k=1)[0][0].doc_id == "zebra"
+    assert reader.get_records("zebra", include_embeddings=True)
+    assert writer.search(question, k=1)[0].doc_id == "zebra"
+    reopened = _reopened(reader)
+    assert reader.search(question, k=1)[0].doc_id == "zebra" and _reopened(reader) == reopened  # once

@@ -10,6 +10,7 @@ import functools
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from hseg.store.connection import (
     open_unit_index,
     remote_errors,
 )
+from hseg.store.freshness import FreshReads, persist_directory
 from hseg.store.reading import get_by_documents, ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
@@ -143,6 +145,20 @@ class HierarchicalStore:
             self._check_encoder_name(self._encoder.name)
         companion = open_unit_index(collection, hnsw)
         self.unit_index = None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+        # an embedded client never reloads its vector index: searches must notice other processes' writes
+        path = persist_directory(collection)
+        self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
+                                                           self._reader_of)
+
+    def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
+        return collection, None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+
+    def _reading(self) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
+        """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
+        return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
+
+    def _writing(self) -> AbstractContextManager[None]:
+        return nullcontext() if self._fresh is None else self._fresh.writing()
 
     # ----------------------------------------------------------------- the unit index
 
@@ -173,7 +189,7 @@ class HierarchicalStore:
         def check(metadatas: list[dict[str, Any]]) -> None:
             reference[0] = self._check_record_encoders(metadatas, reference[0])
 
-        with remote_errors(self.collection, "rebuilding the unit index"):
+        with self._writing(), remote_errors(self.collection, "rebuilding the unit index"):
             written = self.unit_index.sync(docs, check=check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
@@ -345,7 +361,13 @@ class HierarchicalStore:
                 r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
+        with self._writing():
+            self._write(items, doc_ids, per_doc, records, enc_name)
+        return len(records)
 
+    def _write(self, items: list[Chunking], doc_ids: list[str], per_doc: list[list[Record]], records: list[Record],
+               enc_name: str | None) -> None:
+        """The writes of :meth:`add`, once everything is checked."""
         with remote_errors(self.collection, "reading the collection"):
             old = self._existing(doc_ids)
             batch = self.max_batch_size()
@@ -374,7 +396,6 @@ class HierarchicalStore:
                 self.unit_index.after_write()
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
-        return len(records)
 
     def _ingest_encoder_name(self, items: list[Chunking]) -> str | None:
         """The encoder of what is being added: the chunkings' (each records its own), checked against
@@ -398,11 +419,11 @@ class HierarchicalStore:
         if have is not None and have != next(iter(dims)):
             raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
 
-    def _collection_dimension(self) -> int | None:
+    def _collection_dimension(self, collection: Any = None) -> int | None:
         """The dimension of the collection's vectors (``None`` while it holds none), read from one
         record the first time it is known and kept: Chroma fixes it with the first write."""
         if self._dimension is None:
-            got = self.collection.get(limit=1, include=["embeddings"])
+            got = (collection if collection is not None else self.collection).get(limit=1, include=["embeddings"])
             emb = got.get("embeddings")
             if emb is not None and len(emb):
                 self._dimension = len(emb[0])
@@ -426,11 +447,13 @@ class HierarchicalStore:
             if self.unit_index is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
+        if self._fresh is not None:
+            self._fresh.close()
         logger.info("dropped collection %r and its unit index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with remote_errors(self.collection, f"deleting document {doc_id!r}"):
+        with self._writing(), remote_errors(self.collection, f"deleting document {doc_id!r}"):
             if self.unit_index is not None:
                 self.unit_index.delete([doc_id])  # first: the index never names a record the collection lacks
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
@@ -518,7 +541,7 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with remote_errors(self.collection, f"deleting records where {dict(where)}"):
+        with self._writing(), remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
             if self.unit_index is not None:
@@ -531,8 +554,9 @@ class HierarchicalStore:
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        with remote_errors(self.collection, f"reading document {doc_id!r}"):
-            got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
+        # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
+        with self._reading() as (collection, _), remote_errors(self.collection, f"reading document {doc_id!r}"):
+            got = collection.get(where={"hseg_doc_id": doc_id}, include=include)
         embs = got.get("embeddings")
         recs = [
             Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),
@@ -571,9 +595,10 @@ class HierarchicalStore:
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
         """
         chosen = _settings(settings, k, fields)
-        vec = self._query_vector(query)
-        with remote_errors(self.collection, "search"):
-            hits = run_one(self._plan(vec, chosen))
+        with self._reading() as (collection, units):
+            vec = self._query_vector(query, collection=collection)
+            with remote_errors(self.collection, "search"):
+                hits = run_one(self._plan(vec, chosen, collection, units))
         self._check_hits(hits)
         return hits
 
@@ -599,9 +624,10 @@ class HierarchicalStore:
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
         chosen = _settings(settings, k, fields)
-        vectors = [self._query_vector(q, f"queries[{i}]") for i, q in enumerate(queries)]
-        with remote_errors(self.collection, "search"):
-            answers = run_many([self._plan(v, chosen) for v in vectors])
+        with self._reading() as (collection, units):
+            vectors = [self._query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
+            with remote_errors(self.collection, "search"):
+                answers = run_many([self._plan(v, chosen, collection, units) for v in vectors])
         self._check_hits([h for hits in answers for h in hits])
         return answers
 
@@ -611,16 +637,17 @@ class HierarchicalStore:
         query model's records alone; checking the hits costs no read."""
         self._check_record_encoders((h.metadata for h in hits), self._query_encoder_name())
 
-    def _plan(self, vec: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
-        """The reads of one search (see :mod:`hseg.retrieval.plans`)."""
+    def _plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None
+              ) -> Plan[list[SearchHit]]:
+        """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection`` and its unit index."""
         if settings.unit == "cluster":
-            return parents_plan(self.collection, vec, settings, oversample=self.oversample)
+            return parents_plan(collection, vec, settings, oversample=self.oversample)
         index = None
-        if settings.unit == "auto" and self.unit_index is not None:
-            index = self.unit_index.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(self.collection, vec, settings, unit_index=index)
+        if settings.unit == "auto" and units is not None:
+            index = units.usable(settings.cluster_weight, settings.neighbour_weight)
+        return units_plan(collection, vec, settings, unit_index=index)
 
-    def _query_vector(self, query: Any, what: str = "query") -> np.ndarray:
+    def _query_vector(self, query: Any, what: str = "query", *, collection: Any = None) -> np.ndarray:
         if isinstance(query, str):
             if not query.strip():
                 raise ValueError(f"{what} must be a non-blank string or a vector, got {query!r}")
@@ -638,7 +665,7 @@ class HierarchicalStore:
             raise ValueError(f"{what}: vector is zero or not finite")
         # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
         with remote_errors(self.collection, "search"):
-            have = self._collection_dimension()
+            have = self._collection_dimension(collection)
         if have is not None and vec.size != have:
             source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
             raise ValueError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
