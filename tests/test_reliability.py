@@ -698,9 +698,9 @@ from tests.fakes import HashingEncoder
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
 
-def add(self, chunkings, metadatas=None):
+def add(self, chunkings, metadatas=None, **kwargs):
     print("ADD", flush=True)  # the parent kills us right after this line: mid-write
-    return real_add(self, chunkings, metadatas)
+    return real_add(self, chunkings, metadatas, **kwargs)
 
 HierarchicalStore.add = add
 sys.exit(main(sys.argv[1:]))
@@ -960,12 +960,12 @@ def test_cli_index_server_going_away_names_it_and_a_rerun_completes(tmp_path, mo
     real_add = HierarchicalStore.add
     calls = []
 
-    def add_then_die(self, chunkings, metadatas=None):
+    def add_then_die(self, chunkings, metadatas=None, **kwargs):
         calls.append(1)
         if len(calls) == 3:  # the server dies before the third batch
             server.proc.send_signal(signal.SIGKILL)
             server.proc.wait(timeout=30)
-        return real_add(self, chunkings, metadatas)
+        return real_add(self, chunkings, metadatas, **kwargs)
 
     monkeypatch.setattr(HierarchicalStore, "add", add_then_die)
     try:

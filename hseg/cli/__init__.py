@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, UnicodeDecodeError, IsADirectoryError, PermissionError) as exc:
+    except (ValueError, UnicodeDecodeError, OSError) as exc:  # OSError: missing files, permissions, a full disk
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -146,7 +146,12 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                 summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
                                         progress=not args.quiet, report=report)
         except ingest.IngestWriteError as exc:
-            raise ValueError(str(exc)) from exc
+            from hseg.store.connection import disk_trouble
+
+            trouble = None if args.host is not None else disk_trouble(str(args.db), exc.__cause__ or exc)
+            if trouble is None:
+                raise ValueError(str(exc)) from exc
+            raise CliError(f"{exc}. The disk of {args.db} is {trouble}: free space first") from exc
         pruned = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files],

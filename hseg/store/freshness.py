@@ -166,7 +166,10 @@ class FreshReads:
         def reopen(name: str) -> Any:
             return Collection(client=fresh, model=fresh.get_collection(name, **where), embedding_function=None)
 
-        collections = self._build(reopen(collection.name), None if units is None else reopen(units.name))
+        companion = None
+        if units is not None and units.existing is not None:  # an absent unit index stays absent in the view
+            companion = reopen(units.name)
+        collections = self._build(reopen(collection.name), companion)
         self.reopened += 1
         logger.info("%s: another process wrote to this embedded store since its collections were opened; "
                     "searches read through a client opened after that write", self.path)

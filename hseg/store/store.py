@@ -9,7 +9,7 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -30,6 +30,7 @@ from hseg.store.connection import (
     collection_space,
     connect_errors,
     get_or_create_collection,
+    has_unit_index,
     open_client,
     open_unit_index,
     remote_errors,
@@ -143,15 +144,20 @@ class HierarchicalStore:
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
-        companion = open_unit_index(collection, hnsw)
-        self.unit_index = None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+        # opened, not created: a store opened only to read writes nothing (the first write creates it)
+        hnsw = dict(hnsw)
+        self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
+                                    self.max_batch_size) if has_unit_index(collection) else None
         # an embedded client never reloads its vector index: searches must notice other processes' writes
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
                                                            self._reader_of)
 
     def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
-        return collection, None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+        """A search's view of a private client's collections (never written through)."""
+        if self.unit_index is None:
+            return collection, None
+        return collection, UnitIndex(lambda create: companion, collection, self.max_batch_size)
 
     def _reading(self) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
         """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
@@ -206,7 +212,8 @@ class HierarchicalStore:
             if self.unit_index is not None:
                 units = self.unit_index.unit_ids([d for d in records if d not in bad])
                 unit_owner = {uid: doc for doc, uids in units.items() for uid in uids}
-                bad |= {unit_owner[u] for u in ids_without_vectors(self.unit_index.collection, list(unit_owner))}
+                if unit_owner:
+                    bad |= {unit_owner[u] for u in ids_without_vectors(self.unit_index.collection, list(unit_owner))}
         return bad
 
     def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
@@ -305,6 +312,8 @@ class HierarchicalStore:
         self,
         chunkings: Chunking | Iterable[Chunking],
         metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        on_written: Callable[[list[str]], None] | None = None,
     ) -> int:
         """Upsert the records of one or more documents; returns the number of records written.
 
@@ -330,6 +339,10 @@ class HierarchicalStore:
         every stored record its chunking lacks, whichever version wrote them. ``hseg index`` does not
         skip such a document as unchanged (records of another text, other settings or another
         chunking make it incomplete: :func:`hseg.ingest.is_complete`), so re-running it cleans up.
+
+        ``on_written(doc_ids)`` is told, after each write call, which documents now have all their
+        records stored (their unit-index records follow at the end of the ``add``): what a caller
+        needs to say what an ``add`` that failed half way had written.
 
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
@@ -362,11 +375,11 @@ class HierarchicalStore:
         if not items:
             return 0
         with self._writing():
-            self._write(items, doc_ids, per_doc, records, enc_name)
+            self._write(items, doc_ids, per_doc, records, enc_name, on_written)
         return len(records)
 
     def _write(self, items: list[Chunking], doc_ids: list[str], per_doc: list[list[Record]], records: list[Record],
-               enc_name: str | None) -> None:
+               enc_name: str | None, on_written: Callable[[list[str]], None] | None) -> None:
         """The writes of :meth:`add`, once everything is checked."""
         with remote_errors(self.collection, "reading the collection"):
             old = self._existing(doc_ids)
@@ -386,6 +399,8 @@ class HierarchicalStore:
                                    for r in part],
                     )
             done += complete
+            if on_written is not None and complete:
+                on_written(list(complete))
         with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
             if self.unit_index is not None:
                 self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
@@ -444,7 +459,7 @@ class HierarchicalStore:
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
         with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
-            if self.unit_index is not None:
+            if self.unit_index is not None and self.unit_index.existing is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
         if self._fresh is not None:
