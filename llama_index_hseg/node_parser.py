@@ -37,7 +37,7 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import mean_vector
 from hseg.chunking.config import ChunkerConfig, describe
-from hseg.chunking.records import hidden_from_model, listed_segment_ids, records_for, user_metadata
+from hseg.chunking.records import ENCODER_KEY, hidden_from_model, listed_segment_ids, records_for, user_metadata
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.text.structure import source_name
 
@@ -295,16 +295,29 @@ class ClusterVectorizer(TransformComponent):
     represented by its opening only. Put this transformation after it. Clusters whose
     segments are not in the same batch (or not yet embedded) are left as they are.
 
+    The embedding model replaced the parser's vectors, so the parser's ``hseg_encoder`` no longer
+    names their model: this transformation sets it to ``encoder_name`` (the embedding model's name,
+    which hseg then checks against the queries' encoder) or, without one, removes it (unknown).
+
     Example:
         >>> pipeline = IngestionPipeline(transformations=[  # doctest: +SKIP
-        ...     HierarchicalSegmentNodeParser(), embed_model, ClusterVectorizer()])
+        ...     HierarchicalSegmentNodeParser(), embed_model, ClusterVectorizer(encoder_name=embed_model.model_name)])
     """
+
+    encoder_name: str | None = Field(
+        default=None, description="Name of the embedding model before this step, recorded as hseg_encoder.")
 
     @classmethod
     def class_name(cls) -> str:
         return "ClusterVectorizer"
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        for n in nodes:
+            if n.metadata.get("hseg_level") in ("cluster", "segment"):
+                if self.encoder_name:
+                    n.metadata[ENCODER_KEY] = self.encoder_name
+                else:
+                    n.metadata.pop(ENCODER_KEY, None)
         members: dict[str, list[tuple[Any, int]]] = {}
         for n in nodes:
             if n.metadata.get("hseg_level") == "segment" and n.embedding is not None:

@@ -22,7 +22,7 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
-from hseg.chunking.records import hidden_from_model
+from hseg.chunking.records import check_unicode, hidden_from_model
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
@@ -120,7 +120,10 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         strs = query_bundle.embedding_strs
         if len(strs) == 1:
             return strs[0]  # embedded by the store's encoder, as in HierarchicalStore.search
-        # several embedding strings: their mean, as LlamaIndex's vector retriever aggregates them
+        # several embedding strings: their mean, as LlamaIndex's vector retriever aggregates them (each
+        # checked as the store checks one query: the tokenizer's own error names neither string nor offset)
+        for i, s in enumerate(strs):
+            check_unicode(f"query_bundle.embedding_strs[{i}]", s, why="the encoder takes valid Unicode only")
         return np.mean([self._store.encoder.encode_query(s) for s in strs], axis=0)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

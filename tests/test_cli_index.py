@@ -9,7 +9,11 @@ with the real MiniLM encoder (loaded once per session by the ``encoder`` fixture
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +24,8 @@ from hseg.cli import main
 from hseg.cli.query import format_hit
 from hseg.encoders import factory
 from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.unit_vectors import companion_name
+from hseg.store import HierarchicalStore
 from tests.chroma_server import free_port
 from tests.fakes import HashingEncoder
 
@@ -423,3 +429,149 @@ def test_a_document_the_store_refuses_costs_only_itself(fake, capsys, monkeypatc
     col = chromadb.PersistentClient(path=str(fake / "db")).get_collection("hseg")
     sources = {m["source"] for m in col.get(include=["metadatas"])["metadatas"]}
     assert sources == {"docs/a.md", "docs/b.md"}
+
+
+# --------------------------------------------------------------------------- read-only and full disks (issue 25 item 6)
+
+CHILD = r"""
+import sys
+sys.path.insert(0, {repo!r})
+from hseg.cli import main
+from hseg.encoders import factory
+from tests.fakes import HashingEncoder
+
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+sys.exit(main(sys.argv[1:]))
+"""
+
+#: run as root, a process ignores file modes unless it gives up these capabilities
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def _as_reader(argv: list[str]) -> list[str]:
+    """``argv`` run so that ``chmod a-w`` binds it: as is, or (as root) without root's file overrides."""
+    if os.geteuid() != 0:
+        return argv
+    if shutil.which("setpriv") is None or subprocess.run([*NO_OVERRIDE, "true"]).returncode != 0:
+        pytest.skip("running as root, and setpriv cannot drop the capabilities that ignore file modes")
+    return [*NO_OVERRIDE, *argv]
+
+
+def test_a_read_only_store_is_one_clear_line_for_stats_query_and_index(fake, capsys):
+    """chromadb 1.5.9 cannot open a PersistentClient it cannot write (it raised InternalError: attempt to
+    write a readonly database, a 31-line traceback); the CLI says what it is and how to read the store."""
+    _write(fake / "docs" / "tides.md", TIDES * 3)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    script = _write(fake / "child.py", CHILD.format(repo=str(REPO)))
+    subprocess.run(["chmod", "-R", "a-w", "db"], check=True)
+    try:
+        for argv, needles in ((["stats", "--db", "db"], ["the Chroma database at db is read-only", "cp -r db COPY"]),
+                              (["query", "tides", "--db", "db"], ["the Chroma database at db is read-only"]),
+                              (["index", "docs", "--db", "db", *FAKE], ["db: cannot create the writer lock file",
+                                                                         "the store is read-only"])):
+            done = subprocess.run(_as_reader([sys.executable, str(script), *argv]), capture_output=True, text=True,
+                                  timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            assert done.returncode == 1, (argv, done.stderr[-3000:])
+            _one_line_error(done.stderr, f"hseg {argv[0]}: error: ", *needles)
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", "db"], check=True)
+    with pytest.raises(PermissionError, match="the Chroma database at .* is read-only"):  # the library says so too
+        import chromadb.errors
+
+        real = chromadb.PersistentClient
+        try:  # the error chromadb raised above, for a path this process may write
+            chromadb.PersistentClient = lambda path, **kw: (_ for _ in ()).throw(chromadb.errors.InternalError(
+                "error returned from database: (code: 8) attempt to write a readonly database"))
+            HierarchicalStore("hseg", path=str(fake / "db"))
+        finally:
+            chromadb.PersistentClient = real
+
+
+def test_opening_a_store_only_to_read_it_writes_nothing(fake, capsys):
+    """hseg stats and hseg query used to create the unit index of a collection that had none."""
+    _write(fake / "docs" / "tides.md", TIDES * 3)
+    assert main(["index", "docs", "--db", "db", *FAKE]) == 0
+    client = chromadb.PersistentClient(path=str((fake / "db").resolve()))
+    client.delete_collection(companion_name("hseg"))  # as a collection written by another tool
+    capsys.readouterr()
+    assert main(["stats", "--db", "db"]) == 0
+    assert main(["query", "tides", "--db", "db", "--unit", "auto"]) == 0
+    assert sorted(c.name for c in client.list_collections()) == ["hseg"]
+
+
+class _DiskFills:
+    """The disk fills up during the ``add``-th write of documents, after its first upsert into the
+    collection: that and every later upsert fails as Chroma fails on a full disk (its own error; here
+    its log took nothing), and no space is left."""
+
+    def __init__(self, monkeypatch, add: int) -> None:
+        from chromadb.api.models.Collection import Collection
+
+        self.adds, self.calls, self.full, self.freed = 0, 0, False, False
+        real_add, real_upsert = HierarchicalStore.add, Collection.upsert
+
+        def counting_add(store, *args, **kwargs):
+            self.adds += 1
+            self.calls = 0
+            return real_add(store, *args, **kwargs)
+
+        def upsert(col, *args, **kwargs):
+            if col.name == "hseg":
+                self.calls += 1
+                self.full = not self.freed and (self.full or (self.adds >= add and self.calls >= 2))
+            if self.full:
+                raise chromadb.errors.InternalError("Error in compaction: Failed to apply logs to the metadata "
+                                                    "segment")
+            return real_upsert(col, *args, **kwargs)
+
+        monkeypatch.setattr(HierarchicalStore, "add", counting_add)
+        monkeypatch.setattr(Collection, "upsert", upsert)
+        real_usage = shutil.disk_usage
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: real_usage(path)._replace(free=0) if self.full
+                            else real_usage(path))
+
+
+def test_a_disk_filling_up_mid_batch_says_how_many_documents_are_written(fake, capsys, monkeypatch):
+    """The message counted only the batches that finished ('0 documents were written before it' when
+    4 were); now it counts the documents of the failing batch whose records were stored, says the rest
+    may be stored too, and names the full disk."""
+    from hseg.ingest import run as ingest_run
+
+    monkeypatch.setattr(ingest_run, "WRITE_RETRY_DELAYS", (0.0, 0.0))
+    monkeypatch.setattr(HierarchicalStore, "max_batch_size", lambda self: 4)  # about a document a write call
+    for i in range(8):
+        _write(fake / "docs" / f"d{i}.md", (TIDES if i % 2 else CATS) * (1 + i % 3))
+    disk = _DiskFills(monkeypatch, add=2)  # during the 2nd batch
+    code = main(["index", "docs", "--db", "db", "--batch-docs", "4", *FAKE])
+    err = capsys.readouterr().err
+    assert code == 1
+    _one_line_error(err, "hseg index: error: writing a batch of 4 documents failed (InternalError: Error in "
+                         "compaction", "The disk of db is full, 0 bytes free: free space first")
+    said = int(re.search(r"at least (\d+) documents are written", err).group(1))
+    of_batch = int(re.search(r"; (\d+) of them were written before the failure", err).group(1))
+    assert said == 4 + of_batch and of_batch >= 1, err
+
+    # stats and query while the disk is full: one line (Chroma failed every read the same way)
+    from chromadb.api.models.Collection import Collection
+
+    real_get = Collection.get
+
+    def get(col, *args, **kwargs):
+        if disk.full:
+            raise chromadb.errors.InternalError("Error executing plan: Error sending backfill request to compactor: "
+                                                "Failed to apply logs to the metadata segment")
+        return real_get(col, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "get", get)
+    for argv in (["stats", "--db", "db"], ["query", "tides", "--db", "db"]):
+        assert main(argv) == 1
+        _one_line_error(capsys.readouterr().err, f"hseg {argv[0]}: error: the disk of the Chroma database at db is "
+                                                 "full, 0 bytes free (InternalError: ", "free space and run again")
+
+    disk.full, disk.freed = False, True  # space freed: the store holds exactly the documents the message counted
+    stored = _stats(capsys, "--db", "db")
+    assert stored["documents"] == said, (stored, err)
+    # the re-run completes the failed batch: its written documents too, whose unit-index records were
+    # still to come when the write failed
+    assert main(["index", "docs", "--db", "db", "--batch-docs", "4", *FAKE]) == 0
+    assert "4 indexed, 4 unchanged" in capsys.readouterr().out

@@ -420,6 +420,60 @@ def test_from_documents_batches_and_is_idempotent(docs, monkeypatch):
     assert col.count() == n_nodes and [(n.node.id_, n.score) for n in again.retrieve(QUERY)] == first
 
 
+# --------------------------------------------------------------------------- one collection, one encoder
+
+
+class OtherEncoder(HashingEncoder):
+    """Another model of the same dimension, as far as any name check can tell."""
+
+    name = "other-hashing-encoder"
+
+
+def test_a_pipeline_writing_another_encoders_nodes_into_a_collection_is_refused_where_hseg_reads(docs):
+    """Issue 25 item 7: a ChromaVectorStore filled by an IngestionPipeline (the README's path) lets a parser
+    of another 384-d model write into a MiniLM collection; hseg cannot stop that write, so the records name
+    their encoder and every read that ranks or indexes them refuses vectors of two models."""
+    col = cosine_collection(chromadb.EphemeralClient())  # made by chromadb: no encoder recorded
+    vs = ChromaVectorStore(chroma_collection=col)
+    IngestionPipeline(transformations=[make_parser()], vector_store=vs).run(documents=docs[:1])
+    store = HierarchicalStore.from_collection(col, HashingEncoder())
+    store.sync_unit_index()  # checks the records, and records the one encoder they name
+    assert store.encoder_name == "test-hashing-encoder"
+    nodes = IngestionPipeline(transformations=[make_parser(encoder=OtherEncoder())], vector_store=vs).run(
+        documents=docs[1:2])
+    assert {n.metadata["hseg_encoder"] for n in nodes} == {"other-hashing-encoder"}
+
+    stats = HierarchicalStore.from_collection(col).stats()
+    assert stats["encoder"] == "test-hashing-encoder"
+    assert set(stats["record_encoders"]) == {"test-hashing-encoder", "other-hashing-encoder"}
+    with pytest.raises(ValueError, match="built with encoder 'test-hashing-encoder', got 'other-hashing-encoder'"):
+        HierarchicalSegmentRetriever(vs, encoder=OtherEncoder())  # the collection's recorded encoder
+    query = docs[1].text[:300]  # ranks the other encoder's document first
+    mixed = "document 'ex-b' holds vectors of encoder 'other-hashing-encoder', but this store embeds queries with " \
+            "'test-hashing-encoder'"
+    for unit in ("cluster", "segment", "auto"):
+        with pytest.raises(ValueError, match=mixed):
+            HierarchicalSegmentRetriever(vs, encoder=HashingEncoder(), unit=unit).retrieve(query)
+    with pytest.raises(ValueError, match=mixed):
+        store.search_many(["tides", query])
+    with pytest.raises(ValueError, match="document 'ex-b' holds vectors of encoder 'other-hashing-encoder'"):
+        store.sync_unit_index()
+    # the same model under another name: the caller says so
+    assert HierarchicalSegmentRetriever(vs, encoder=HashingEncoder(), allow_encoder_mismatch=True).retrieve(query)
+    # the fix the message names: the document goes, and what is left is one model's again
+    store.delete("ex-b")
+    assert HierarchicalSegmentRetriever(vs, encoder=HashingEncoder()).retrieve(query)
+    assert store.sync_unit_index() > 0
+
+
+def test_cluster_vectorizer_names_the_embedding_models_vectors(docs):
+    """After an embedding model replaced the parser's vectors, hseg_encoder names that model, or nothing."""
+    for given, expected in ((None, set()), ("mock-embedding", {"mock-embedding"})):
+        out = IngestionPipeline(transformations=[make_parser(), MockEmbedding(embed_dim=8),
+                                                 ClusterVectorizer(encoder_name=given)]).run(documents=docs[1:2])
+        assert {n.metadata["hseg_encoder"] for n in out if "hseg_encoder" in n.metadata} == expected
+
+
 # --------------------------------------------------------------------------- end to end, real model
 
 

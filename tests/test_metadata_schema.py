@@ -27,6 +27,7 @@ from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 from hseg.chunking.chunker import HierarchicalChunker  # noqa: E402
 from hseg.chunking.chunks import unit_id  # noqa: E402
 from hseg.chunking.records import (  # noqa: E402
+    ENCODER_KEY,
     KINDS,
     METADATA_KEYS,
     RESERVED_PREFIX,
@@ -124,7 +125,11 @@ def test_chunks_are_the_same_in_the_store_langchain_and_llama_index(texts):
     for r, n in zip(records, nodes):
         d = by_id[r.id]
         assert r.document == n.text == d.page_content
-        assert r.metadata == n.metadata == d.metadata  # same hseg_* keys and values, same user metadata
+        assert r.metadata == n.metadata  # same hseg_* keys and values, same user metadata
+        assert r.metadata[ENCODER_KEY] == "test-hashing-encoder"
+        # ... and so a Document's, but for the key of the vector's model: a Document carries no vector
+        assert d.metadata == {k: v for k, v in r.metadata.items() if k != ENCODER_KEY}
+        assert set(hseg_part(d.metadata)) == set(metadata_keys(r.metadata["hseg_level"], vector=False))
 
 
 # --------------------------------------------------------------------------- results

@@ -29,9 +29,9 @@ from tests.fakes import HashingEncoder
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
 
-def add(self, chunkings, metadatas=None):
+def add(self, chunkings, metadatas=None, **kwargs):
     print("ADD", flush=True)
-    return real_add(self, chunkings, metadatas)
+    return real_add(self, chunkings, metadatas, **kwargs)
 
 HierarchicalStore.add = add
 sys.exit(main(sys.argv[1:]))

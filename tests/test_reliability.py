@@ -288,14 +288,22 @@ def test_metadata_chroma_cannot_store_is_flattened_or_refused(chunker):
     assert store.doc_ids() == ["meta"]  # nothing of the refused document was written
 
 
-def test_text_that_is_not_valid_unicode_is_refused_by_the_store(chunker):
-    store = ephemeral_store()
+def test_text_that_is_not_valid_unicode_is_refused_by_the_chunker_and_the_store(chunker, monkeypatch):
     text = "Decoded with surrogateescape: caf\udce9 au lait. Second sentence."
-    result = chunker.chunk(text, "sur")  # chunking in memory works ...
-    check_chunking(result, text)
+    # the chunker refuses it up front (a model's tokenizer fails on it with a bare TypeError:
+    # tests/test_unicode_input.py) ...
+    with pytest.raises(ValueError, match=r"texts\[0\] \(document 'sur'\): not valid Unicode \(a lone surrogate "
+                                         r"'\\udce9' at offset 33\).*errors='replace'"):
+        chunker.chunk(text, "sur")
+    # ... and the store refuses a chunking of such text made without that check, before writing anything
+    from hseg.chunking import chunker as chunker_module
+
+    monkeypatch.setattr(chunker_module, "check_unicode", lambda *args, **kwargs: None)
+    result = chunker.chunk(text, "sur")
     good = chunker.chunk("A good document. It is fine.", "good")
+    store = ephemeral_store()
     with pytest.raises(ValueError, match="document 'sur'.*surrogate.*errors='replace'"):
-        store.add([good, result])  # ... the store refuses it before writing anything
+        store.add([good, result])
     assert store.count() == 0
     with pytest.raises(ValueError, match="doc_ids"):
         chunker.chunk("Fine text.", "bad\udc80id")
@@ -325,6 +333,32 @@ def test_invalid_store_arguments_raise_value_error_naming_them(call, name, chunk
     store.add(chunker.chunk("Some text to search. Another sentence.", "d"))
     with pytest.raises(ValueError, match=name):
         call(store)
+
+
+def test_a_query_vector_of_another_dimension_is_a_value_error_read_once(chunker, monkeypatch):
+    """Issue 25 item 8: Chroma's InvalidArgumentError was what a wrong-sized query vector got."""
+    store = ephemeral_store()
+    store.add(chunker.chunk("Some text to search. Another sentence.", "d"))
+    reads = []
+    real_get = type(store.collection).get
+
+    def get(self, *args, **kwargs):
+        reads.append(kwargs)
+        return real_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(store.collection), "get", get)
+    for call in (lambda: store.search(np.ones(32)), lambda: store.search_many([np.ones(64), np.ones(32)]),
+                 lambda: store.search(np.ones(65), unit="auto")):
+        with pytest.raises(ValueError, match=r"(query|queries\[1\]): got a vector of dimension (32|65), but "
+                                             r"collection .* dimension 64") as err:
+            call()
+        assert type(err.value) is ValueError
+    other = HierarchicalStore.from_collection(store.collection, HashingEncoder(dim=16), allow_encoder_mismatch=True)
+    with pytest.raises(ValueError, match="query: the encoder 'test-hashing-encoder' gives a vector of dimension 16"):
+        other.search("some text")
+    assert len(store.search(np.ones(64), k=1)) == 1
+    # the collection's dimension is read once per store object, not once per query
+    assert sum(kw.get("limit") == 1 and kw.get("include") == ["embeddings"] for kw in reads) == 2
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -664,9 +698,9 @@ from tests.fakes import HashingEncoder
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
 
-def add(self, chunkings, metadatas=None):
+def add(self, chunkings, metadatas=None, **kwargs):
     print("ADD", flush=True)  # the parent kills us right after this line: mid-write
-    return real_add(self, chunkings, metadatas)
+    return real_add(self, chunkings, metadatas, **kwargs)
 
 HierarchicalStore.add = add
 sys.exit(main(sys.argv[1:]))
@@ -926,12 +960,12 @@ def test_cli_index_server_going_away_names_it_and_a_rerun_completes(tmp_path, mo
     real_add = HierarchicalStore.add
     calls = []
 
-    def add_then_die(self, chunkings, metadatas=None):
+    def add_then_die(self, chunkings, metadatas=None, **kwargs):
         calls.append(1)
         if len(calls) == 3:  # the server dies before the third batch
             server.proc.send_signal(signal.SIGKILL)
             server.proc.wait(timeout=30)
-        return real_add(self, chunkings, metadatas)
+        return real_add(self, chunkings, metadatas, **kwargs)
 
     monkeypatch.setattr(HierarchicalStore, "add", add_then_die)
     try:

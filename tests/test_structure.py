@@ -24,7 +24,7 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import cluster_segments
 from hseg.chunking.config import RUNTIME_FIELDS, ChunkerConfig
-from hseg.chunking.records import HEADING_PATH_KEY, heading_path, metadata_keys, records_for, unit_metadata
+from hseg.chunking.records import ENCODER_KEY, HEADING_PATH_KEY, heading_path, metadata_keys, records_for, unit_metadata
 from hseg.cli.options import add_chunker_options
 from hseg.text.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
 from tests.fakes import HashingEncoder
@@ -450,8 +450,9 @@ def test_metadata_carries_the_heading_path(chunker):
         [LCDocument(MARKDOWN, id="orbits", metadata={"source": "orbits.md"}),
          LCDocument(MARKDOWN, id="plain", metadata={"source": "orbits.txt"})])
     md = [d for d in clusters + segments if d.metadata["hseg_doc_id"] == "orbits"]
-    assert {r.id: r.metadata for r in records} == {d.id: {k: v for k, v in d.metadata.items() if k != "source"}
-                                                    for d in md}
+    # a Document carries no vector, so no hseg_encoder key either; every other key is the record's
+    assert {r.id: {k: v for k, v in r.metadata.items() if k != ENCODER_KEY} for r in records} == \
+        {d.id: {k: v for k, v in d.metadata.items() if k != "source"} for d in md}
     assert all(heading_path(d.metadata) == () for d in clusters + segments if d.metadata["hseg_doc_id"] == "plain")
 
     parser = HierarchicalSegmentNodeParser(encoder=HashingEncoder(), **SMALL)

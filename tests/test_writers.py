@@ -1,5 +1,6 @@
-"""Two writers on one embedded store (issue 25 item 1): writers take turns through the lock file,
-and a document whose records lost their vectors is redone by the next ``hseg index``."""
+"""Two processes on one store (issue 25): two writers on one embedded store take turns through the
+lock file, and a document whose records lost their vectors is redone by the next ``hseg index``
+(item 1); two writers creating one collection on a Chroma server both open it (item 3)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import chromadb
@@ -146,3 +148,154 @@ def test_a_document_whose_vectors_are_lost_is_redone(tmp_path, monkeypatch):
         == {"b.md"}
     done = ingest.ingest_batch(texts, chunker, store)
     assert (done.documents, done.unchanged) == (1, 1)
+
+
+# --------------------------------------------------------------------------- two creators on a server (item 3)
+
+RACER = r"""
+import sys, time
+sys.path.insert(0, {repo!r})
+import chromadb
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+
+host, port, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+client = chromadb.HttpClient(host=host, port=port)
+client.heartbeat()
+print("ready", flush=True)
+start = float(sys.stdin.readline())
+for i in range(rounds):
+    time.sleep(max(0.0, start + 1.0 * i - time.time()))  # both processes open round i's new collection at once
+    try:
+        store = HierarchicalStore(f"race-{{i}}", client=client, encoder=HashingEncoder())
+        print(i, store.collection.id, store.unit_index.collection.id, flush=True)
+    except Exception as exc:
+        print(i, "error", type(exc).__name__, str(exc).replace("\n", " "), flush=True)
+"""
+
+
+@pytest.mark.integration
+def test_two_processes_creating_one_collection_on_a_server_both_open_it(tmp_path, chroma_server):
+    script = tmp_path / "racer.py"
+    script.write_text(RACER.format(repo=str(REPO)))
+    rounds = 12
+    procs = [subprocess.Popen([sys.executable, str(script), chroma_server.host, str(chroma_server.port), str(rounds)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+             for _ in range(2)]
+    try:
+        for p in procs:  # both have imported chromadb and hseg: what is left to race is the opening itself
+            assert p.stdout.readline().strip() == "ready"
+        start = time.time() + 0.5
+        for p in procs:
+            p.stdin.write(f"{start}\n")
+            p.stdin.flush()
+        results = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+    lines = [dict(line.split(" ", 1) for line in out.splitlines()) for out, _ in results]
+    for (out, err), p in zip(results, procs):
+        assert p.returncode == 0, err[-2000:]
+        assert "error" not in out, out
+    # both opened the same collection and the same unit index in every round
+    assert [lines[0][str(i)] for i in range(rounds)] == [lines[1][str(i)] for i in range(rounds)]
+
+
+@pytest.mark.integration
+def test_a_collection_and_unit_index_created_between_look_up_and_create_are_opened(chroma_server, monkeypatch):
+    """The race forced on a real server: another client creates the collection and its unit index just
+    after this client's look-ups found neither, so this client's creates get the server's own answer,
+    ``ChromaError: Collection [x] already exists``."""
+    from chromadb.errors import NotFoundError
+
+    name = f"forced-{uuid.uuid4().hex[:8]}"
+    ours, other = chroma_server.client(), chroma_server.client()
+    others: list[HierarchicalStore] = []
+    real_get, api_type = type(ours).get_collection, type(ours._server)
+    real_api_get = api_type.get_collection
+
+    def get_collection(self, *args, **kwargs):
+        wanted = args[0] if args else kwargs.get("name")
+        if self is ours and wanted == name and not others:
+            others.append(HierarchicalStore(name, client=other, encoder=HashingEncoder()))  # both collections
+            raise NotFoundError(f"Collection [{wanted}] does not exist")  # what our look-up saw a moment before
+        return real_get(self, *args, **kwargs)
+
+    looked: list[str] = []
+
+    def api_get_collection(self, *args, **kwargs):
+        wanted = args[0] if args else kwargs.get("name")
+        if wanted == companion_name(name) and others and not looked:  # our look-up, after the other's creates
+            looked.append(wanted)
+            raise NotFoundError(f"Collection [{wanted}] does not exist")
+        return real_api_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(ours), "get_collection", get_collection)
+    monkeypatch.setattr(api_type, "get_collection", api_get_collection)
+    # as a server whose get_or_create is not atomic would answer: a plain create of what now exists
+    monkeypatch.setattr(api_type, "get_or_create_collection",
+                        lambda self, **kwargs: self.create_collection(get_or_create=False, **kwargs))
+    store = HierarchicalStore(name, client=ours, encoder=HashingEncoder())
+    assert looked and others
+    assert store.collection.id == others[0].collection.id
+    assert store.unit_index is not None and others[0].unit_index is not None
+    assert store.unit_index.collection.id == others[0].unit_index.collection.id
+
+
+# --------------------------------------------------------------------------- a long-lived reader (item 4)
+
+WRITER = r"""
+import sys
+sys.path.insert(0, {repo!r})
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+
+enc = HashingEncoder()
+store = HierarchicalStore("hseg", path=sys.argv[1], encoder=enc)
+chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling", target_tokens=64, min_segment_tokens=8,
+                              max_segment_tokens=48)
+store.add(chunker.chunk(sys.argv[3], sys.argv[2]))
+"""
+
+
+def _reopened(store: HierarchicalStore) -> int:
+    """Private clients the store opened to read other processes' writes (hseg.store.freshness)."""
+    fresh = getattr(store, "_fresh", None)
+    return 0 if fresh is None else fresh.reopened
+
+
+def test_a_long_lived_reader_of_an_embedded_store_sees_another_processs_writes(tmp_path):
+    """Chroma's embedded client loads a collection's vector index once: before, a reader's count()
+    rose after another process wrote, but its searches never returned the new document."""
+    enc = HashingEncoder()
+    chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling", target_tokens=64, min_segment_tokens=8,
+                                  max_segment_tokens=48)
+    db = tmp_path / "db"
+    writer = HierarchicalStore("hseg", path=str(db), encoder=enc)
+    writer.add(chunker.chunk_many([synthetic_book(2_000, seed=i) for i in range(3)], ["a", "b", "c"]))
+    reader = HierarchicalStore("hseg", path=str(db), encoder=enc)  # another store object on the same client
+    assert {h.doc_id for h in reader.search("river delta", k=3)} <= {"a", "b", "c"}  # its index is loaded
+    assert _reopened(reader) == 0
+    own = "lemur tapir lemur tapir"
+    writer.add(chunker.chunk(f"{own}.", "own"))  # a write of this process, through its shared client
+    assert writer.search(own, k=1)[0].doc_id == "own" and _reopened(writer) == 0  # its own: no reopen
+    assert reader.search(own, k=1)[0].doc_id == "own"
+
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(repo=str(REPO)))
+    before = reader.count()
+    question = "zebra quagga okapi giraffe savanna"
+    done = subprocess.run([sys.executable, str(script), str(db), "zebra", f"{question}."], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert reader.count() > before
+    for unit in ("cluster", "segment", "auto"):  # at the first search after the write
+        assert reader.search(question, k=1, unit=unit)[0].doc_id == "zebra", unit
+    assert reader.search_many([question], k=1)[0][0].doc_id == "zebra"
+    assert reader.get_records("zebra", include_embeddings=True)
+    assert writer.search(question, k=1)[0].doc_id == "zebra"
+    reopened = _reopened(reader)
+    assert reader.search(question, k=1)[0].doc_id == "zebra" and _reopened(reader) == reopened  # once

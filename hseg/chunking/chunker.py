@@ -38,6 +38,7 @@ import numpy as np
 from hseg.chunking.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
 from hseg.chunking.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
 from hseg.chunking.config import ChunkerConfig
+from hseg.chunking.records import check_unicode
 from hseg.encoders import CachingEncoder, Encoder, as_encoder
 from hseg.segmentation.cohesion import adjacent_similarity
 from hseg.segmentation.segmenters import Segmenter, enforce_length_limits, get_segmenter
@@ -111,7 +112,9 @@ class HierarchicalChunker:
                    sources: Sequence[str | None] | None = None) -> list[Chunking]:
         """Chunk many documents, encoding their sentences in shared batches.
 
-        ``sources`` (one per text, or ``None``) are the names :meth:`chunk` takes as ``source``.
+        ``sources`` (one per text, or ``None``) are the names :meth:`chunk` takes as ``source``. A text
+        that is not valid Unicode (a lone surrogate, e.g. from ``errors="surrogateescape"``) raises
+        ``ValueError`` naming its index, its document id and the offset, before any work.
         """
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
@@ -161,6 +164,10 @@ class HierarchicalChunker:
             if d in seen and seen[d] != t:
                 raise ValueError(f"doc_ids: duplicate id {d!r} for two different texts")
             seen[d] = t
+        for i, (d, t) in enumerate(zip(ids, texts)):
+            # checked here, before any work: the model's tokenizer fails on a lone surrogate with a bare
+            # TypeError that names no document, and Chroma could not store the text either
+            check_unicode(f"texts[{i}] (document {d!r})", t, why="encoders and Chroma take valid Unicode only")
         return ids
 
     @staticmethod

@@ -50,6 +50,7 @@ __all__ = [
     "records_for",
     "check_unicode",
     "HEADING_PATH_KEY",
+    "ENCODER_KEY",
     "encode_heading_path",
     "heading_path",
     "listed_segment_ids",
@@ -77,10 +78,15 @@ class MetadataKey:
     name: str
     kinds: tuple[str, ...]
     meaning: str
+    #: carried only by what carries the chunk's vector (store records, LlamaIndex nodes), not by a
+    #: LangChain Document, which has none
+    vector: bool = False
 
 
 #: the key of a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
 HEADING_PATH_KEY = "hseg_heading_path"
+#: the key of the encoder that made a record's vector (the collection's own metadata uses the same name)
+ENCODER_KEY = "hseg_encoder"
 
 #: keys ``hseg index`` stores on every record to skip unchanged documents: the SHA-256 of the text
 #: and the settings fingerprint (:func:`hseg.ingest.fingerprint.chunk_settings`). Bookkeeping of the
@@ -118,6 +124,11 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 'markup stripped (`["Chapter 2", "2.1 Orbits"]`); a cluster\'s or passage\'s is the common prefix of '
                 'its segments\'; `"[]"` outside any heading or for text not read as markdown'),
     MetadataKey("hseg_schema", _CHUNKS, "version of this schema"),
+    MetadataKey(ENCODER_KEY, _CHUNKS,
+                "the encoder (model name) that made the record's vector; only on what carries a vector (store "
+                "records, LlamaIndex nodes), not on LangChain Documents; absent when unknown (a chunking made without "
+                "the chunker, records written before the key existed). A search refuses hits of another encoder "
+                "than its queries'", vector=True),
     MetadataKey("hseg_unit", ("result",),
                 '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
                 "cluster)"),
@@ -179,16 +190,19 @@ def listed_segment_ids(metadata: Mapping[str, Any]) -> list[str]:
     return _json_strings(metadata, "hseg_segment_ids")
 
 
-def metadata_keys(kind: str) -> tuple[str, ...]:
-    """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries.
+def metadata_keys(kind: str, *, vector: bool = True) -> tuple[str, ...]:
+    """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries;
+    ``vector=False``: the keys of a chunk without its vector (a LangChain Document).
 
     Example:
         >>> metadata_keys("segment")[:3]
         ('hseg_level', 'hseg_doc_id', 'hseg_cluster_id')
+        >>> "hseg_encoder" in metadata_keys("segment", vector=False)
+        False
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds)
+    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds and (vector or not k.vector))
 
 
 def metadata_table() -> str:
@@ -280,14 +294,22 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def check_unicode(what: str, text: str) -> None:
-    """``ValueError`` naming ``what`` if ``text`` cannot be encoded as UTF-8 (lone surrogates)."""
+def check_unicode(what: str, text: str, *, why: str = "Chroma stores UTF-8 only") -> None:
+    """``ValueError`` naming ``what`` and the offset if ``text`` cannot be encoded as UTF-8 (lone surrogates).
+
+    Example:
+        >>> check_unicode("query", "Broken \\ud800 text")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: query: not valid Unicode (a lone surrogate '\\ud800' at offset 7); ...
+    """
+    if text.isascii():  # the common case, without building a UTF-8 copy of a long text
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(
-            f"{what}: not valid Unicode (a lone surrogate {text[exc.start]!r} at offset {exc.start}); Chroma "
-            "stores UTF-8 only: decode the source with errors='replace'"
+            f"{what}: not valid Unicode (a lone surrogate {text[exc.start]!r} at offset {exc.start}); {why}: "
+            "decode the source with errors='replace'"
         ) from None
 
 
@@ -393,7 +415,9 @@ def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
     """All records of one document: per cluster, the cluster record then its segment records.
 
-    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata`. Raises
+    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata` plus, when the
+    chunking names its encoder (``chunking.info["encoder"]``, set by the chunker), ``hseg_encoder``:
+    a record carries a vector, and the key says whose, wherever the record is written. Raises
     ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or of a
     different dimension than the others, if the text is not valid Unicode, or if the metadata
     cannot be flattened.
@@ -407,6 +431,8 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     doc_id = chunking.doc_id
     check_unicode(f"doc_id {doc_id!r}", doc_id)
     check_unicode(f"document {doc_id!r}", chunking.text)
+    if chunking.info.get("encoder"):
+        user = {**user, ENCODER_KEY: str(chunking.info["encoder"])}
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:

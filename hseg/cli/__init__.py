@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (ValueError, FileNotFoundError, UnicodeDecodeError, IsADirectoryError, PermissionError) as exc:
+    except (ValueError, UnicodeDecodeError, OSError) as exc:  # OSError: missing files, permissions, a full disk
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -56,9 +56,20 @@ def location_label(args: argparse.Namespace) -> str:
 
 @contextmanager
 def server_errors(args: argparse.Namespace) -> Iterator[None]:
-    """Name the server in every failure to talk to it (connection refused, gone mid-run, ...)."""
+    """Name the server in every failure to talk to it (connection refused, gone mid-run, ...), and
+    the database in a failure its disk explains (read-only, full) instead of Chroma's traceback."""
     if args.host is None:
-        yield
+        try:
+            yield
+        except Exception as exc:
+            if isinstance(exc, (ValueError, FileNotFoundError)):  # the user's input, said already
+                raise
+            from hseg.store.connection import storage_problem
+
+            problem = storage_problem(str(args.db), exc)
+            if problem is None:
+                raise
+            raise CliError(problem) from exc
         return
     try:
         yield
@@ -87,10 +98,14 @@ def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
         raise CliError(f"--db {args.db}: not a directory")
     if must_exist and not db.is_dir():
         raise CliError(f"no index at {args.db} (run 'hseg index PATH --db {args.db}' first)")
-    import chromadb
+    from hseg.store.connection import open_persistent, storage_problem
 
     # an absolute path: chromadb shares one system per path string within a process
-    return chromadb.PersistentClient(path=str(db.resolve()))
+    try:
+        return open_persistent(str(db.resolve()))
+    except OSError as exc:  # read-only or full: one line naming the folder as given
+        problem = storage_problem(str(args.db), exc.__cause__ or exc)
+        raise CliError(problem or str(exc)) from exc
 
 
 def id_anchor(args: argparse.Namespace) -> Path | None:

@@ -162,7 +162,12 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
         except factory.EncoderLoadError as exc:
             raise CliError(str(exc)) from None
         except ingest.IngestWriteError as exc:
-            raise ValueError(str(exc)) from exc
+            from hseg.store.connection import disk_trouble
+
+            trouble = None if args.host is not None else disk_trouble(str(args.db), exc.__cause__ or exc)
+            if trouble is None:
+                raise ValueError(str(exc)) from exc
+            raise CliError(f"{exc}. The disk of {args.db} is {trouble}: free space first") from exc
         pruned = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),

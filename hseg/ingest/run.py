@@ -85,7 +85,16 @@ class IngestInterrupted(KeyboardInterrupt):
 
 
 class IngestWriteError(RuntimeError):
-    """Writing a batch to the store failed; earlier batches are complete, this one may be partial."""
+    """Writing a batch to the store failed; earlier batches are complete, this one may be partial.
+
+    ``written``: documents of the batch whose records were all stored before the failure; the other
+    ``unsure`` may be stored in part (Chroma can fail after its log took a write, e.g. on a full disk).
+    """
+
+    def __init__(self, message: str, *, written: int = 0, unsure: int = 0) -> None:
+        super().__init__(message)
+        self.written = written
+        self.unsure = unsure
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -138,8 +147,10 @@ def ingest(
                 done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
                                     progress=lambda stage, n: bars[stage].update(n))
             except IngestWriteError as exc:
-                raise IngestWriteError(f"{exc}; {summary.documents} documents were written before it; re-run the "
-                                       "same command to complete the rest") from exc.__cause__
+                total = summary.documents + exc.written
+                raise IngestWriteError(f"{exc}; with the {summary.documents} of earlier batches, at least {total} "
+                                       "documents are written; re-run the same command to complete the rest",
+                                       written=total, unsure=exc.unsure) from exc.__cause__
             summary.merge(done)
     except KeyboardInterrupt as exc:
         if isinstance(exc, IngestInterrupted):
@@ -224,11 +235,14 @@ def ingest_batch(
     extra = metadata or {}
     metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), CONTENT_HASH_KEY: shas[c.doc_id],
               SETTINGS_KEY: settings} for c in chunkings]
+    written: set[str] = set()  # documents whose records are stored, told by the store as it writes
     try:
-        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem)
+        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update)
     except Exception as exc:
-        raise IngestWriteError(f"writing a batch of {len(chunkings)} documents failed "
-                               f"({type(exc).__name__}: {exc})") from exc
+        n, k = len(chunkings), len(written)
+        raise IngestWriteError(f"writing a batch of {n} documents failed ({type(exc).__name__}: {exc}); {k} of them "
+                               f"were written before the failure, and the other {n - k} may be written too, wholly or "
+                               "in part (Chroma can fail after taking a write)", written=k, unsure=n - k) from exc
     tick("writing", len(todo))
     summary.seconds["writing"] += time.perf_counter() - t2
     for c in chunkings:
@@ -241,22 +255,23 @@ def ingest_batch(
 
 def _write_batch(
     store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
-    problem: Callable[[str, str], None],
+    problem: Callable[[str, str], None], on_written: Callable[[list[str]], None] | None = None,
 ) -> tuple[int, list[Chunking]]:
     """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
     before anything is written), write the documents one by one and skip only those refused.
-    Other errors (a server gone away) propagate: the run cannot go on."""
+    Other errors (a server gone away) propagate: the run cannot go on. ``on_written`` is passed on
+    to the store's ``add``."""
     if not chunkings:
         return 0, []
     try:
-        return _add(store, chunkings, metas), chunkings
+        return _add(store, chunkings, metas, on_written), chunkings
     except ValueError:
         if len(chunkings) == 1:
             raise
     vectors, written = 0, []
     for chunking, meta in zip(chunkings, metas):
         try:
-            vectors += _add(store, [chunking], [meta])
+            vectors += _add(store, [chunking], [meta], on_written)
         except ValueError as exc:
             problem(chunking.doc_id, f"not written: {exc}")
             continue
@@ -268,21 +283,24 @@ def _write_batch(
 WRITE_RETRY_DELAYS = (0.5, 2.0)
 
 
-def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]]) -> int:
+def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
+         on_written: Callable[[list[str]], None] | None = None) -> int:
     """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
     of a collection another writer is flushing for the first time ("Error creating hnsw segment
     reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
     add replaces its documents' records, so a second try of a partial write completes it."""
     from chromadb.errors import InternalError
 
+    # passed only when asked for, so that any object with add(chunkings, metadatas) still serves
+    kwargs = {} if on_written is None else {"on_written": on_written}
     for delay in WRITE_RETRY_DELAYS:
         try:
-            return store.add(chunkings, metas)
+            return int(store.add(chunkings, metas, **kwargs))
         except InternalError as exc:
             logger.warning("writing %d documents failed inside Chroma (%s); trying again in %g s",
                            len(chunkings), exc, delay)
             time.sleep(delay)
-    return store.add(chunkings, metas)
+    return int(store.add(chunkings, metas, **kwargs))
 
 
 def _chunk_batch(chunker: HierarchicalChunker, texts: Mapping[str, str],

@@ -3,6 +3,7 @@ companion collection, and connection failures turned into errors that name the s
 
 from __future__ import annotations
 
+import errno
 import logging
 import warnings
 from collections.abc import Iterator, Mapping
@@ -14,9 +15,10 @@ from hseg.encoders.identity import canonical_model_name
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import companion_name
 
-__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "open_client", "get_or_create_collection", "open_unit_index",
-           "check_schema", "collection_space", "server_address", "is_connection_error", "connect_errors",
-           "remote_errors"]
+__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
+           "storage_problem", "disk_trouble", "get_or_create_collection", "created_concurrently", "has_unit_index",
+           "open_unit_index", "check_schema", "collection_space", "server_address", "is_connection_error",
+           "connect_errors", "remote_errors"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ def open_client(path: str | None, client: Any, host: str | None, port: int) -> A
     if client is not None:
         return client
     if path is not None:
-        return chromadb.PersistentClient(path=str(path))
+        return open_persistent(str(path))
     if host is not None:
         try:
             return chromadb.HttpClient(host=host, port=port)
@@ -55,8 +57,77 @@ def open_client(path: str | None, client: Any, host: str | None, port: int) -> A
     return chromadb.EphemeralClient()
 
 
+#: free space under which a failure inside an embedded Chroma database is blamed on a full disk: Chroma's
+#: own message for it names no disk ("Failed to apply logs to the metadata segment")
+LOW_SPACE_BYTES = 64 * 1024**2
+
+
+def open_persistent(path: str) -> Any:
+    """``chromadb.PersistentClient(path)``, with a clear ``PermissionError`` for a read-only database
+    and ``OSError`` for a full disk (:func:`storage_problem`) instead of Chroma's ``InternalError``."""
+    import chromadb
+
+    try:
+        return chromadb.PersistentClient(path=path)
+    except Exception as exc:
+        problem = storage_problem(path, exc)
+        if problem is None:
+            raise
+        raise (PermissionError if "read-only" in problem else OSError)(problem) from exc
+
+
+def storage_problem(path: str, exc: BaseException) -> str | None:
+    """A one-line account of a failure of the embedded database at ``path`` that its disk explains,
+    with what to do (see :func:`disk_trouble`); ``None`` for any other failure.
+
+    Example:
+        >>> print(storage_problem("db", OSError(30, "Read-only file system")))  # doctest: +ELLIPSIS
+        the Chroma database at db is read-only (OSError: ...): Chroma cannot open a database it cannot write, ...
+    """
+    trouble = disk_trouble(path, exc)
+    if trouble is None:
+        return None
+    text = f"{type(exc).__name__}: {exc}"
+    if trouble == "read-only":
+        return (f"the Chroma database at {path} is read-only ({text}): Chroma cannot open a database it cannot "
+                f"write, not even to read it; copy it to a writable folder (cp -r {path} COPY) and use the copy, or "
+                "serve such a copy with 'chroma run --path COPY' and connect with --host")
+    return f"the disk of the Chroma database at {path} is {trouble} ({text}): free space and run again"
+
+
+def disk_trouble(path: str, exc: BaseException) -> str | None:
+    """``"read-only"`` or ``"full, N free"`` when the disk of the embedded database at ``path``
+    explains ``exc``, else ``None``. Full: by Chroma's or the OS's word, or a failure inside Chroma
+    while the disk has less than :data:`LOW_SPACE_BYTES` free."""
+    from chromadb.errors import ChromaError
+
+    text, code = f"{type(exc).__name__}: {exc}", getattr(exc, "errno", None)
+    if code == errno.EROFS or "readonly database" in text or "read-only file system" in text.lower():
+        return "read-only"
+    free = _free_bytes(path)
+    full = code == errno.ENOSPC or "disk is full" in text or "no space left" in text.lower()
+    if full or (isinstance(exc, ChromaError) and free is not None and free < LOW_SPACE_BYTES):
+        return "full" if free is None else f"full, {_size(free)} free"
+    return None
+
+
+def _free_bytes(path: str) -> int | None:
+    import shutil
+
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.1f} MiB"
+
+
 def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:
-    from chromadb.errors import InternalError, InvalidArgumentError, NotFoundError, UniqueConstraintError
+    from chromadb.errors import ChromaError, InvalidArgumentError, NotFoundError
 
     if not isinstance(name, str):
         raise ValueError(f"collection_name must be a string, got {type(name).__name__}")
@@ -73,25 +144,51 @@ def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encod
         return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
     except InvalidArgumentError as exc:  # e.g. a name Chroma does not accept
         raise ValueError(f"collection_name {name!r}: Chroma refuses it ({exc})") from None
-    except (UniqueConstraintError, InternalError):  # created concurrently by another process
+    except ChromaError as exc:
+        if not created_concurrently(exc):
+            raise
+        logger.info("collection %r was created by another writer at the same time: opening it", name)
         return client.get_collection(name, embedding_function=None)
 
 
-def open_unit_index(collection: Any, hnsw: Mapping[str, Any]) -> Any:
-    """The companion collection of the unit index, created empty when absent, through the
-    collection's own connection (``None`` for an object that is not a chromadb collection:
-    ``unit="auto"`` then gathers its candidates)."""
-    from chromadb.api.models.Collection import Collection
+def created_concurrently(exc: BaseException) -> bool:
+    """Whether a create failed because the collection exists: another writer created it between our
+    look-up and our create. Each client says so its own way: ``UniqueConstraintError`` (older
+    embedded clients), ``InternalError`` (the embedded client of chromadb 1.x) or a bare
+    ``ChromaError`` (``HttpClient``), all with "already exists" in the message."""
+    from chromadb.errors import UniqueConstraintError
 
+    return isinstance(exc, UniqueConstraintError) or "already exists" in str(exc)
+
+
+def has_unit_index(collection: Any) -> bool:
+    """Whether a unit index can go with this collection: a chromadb collection with its client."""
     api = getattr(collection, "_client", None)
-    if api is None or not hasattr(api, "get_or_create_collection"):
-        return None
-    meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
-            "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
-    model = api.get_or_create_collection(
-        name=companion_name(collection.name), configuration={"hnsw": dict(hnsw)}, metadata=meta,
-        tenant=collection.tenant, database=collection.database,
-    )
+    return api is not None and hasattr(api, "get_or_create_collection")
+
+
+def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = True) -> Any:
+    """The companion collection of the unit index, through the collection's own connection: created
+    empty when absent if ``create``, else ``None`` (opening a store only to read must not write)."""
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import ChromaError, NotFoundError
+
+    api = collection._client
+    name, where = companion_name(collection.name), {"tenant": collection.tenant, "database": collection.database}
+    try:
+        model = api.get_collection(name, **where)
+    except (NotFoundError, ValueError):
+        if not create:
+            return None
+        meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
+                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
+        try:
+            model = api.get_or_create_collection(name=name, configuration={"hnsw": dict(hnsw)}, metadata=meta,
+                                                 **where)
+        except ChromaError as exc:  # a server can refuse even get_or_create when two create at once
+            if not created_concurrently(exc):
+                raise
+            model = api.get_collection(name, **where)
     return Collection(client=api, model=model, embedding_function=None)
 
 

@@ -58,9 +58,18 @@ def writer_lock(db: str | os.PathLike[str], *, timeout_s: float = 600.0,
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s < 0:
         raise ValueError(f"timeout_s must be a number >= 0, got {timeout_s!r}")
     folder = Path(db)
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or full disk: say so before Chroma fails less clearly
+        if exc.errno == errno.ENOSPC:
+            raise OSError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the disk is full; "
+                          "free space and run again") from exc
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise PermissionError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the store "
+                                  "is read-only, and a writer needs to write it") from exc
+        raise
     try:
         deadline = time.monotonic() + timeout_s
         told = False

@@ -9,13 +9,14 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import SCHEMA_VERSION, Record, records_for
+from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode, records_for
 from hseg.encoders import canonical_model_name
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
@@ -31,10 +32,12 @@ from hseg.store.connection import (
     collection_space,
     connect_errors,
     get_or_create_collection,
+    has_unit_index,
     open_client,
     open_unit_index,
     remote_errors,
 )
+from hseg.store.freshness import FreshReads, persist_directory
 from hseg.store.reading import get_by_documents, ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
@@ -142,11 +145,31 @@ class HierarchicalStore:
         self.allow_encoder_mismatch = allow_mismatch
         self._encoder = None
         self._encoder_lock = threading.Lock()
+        self._dimension: int | None = None  # the collection's vector dimension, read once it holds a record
         if encoder is not None:
             self._encoder = _as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
-        companion = open_unit_index(collection, hnsw)
-        self.unit_index = None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+        # opened, not created: a store opened only to read writes nothing (the first write creates it)
+        hnsw = dict(hnsw)
+        self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
+                                    self.max_batch_size) if has_unit_index(collection) else None
+        # an embedded client never reloads its vector index: searches must notice other processes' writes
+        path = persist_directory(collection)
+        self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
+                                                           self._reader_of)
+
+    def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
+        """A search's view of a private client's collections (never written through)."""
+        if self.unit_index is None:
+            return collection, None
+        return collection, UnitIndex(lambda create: companion, collection, self.max_batch_size)
+
+    def _reading(self) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
+        """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
+        return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
+
+    def _writing(self) -> AbstractContextManager[None]:
+        return nullcontext() if self._fresh is None else self._fresh.writing()
 
     # ----------------------------------------------------------------- the unit index
 
@@ -170,10 +193,19 @@ class HierarchicalStore:
         if self.unit_index is None:
             raise ValueError(f"collection {self.collection.name!r}: no unit index (the store has no Chroma client)")
         docs = list(self.doc_ids() if doc_ids is None else doc_ids)
-        with remote_errors(self.collection, "rebuilding the unit index"):
-            written = self.unit_index.sync(docs)
+        # the records it reads may have been written around hseg's checks (a ChromaVectorStore): refuse
+        # to index vectors of two models together, before writing each batch
+        reference = [self._query_encoder_name()]
+
+        def check(metadatas: list[dict[str, Any]]) -> None:
+            reference[0] = self._check_record_encoders(metadatas, reference[0])
+
+        with self._writing(), remote_errors(self.collection, "rebuilding the unit index"):
+            written = self.unit_index.sync(docs, check=check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
+            if self.encoder_name is None and reference[0] is not None:
+                self._record_collection_meta(reference[0])  # e.g. a collection made by ChromaVectorStore
         return written
 
     def documents_missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
@@ -185,7 +217,9 @@ class HierarchicalStore:
             if self.unit_index is not None:
                 units = self.unit_index.unit_ids([d for d in records if d not in bad])
                 unit_owner = {uid: doc for doc, uids in units.items() for uid in uids}
-                bad |= {unit_owner[u] for u in ids_without_vectors(self.unit_index.collection, list(unit_owner))}
+                companion = self.unit_index.existing
+                if unit_owner and companion is not None:
+                    bad |= {unit_owner[u] for u in ids_without_vectors(companion, list(unit_owner))}
         return bad
 
     def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
@@ -224,6 +258,45 @@ class HierarchicalStore:
             # a collection that holds nothing binds no encoder (say, one left by a failed first run):
             # the next write records the new one
 
+    def _query_encoder_name(self) -> str | None:
+        """The model of this store's query vectors as far as it is known: its encoder's, else the one
+        the collection records."""
+        return str(self._encoder.name) if self._encoder is not None else self.encoder_name
+
+    def _check_record_encoders(self, metadatas: Iterable[Mapping[str, Any]], expected: str | None) -> str | None:
+        """Refuse records whose ``hseg_encoder`` names another model than ``expected`` (or, with none,
+        than the first record that names one): one collection holds the vectors of one model, and a
+        writer around hseg's own checks (a LlamaIndex ``IngestionPipeline`` into a ``ChromaVectorStore``)
+        can break that. Returns ``expected`` or the name found. Records without the key pass."""
+        if self.allow_encoder_mismatch:
+            return expected
+        first_doc = None
+        same: dict[str, bool] = {}  # names seen: the same model as expected? (canonical names stat paths)
+        for meta in metadatas:
+            name = meta.get(ENCODER_KEY)
+            if not name or name == expected:
+                continue
+            name = str(name)
+            if expected is None:
+                expected, first_doc = name, meta.get("hseg_doc_id")
+                continue
+            if name not in same:
+                same[name] = canonical_model_name(name) == canonical_model_name(expected)
+            if not same[name]:
+                if first_doc is not None:
+                    against = f"document {first_doc!r} holds vectors of {expected!r}"
+                elif self._encoder is not None:
+                    against = f"this store embeds queries with {expected!r}"
+                else:
+                    against = f"the collection was built with {expected!r}"
+                raise ValueError(
+                    f"collection {self.collection.name!r}: document {meta.get('hseg_doc_id')!r} holds vectors of "
+                    f"encoder {name!r}, but {against}; one collection must hold the vectors of one model (these were "
+                    "written around hseg's checks, e.g. by an IngestionPipeline into a ChromaVectorStore whose parser "
+                    "used another encoder): delete the document and add it again with the collection's encoder, or "
+                    "pass allow_encoder_mismatch=True if both names are one model"
+                )
+        return expected
 
     def _record_collection_meta(self, encoder_name: str | None, *, replace: bool = False) -> None:
         meta = dict(self.collection.metadata or {})
@@ -251,6 +324,8 @@ class HierarchicalStore:
         self,
         chunkings: Chunking | Iterable[Chunking],
         metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        on_written: Callable[[list[str]], None] | None = None,
     ) -> int:
         """Upsert the records of one or more documents; returns the number of records written.
 
@@ -276,6 +351,10 @@ class HierarchicalStore:
         every stored record its chunking lacks, whichever version wrote them. ``hseg index`` does not
         skip such a document as unchanged (records of another text, other settings or another
         chunking make it incomplete: :func:`hseg.ingest.is_complete`), so re-running it cleans up.
+
+        ``on_written(doc_ids)`` is told, after each write call, which documents now have all their
+        records stored (their unit-index records follow at the end of the ``add``): what a caller
+        needs to say what an ``add`` that failed half way had written.
 
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
@@ -303,9 +382,17 @@ class HierarchicalStore:
         enc_name = self._ingest_encoder_name(items)
         if enc_name is not None:
             self._check_encoder_name(enc_name)
+            for r in records:  # a chunking made without the chunker does not name its encoder: the store's
+                r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
+        with self._writing():
+            self._write(items, doc_ids, per_doc, records, enc_name, on_written)
+        return len(records)
 
+    def _write(self, items: list[Chunking], doc_ids: list[str], per_doc: list[list[Record]], records: list[Record],
+               enc_name: str | None, on_written: Callable[[list[str]], None] | None) -> None:
+        """The writes of :meth:`add`, once everything is checked."""
         with remote_errors(self.collection, "reading the collection"):
             old = self._existing(doc_ids)
             batch = self.max_batch_size()
@@ -328,6 +415,8 @@ class HierarchicalStore:
                                    for r in part],
                     )
             done += complete
+            if on_written is not None and complete:
+                on_written(list(complete))
         with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
             if self.unit_index is not None:
                 self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
@@ -338,7 +427,6 @@ class HierarchicalStore:
                 self.unit_index.after_write()
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
-        return len(records)
 
     def _ingest_encoder_name(self, items: list[Chunking]) -> str | None:
         """The encoder of what is being added: the chunkings' (each records its own), checked against
@@ -358,14 +446,19 @@ class HierarchicalStore:
         dims = {r.embedding.shape[0] for r in records}
         if len(dims) > 1:
             raise ValueError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
-        if not dims:
-            return
-        got = self.collection.get(limit=1, include=["embeddings"])
-        emb = got.get("embeddings")
-        if emb is not None and len(emb):
-            have = len(emb[0])
-            if have != next(iter(dims)):
-                raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+        have = self._collection_dimension() if dims else None
+        if have is not None and have != next(iter(dims)):
+            raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+
+    def _collection_dimension(self, collection: Any = None) -> int | None:
+        """The dimension of the collection's vectors (``None`` while it holds none), read from one
+        record the first time it is known and kept: Chroma fixes it with the first write."""
+        if self._dimension is None:
+            got = (collection if collection is not None else self.collection).get(limit=1, include=["embeddings"])
+            emb = got.get("embeddings")
+            if emb is not None and len(emb):
+                self._dimension = len(emb[0])
+        return self._dimension
 
     def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents."""
@@ -382,14 +475,16 @@ class HierarchicalStore:
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
         with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
-            if self.unit_index is not None:
+            if self.unit_index is not None and self.unit_index.existing is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
+        if self._fresh is not None:
+            self._fresh.close()
         logger.info("dropped collection %r and its unit index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with remote_errors(self.collection, f"deleting document {doc_id!r}"):
+        with self._writing(), remote_errors(self.collection, f"deleting document {doc_id!r}"):
             if self.unit_index is not None:
                 self.unit_index.delete([doc_id])  # first: the index never names a record the collection lacks
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
@@ -445,9 +540,12 @@ class HierarchicalStore:
         return out
 
     def stats(self) -> dict[str, Any]:
-        """Counts and mean token sizes of the hseg records, and how many documents are whole (their
-        records and unit-index records all there; :func:`hseg.store.completeness.completeness`), read
-        page by page. Vectors are not read here: ``hseg index`` checks them when it skips a document.
+        """Counts and mean token sizes of the hseg records, how many documents are whole (their
+        records and unit-index records all there; :func:`hseg.store.completeness.completeness`), and
+        ``record_encoders``, the records counted by the encoder their ``hseg_encoder`` names (more than
+        one, or another than ``encoder``, means vectors of several models were written into the
+        collection); read page by page. Vectors are not read here: ``hseg index`` checks them when it
+        skips a document.
 
         Example:
             >>> store.stats()["documents"]  # doctest: +SKIP
@@ -455,20 +553,25 @@ class HierarchicalStore:
         """
         by_doc: dict[str, dict[str, dict[str, Any]]] = {}
         metas = []
+        encoders: dict[str, int] = {}
         for rid, m in self.iter_metadatas():
             metas.append(m)
             if "hseg_doc_id" in m:
                 by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+            if m.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
+                encoders[str(m[ENCODER_KEY])] = encoders.get(str(m[ENCODER_KEY]), 0) + 1
         units: dict[str, set[str]] | None = None
         if self.unit_index is not None:
             units = {}
+            companion = self.unit_index.existing  # a read: an index nobody created yet is an empty one
             with remote_errors(self.collection, "reading the unit index"):
-                for got in pages(self.unit_index.collection, None, ["metadatas"], 5000):
+                for got in ([] if companion is None else pages(companion, None, ["metadatas"], 5000)):
                     for uid, m in zip(got["ids"], got["metadatas"]):
                         units.setdefault(str((m or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
         meta = self.collection.metadata or {}
         return {"collection": self.collection.name, "encoder": meta.get("hseg_encoder"),
                 "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units),
+                "record_encoders": encoders,
                 "unit_index_records": None if self.unit_index is None else self.unit_index.count()}
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
@@ -481,7 +584,7 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with remote_errors(self.collection, f"deleting records where {dict(where)}"):
+        with self._writing(), remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
             if self.unit_index is not None:
@@ -494,8 +597,9 @@ class HierarchicalStore:
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        with remote_errors(self.collection, f"reading document {doc_id!r}"):
-            got = self.collection.get(where={"hseg_doc_id": doc_id}, include=include)
+        # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
+        with self._reading() as (collection, _), remote_errors(self.collection, f"reading document {doc_id!r}"):
+            got = collection.get(where={"hseg_doc_id": doc_id}, include=include)
         embs = got.get("embeddings")
         recs = [
             Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),
@@ -534,9 +638,12 @@ class HierarchicalStore:
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
         """
         chosen = _settings(settings, k, fields)
-        vec = self._query_vector(query)
-        with remote_errors(self.collection, "search"):
-            return run_one(self._plan(vec, chosen))
+        with self._reading() as (collection, units):
+            vec = self._query_vector(query, collection=collection)
+            with remote_errors(self.collection, "search"):
+                hits = run_one(self._plan(vec, chosen, collection, units))
+        self._check_hits(hits)
+        return hits
 
     def search_many(
         self,
@@ -560,33 +667,53 @@ class HierarchicalStore:
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
         chosen = _settings(settings, k, fields)
-        vectors = [self._query_vector(q) for q in queries]
-        with remote_errors(self.collection, "search"):
-            return run_many([self._plan(v, chosen) for v in vectors])
+        with self._reading() as (collection, units):
+            vectors = [self._query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
+            with remote_errors(self.collection, "search"):
+                answers = run_many([self._plan(v, chosen, collection, units) for v in vectors])
+        self._check_hits([h for hits in answers for h in hits])
+        return answers
 
-    def _plan(self, vec: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
-        """The reads of one search (see :mod:`hseg.retrieval.plans`)."""
+    def _check_hits(self, hits: list[SearchHit]) -> None:
+        """Refuse an answer with a hit whose vectors another model made than the queries'. A document is
+        written whole with one encoder, so the ranking of an answer with no such hit is that of the
+        query model's records alone; checking the hits costs no read."""
+        self._check_record_encoders((h.metadata for h in hits), self._query_encoder_name())
+
+    def _plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None
+              ) -> Plan[list[SearchHit]]:
+        """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection`` and its unit index."""
         if settings.unit == "cluster":
-            return parents_plan(self.collection, vec, settings, oversample=self.oversample)
+            return parents_plan(collection, vec, settings, oversample=self.oversample)
         index = None
-        if settings.unit == "auto" and self.unit_index is not None:
-            index = self.unit_index.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(self.collection, vec, settings, unit_index=index)
+        if settings.unit == "auto" and units is not None:
+            index = units.usable(settings.cluster_weight, settings.neighbour_weight)
+        return units_plan(collection, vec, settings, unit_index=index)
 
-    def _query_vector(self, query: Any) -> np.ndarray:
+    def _query_vector(self, query: Any, what: str = "query", *, collection: Any = None) -> np.ndarray:
         if isinstance(query, str):
             if not query.strip():
-                raise ValueError(f"query must be a non-blank string or a vector, got {query!r}")
+                raise ValueError(f"{what} must be a non-blank string or a vector, got {query!r}")
+            # before the encoder, whose tokenizer fails on a lone surrogate with a bare TypeError
+            check_unicode(what, query, why="the encoder takes valid Unicode only")
             vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
         else:
             vec = np.asarray(query, dtype=np.float32)
             if vec.ndim == 2 and vec.shape[0] == 1:
                 vec = vec[0]
             if vec.ndim != 1 or vec.size == 0:
-                raise ValueError(f"query must be a string or a 1-D vector, got shape {vec.shape}")
+                raise ValueError(f"{what} must be a string or a 1-D vector, got shape {vec.shape}")
         norm = float(np.linalg.norm(vec))
         if not np.isfinite(norm) or norm == 0.0:
-            raise ValueError("query vector is zero or not finite")
+            raise ValueError(f"{what}: vector is zero or not finite")
+        # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
+        with remote_errors(self.collection, "search"):
+            have = self._collection_dimension(collection)
+        if have is not None and vec.size != have:
+            source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
+            raise ValueError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
+                             f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
+                             "model that embedded the collection")
         return vec / norm
 
     # ----------------------------------------------------------------- async

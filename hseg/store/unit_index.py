@@ -19,7 +19,7 @@ import numpy as np
 
 from hseg.chunking.records import Record
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
-from hseg.retrieval.unit_vectors import UnitKey, unit_records
+from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_records
 from hseg.store.reading import batched, get_by_documents
 from hseg.store.writing import delete_ids
 
@@ -32,7 +32,9 @@ _SYNC_DOCUMENTS = 100
 
 
 class UnitIndex:
-    """The unit index of ``records`` (the store's collection), held in the companion ``collection``.
+    """The unit index of ``records`` (the store's collection), held in a companion collection that
+    ``open_companion(create)`` opens: ``None`` while it is absent and ``create`` is false. Reads never
+    create it (an absent index is an empty one); the first write does.
 
     ``batch_size()`` gives the records per write call (the client's limit).
 
@@ -41,26 +43,42 @@ class UnitIndex:
         True
     """
 
-    def __init__(self, collection: Any, records: Any, batch_size: Callable[[], int]) -> None:
-        self.collection = collection
+    def __init__(self, open_companion: Callable[[bool], Any], records: Any, batch_size: Callable[[], int]) -> None:
+        self._open = open_companion
+        self._companion = open_companion(False)
         self.records = records
         self._batch_size = batch_size
         self._complete: bool | None = None  # decided on the first unit="auto" search of this object
         self._warned_weights: set[tuple[float, float]] = set()  # weights the index cannot serve, told once
 
     @property
+    def collection(self) -> Any:
+        """The companion collection, created empty if absent: for writes (reads use :attr:`existing`)."""
+        if self._companion is None:
+            self._companion = self._open(True)
+        return self._companion
+
+    @property
+    def existing(self) -> Any:
+        """The companion collection, or ``None`` while nobody has created it (looked up again each time)."""
+        if self._companion is None:
+            self._companion = self._open(False)
+        return self._companion
+
+    @property
     def name(self) -> str:
-        return str(self.collection.name)
+        return companion_name(self.records.name)
 
     @property
     def weights(self) -> tuple[float, float]:
-        """``(cluster_weight, neighbour_weight)`` the index was built with."""
-        meta = self.collection.metadata or {}
+        """``(cluster_weight, neighbour_weight)`` the index was built with (the defaults, which a new
+        index is created with, while it is absent)."""
+        meta = (self.existing.metadata if self.existing is not None else None) or {}
         return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
                 float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
 
     def count(self) -> int:
-        return int(self.collection.count())
+        return 0 if self.existing is None else int(self.existing.count())
 
     # ----------------------------------------------------------------- reads
 
@@ -78,7 +96,7 @@ class UnitIndex:
         if self._complete is None:
             units, records = self.count(), int(self.records.count())
             if units == records == 0:
-                return self.collection  # empty: decide again once something is stored
+                return self.existing  # empty: decide again once something is stored
             if self._synced_counts() == (records, units):
                 self._complete = True  # nobody wrote since hseg last left both in step
             else:
@@ -89,12 +107,14 @@ class UnitIndex:
                                    "added without it, or a write that was cut short); unit='auto' takes the slower "
                                    "path until 'hseg index' is re-run or store.sync_unit_index() repairs it",
                                    self.records.name, units, segments)
-        return self.collection if self._complete else None
+        return self.existing if self._complete else None
 
     def unit_ids(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
         """``{doc id: ids of the index's records}`` for these documents."""
         out: dict[str, list[str]] = {d: [] for d in doc_ids}
-        for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
+        if self.existing is None:
+            return out
+        for got in get_by_documents(self.existing, doc_ids, ["metadatas"]):
             for uid, meta in zip(got["ids"], got["metadatas"]):
                 out.setdefault(str((meta or {}).get("hseg_doc_id")), []).append(uid)
         return out
@@ -107,7 +127,7 @@ class UnitIndex:
         return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
 
     def _synced_counts(self) -> tuple[int, int] | None:
-        meta = self.collection.metadata or {}
+        meta = (self.existing.metadata if self.existing is not None else None) or {}
         if "hseg_synced_records" not in meta:
             return None
         return int(meta["hseg_synced_records"]), int(meta.get("hseg_synced_units", -1))
@@ -130,16 +150,21 @@ class UnitIndex:
 
     def delete(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Remove the index's records of these documents, but those in ``keep``."""
-        stale = [u for got in get_by_documents(self.collection, doc_ids, []) for u in got["ids"] if u not in keep]
-        delete_ids(self.collection, stale, self._batch_size())
+        if self.existing is None:
+            return
+        stale = [u for got in get_by_documents(self.existing, doc_ids, []) for u in got["ids"] if u not in keep]
+        delete_ids(self.existing, stale, self._batch_size())
 
-    def sync(self, doc_ids: Sequence[str]) -> int:
-        """Rebuild the index of these documents from the stored records; returns the unit records written."""
+    def sync(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
+        """Rebuild the index of these documents from the stored records; returns the unit records written.
+        ``check`` sees each batch's record metadata before it is written (and may refuse it)."""
         written = 0
         for part in batched(list(doc_ids), _SYNC_DOCUMENTS):
             for got in get_by_documents(self.records, part, ["embeddings", "metadatas"]):
                 records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
                            for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
+                if check is not None:
+                    check([r.metadata for r in records])
                 written += self.write(records, part)
         return written
 

@@ -1,0 +1,190 @@
+"""Searches of an embedded store that see other processes' writes.
+
+Chroma's embedded client (``PersistentClient``, chromadb 1.5.9) loads a collection's vector index
+once per process and never reloads it: after another process writes, its ``count()`` and metadata
+reads see the new records (they read the shared SQLite file), but its searches do not return them,
+and reading their vectors fails. A client started afresh on the same path sees them at once; it
+costs its start plus loading the vector index again at its first query.
+
+:class:`FreshReads` watches the end of the database's write log (``embeddings_queue``, which every
+write of every process appends to first) through its own read-only SQLite connection, one indexed
+``max()`` per search. When the log has grown past what the store's current view has seen, and not
+by the store's own writes, the next search opens a private client on the same path (outside
+chromadb's per-process client cache, which cannot be refreshed without stopping every client of
+the process) and reads through it; an older private view is stopped once no search uses it.
+
+Writes keep going through the store's own collection: two clients writing one path would overwrite
+each other's index files (see :mod:`hseg.store.lock`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+__all__ = ["LogPosition", "FreshReads", "persist_directory"]
+
+logger = logging.getLogger(__name__)
+
+
+def persist_directory(collection: Any) -> str | None:
+    """The database directory of a collection opened by an embedded ``PersistentClient``, else ``None``."""
+    settings = getattr(getattr(getattr(collection, "_client", None), "_system", None), "settings", None)
+    if settings is None or not getattr(settings, "is_persistent", False):
+        return None
+    if type(collection._client).__name__ != "RustBindingsAPI":  # only the embedded engine keeps a stale index
+        return None
+    path = getattr(settings, "persist_directory", None)
+    return str(path) if path else None
+
+
+class LogPosition:
+    """The last ``seq_id`` of an embedded Chroma database's write log (0 while it is empty), read
+    through a read-only SQLite connection of our own (``None`` when it cannot be read: no log table, a
+    locked file)."""
+
+    def __init__(self, path: str) -> None:
+        self.file = Path(path) / "chroma.sqlite3"
+        self._con: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._broken = False
+
+    def read(self) -> int | None:
+        with self._lock:
+            if self._broken:
+                return None
+            try:
+                if self._con is None:
+                    # read-only, and a short wait: a writer holds the file only for its commit
+                    self._con = sqlite3.connect(f"file:{quote(str(self.file))}?mode=ro", uri=True, timeout=1.0,
+                                                check_same_thread=False)
+                row = self._con.execute("SELECT max(seq_id) FROM embeddings_queue").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such" in str(exc):  # another chromadb's schema: say so once, then stop looking
+                    self._broken = True
+                    logger.warning("%s has no write log hseg can read (%s): searches of this embedded store "
+                                   "will not see other processes' writes until it is opened again", self.file, exc)
+                return None
+            except sqlite3.Error:
+                return None
+        return 0 if row is None or row[0] is None else int(row[0])  # 0: an empty log
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+
+class _View:
+    """A private client on the database, with the collections a search reads, and the searches using it."""
+
+    def __init__(self, system: Any, collections: tuple[Any, Any]) -> None:
+        self.system = system
+        self.collections = collections
+        self.users = 0
+        self.retired = False
+
+    def stop_if_unused(self) -> None:
+        if self.retired and self.users == 0 and self.system is not None:
+            system, self.system = self.system, None
+            try:
+                system.stop()
+            except Exception:  # stopping frees memory only; a failure must not fail a search
+                logger.debug("stopping a private Chroma client failed", exc_info=True)
+
+
+class FreshReads:
+    """What a search of an embedded store reads: the store's own collections while no other process
+    has written since they were opened, else those of a private client opened after that write.
+
+    ``shared()`` gives the store's own ``(collection, unit index or None)``; ``build(collection,
+    companion)`` makes the same pair from a private client's collections (``companion`` is ``None``
+    when the store has no unit index).
+    """
+
+    def __init__(self, path: str, shared: Callable[[], tuple[Any, Any]],
+                 build: Callable[[Any, Any], tuple[Any, Any]]) -> None:
+        self.path = path
+        self.log = LogPosition(path)
+        self._shared = shared
+        self._build = build
+        self._lock = threading.Lock()
+        self._view: _View | None = None  # None: the store's own collections are current
+        self._seen = self.log.read()  # the log position the current view holds
+        self.reopened = 0  #: private clients opened (for tests and logs)
+
+    @contextmanager
+    def reading(self) -> Iterator[tuple[Any, Any]]:
+        """The collections to read, current as of this call's look at the write log."""
+        position = self.log.read()
+        with self._lock:
+            if position is not None and position != self._seen:
+                self._replace(self._open(), position)
+            view = self._view
+            if view is not None:
+                view.users += 1
+        try:
+            yield view.collections if view is not None else self._shared()
+        finally:
+            if view is not None:
+                with self._lock:
+                    view.users -= 1
+                    view.stop_if_unused()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around a write through the store's own collections: when nothing else wrote before it and
+        the store reads through its own collections, they hold the write, so the log position it
+        leaves is seen (a write of another process landing during this one is then seen only after
+        the next write of another process)."""
+        before = self.log.read()
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._view is None and before is not None and before == self._seen:
+                    self._seen = self.log.read()
+
+    def _open(self) -> _View:
+        from chromadb.api import ServerAPI
+        from chromadb.api.models.Collection import Collection
+        from chromadb.config import System
+
+        collection, units = self._shared()
+        system = System(collection._client._system.settings)  # the same settings, outside chromadb's client cache
+        fresh = system.instance(ServerAPI)  # type: ignore[type-abstract]  # chromadb resolves the implementation
+        system.start()
+        where = {"tenant": collection.tenant, "database": collection.database}
+
+        def reopen(name: str) -> Any:
+            return Collection(client=fresh, model=fresh.get_collection(name, **where), embedding_function=None)
+
+        companion = None
+        if units is not None and units.existing is not None:  # an absent unit index stays absent in the view
+            companion = reopen(units.name)
+        collections = self._build(reopen(collection.name), companion)
+        self.reopened += 1
+        logger.info("%s: another process wrote to this embedded store since its collections were opened; "
+                    "searches read through a client opened after that write", self.path)
+        return _View(system, collections)
+
+    def _replace(self, view: _View, position: int) -> None:
+        old, self._view, self._seen = self._view, view, position
+        if old is not None:
+            old.retired = True
+            old.stop_if_unused()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._view is not None:
+                self._view.retired = True
+                self._view.stop_if_unused()
+                self._view = None
+        self.log.close()
