@@ -177,7 +177,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
 
 def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:
     """Delete the documents' old records, then add the nodes in batches Chroma accepts, then
-    rebuild their part of the store's unit index (taken out first, so it never names a deleted record).
+    rebuild their part of the store's unit index and lexical index (taken out first, so they never
+    name a deleted record).
 
     ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
     (Chroma's ``add`` silently keeps an existing id): a server would refuse one large document, and
@@ -192,6 +193,8 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
         vector_store.add(nodes[i : i + batch])
     if store.unit_index is not None:
         store.sync_unit_index(hseg_ids)
+    if store.lexical_index is not None:
+        store.sync_lexical_index(hseg_ids)
 
 
 def _to_node(hit: SearchHit) -> TextNode:

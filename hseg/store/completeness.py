@@ -10,7 +10,7 @@ __all__ = ["is_complete"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
-                units: set[str] | None = None) -> bool:
+                units: set[str] | None = None, lexical: tuple[set[str], str | None] | None = None) -> bool:
     """True if a document's stored records (``{id: metadata}``) are all there and came from this text and settings.
 
     The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
@@ -38,4 +38,4 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
         pos = end
         listed += json.loads(c.get("hseg_segment_ids") or "[]")
     return pos == length and len(listed) == len(segments) and set(listed) == segments and \
-        (units is None or units == segments)
+        (units is None or units == segments) and (lexical is None or lexical == (segments, sha))

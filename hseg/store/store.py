@@ -6,6 +6,7 @@ unit index in step, reads records page by page, and searches (:mod:`hseg.retriev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -30,6 +31,7 @@ from hseg.store.connection import (
     connect_errors,
     get_or_create_collection,
     open_client,
+    open_lexical_index,
     open_unit_index,
     remote_errors,
 )
@@ -142,6 +144,47 @@ class HierarchicalStore:
             self._check_encoder_name(self._encoder.name)
         companion = open_unit_index(collection, hnsw)
         self.unit_index = None if companion is None else UnitIndex(companion, collection, self.max_batch_size)
+        self.lexical_index = open_lexical_index(collection, self.max_batch_size)
+
+    # ----------------------------------------------------------------- the lexical index
+
+    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the lexical (BM25) index of these documents (default: all) from the stored records;
+        returns the segments it holds.
+
+        Needed only for documents written into the collection without hseg (e.g. by a LlamaIndex
+        ``ChromaVectorStore``); :meth:`add` and :meth:`delete` keep the index in step, and a search or
+        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical_index`).
+
+        Example:
+            >>> store.sync_lexical_index()  # doctest: +SKIP
+            2134
+        """
+        index = self._lexical("rebuilding the lexical index")
+        with remote_errors(self.collection, "rebuilding the lexical index"):
+            return int(index.sync(None if doc_ids is None else list(doc_ids)))
+
+    def lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
+        """``{doc id: (segment ids, content_sha256)}`` the lexical index holds for these documents, for
+        ``hseg index``'s completeness check; ``None`` where the index is not kept by writers (a
+        server's per-client cache is derived from the collection, so it cannot miss a document)."""
+        if self.lexical_index is None or not self.lexical_index.maintained:
+            return None
+        with remote_errors(self.collection, "reading the lexical index"):
+            self.lexical_index.ensure_fresh()
+            return dict(self.lexical_index.documents(doc_ids))
+
+    def _lexical(self, action: str) -> Any:
+        if self.lexical_index is None:
+            raise ValueError(f"collection {self.collection.name!r}: {action} needs a lexical index, which a store "
+                             "wrapping an object that is not a chromadb collection does not have")
+        return self.lexical_index
+
+    def _writing(self, doc_ids: Sequence[str]) -> Any:
+        """The lexical index's bracket around one write of these documents (nothing without one)."""
+        if self.lexical_index is None:
+            return contextlib.nullcontext()
+        return self.lexical_index.writing(doc_ids)
 
     # ----------------------------------------------------------------- the unit index
 
@@ -300,26 +343,32 @@ class HierarchicalStore:
         new_ids = {r.id for r in records}
         stale = [rid for rid in old if rid not in new_ids]
         done: list[str] = []  # documents whose every record is written
-        for part, complete, partial in write_batches(per_doc, doc_ids, batch):
-            if part:
-                with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
-                    self.collection.upsert(
-                        ids=[r.id for r in part],
-                        embeddings=[r.embedding for r in part],
-                        documents=[r.document for r in part],
-                        # upsert merges metadata: a key the document no longer has is removed by sending None
-                        metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
-                                   for r in part],
-                    )
-            done += complete
-        with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
-            if self.unit_index is not None:
-                self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
-        with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
-            delete_ids(self.collection, stale, batch)
-            self._record_collection_meta(enc_name)
-            if self.unit_index is not None:
-                self.unit_index.after_write()
+        # order: Chroma's records, the unit index, the lexical rows, then the stale records go (after the
+        # indexes dropped them); the outer context names the server for the lexical journal's calls
+        with remote_errors(self.collection, f"recording the write of {len(doc_ids)} documents"), \
+                self._writing(doc_ids):
+            for part, complete, partial in write_batches(per_doc, doc_ids, batch):
+                if part:
+                    with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
+                        self.collection.upsert(
+                            ids=[r.id for r in part],
+                            embeddings=[r.embedding for r in part],
+                            documents=[r.document for r in part],
+                            # upsert merges metadata: a key the document no longer has is removed by sending None
+                            metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
+                                       for r in part],
+                        )
+                done += complete
+            with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
+                if self.unit_index is not None:
+                    self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
+                if self.lexical_index is not None:
+                    self.lexical_index.write(records, doc_ids)
+            with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
+                delete_ids(self.collection, stale, batch)
+                self._record_collection_meta(enc_name)
+                if self.unit_index is not None:
+                    self.unit_index.after_write()
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
         return len(records)
@@ -356,8 +405,8 @@ class HierarchicalStore:
         return {rid: meta for records in self.stored_records(doc_ids).values() for rid, meta in records.items()}
 
     def drop(self) -> None:
-        """Delete the collection and its unit index from Chroma (everything this store holds); the
-        store object is unusable afterwards. Deleting only the collection by hand would leave the
+        """Delete the collection, its unit index and its lexical index (everything this store holds);
+        the store object is unusable afterwards. Deleting only the collection by hand would leave the
         unit index behind, and a later collection of the same name would find it stale.
 
         Example:
@@ -366,16 +415,21 @@ class HierarchicalStore:
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
         with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
+            if self.lexical_index is not None:
+                self.lexical_index.drop()
             if self.unit_index is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
-        logger.info("dropped collection %r and its unit index", self.collection.name)
+        logger.info("dropped collection %r, its unit index and its lexical index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with remote_errors(self.collection, f"deleting document {doc_id!r}"):
+        with remote_errors(self.collection, f"deleting document {doc_id!r}"), self._writing([doc_id]):
+            # the indexes first: they never name a record the collection lacks
+            if self.lexical_index is not None:
+                self.lexical_index.delete([doc_id])
             if self.unit_index is not None:
-                self.unit_index.delete([doc_id])  # first: the index never names a record the collection lacks
+                self.unit_index.delete([doc_id])
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
             delete_ids(self.collection, ids, self.max_batch_size())
             if self.unit_index is not None:
@@ -454,11 +508,15 @@ class HierarchicalStore:
         with remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
-            if self.unit_index is not None:
-                self.unit_index.delete(docs)  # first: the index never names a record the collection lacks
-            delete_ids(self.collection, got["ids"], self.max_batch_size())
-            if self.unit_index is not None:
-                self.unit_index.after_write()
+            with self._writing(docs):
+                # the indexes first: they never name a record the collection lacks
+                if self.lexical_index is not None:
+                    self.lexical_index.delete(docs)
+                if self.unit_index is not None:
+                    self.unit_index.delete(docs)
+                delete_ids(self.collection, got["ids"], self.max_batch_size())
+                if self.unit_index is not None:
+                    self.unit_index.after_write()
         return len(got["ids"])
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
