@@ -124,7 +124,10 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         return np.mean([self._store.encoder.encode_query(s) for s in strs], axis=0)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._store.search(self._query(query_bundle), settings=self._settings)
+        query = self._query(query_bundle)
+        # the lexical side (lexical_weight > 0) reads the question's words, whatever was embedded
+        text = None if isinstance(query, str) else query_bundle.query_str
+        hits = self._store.search(query, settings=self._settings, query_text=text)
         return [NodeWithScore(node=_to_node(hit), score=float(hit.score)) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

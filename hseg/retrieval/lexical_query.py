@@ -21,9 +21,16 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
-__all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match"]
+import numpy as np
+
+from hseg.retrieval.unit_vectors import UnitKey
+
+__all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match", "LexicalRow", "LexicalSource", "LexicalQuery",
+           "lexical_query"]
 
 #: English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, question words)
 ENGLISH_STOP_WORDS = frozenset("""
@@ -51,3 +58,102 @@ def query_terms(text: str, stop_words: frozenset[str] = ENGLISH_STOP_WORDS) -> l
 def fts5_match(terms: Sequence[str]) -> str:
     """An FTS5 MATCH expression: any of ``terms``, each a quoted string (quotes doubled)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+# --------------------------------------------------------------------------- one query's lexical side
+
+
+@dataclass(frozen=True)
+class LexicalRow:
+    """A segment as the lexical index knows it: what the selection walk needs, without reading Chroma."""
+
+    segment_id: str
+    doc_id: str
+    cluster_id: str
+    position: int
+    tokens: int
+
+
+class LexicalSource(Protocol):
+    """What a search reads of a lexical index (:class:`hseg.store.lexical_index.LexicalIndex`)."""
+
+    def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]: ...
+
+    def lookup(self, match: str, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]: ...
+
+    def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]: ...
+
+    def cluster_segments(self, cluster_ids: Iterable[str]) -> dict[str, list[str]]: ...
+
+
+@dataclass
+class LexicalPage:
+    """The lexical side's best segments: rows, normalised scores (best first), and ``floor``, a bound
+    on the normalised score of every segment not in the page (0 once the page holds every match)."""
+
+    rows: list[LexicalRow]
+    scores: np.ndarray
+    floor: float
+
+
+@dataclass
+class LexicalQuery:
+    """One query's lexical side: its MATCH expression on ``index``, its ``weight`` (``lexical_weight``)
+    and the normaliser, the query's best BM25 score, read with the first page.
+
+    ``lex(s) = bm25(q, s) / max_t bm25(q, t)`` over every segment of the collection (a ``where`` does
+    not change the normaliser), so ``lex`` is in [0, 1] and 1 for the query's best segment.
+
+    Example:
+        >>> lq = lexical_query(store.lexical_index, "What causes tides?", 0.3)  # doctest: +SKIP
+        >>> page = lq.page(20); page.rows[0].segment_id, float(page.scores[0])  # doctest: +SKIP
+        ('seg-...', 1.0)
+    """
+
+    index: LexicalSource
+    match: str
+    weight: float
+    best: float | None = None
+    _sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def page(self, n: int) -> LexicalPage:
+        """The ``n`` best segments for the query, with their normalised scores."""
+        hits = self.index.top(self.match, n)
+        if self.best is None:
+            self.best = hits[0][1] if hits else 0.0
+        scores = self._normalised([s for _, s in hits])
+        floor = float(scores[-1]) if len(hits) >= n else 0.0  # past the last match every score is 0
+        return LexicalPage([row for row, _ in hits], scores, floor)
+
+    def scores(self, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
+        """``{segment id: (row, normalised score)}`` of these segments (exact, 0 without a query word);
+        a segment the index does not hold is absent. Call after the first :meth:`page`."""
+        looked = self.index.lookup(self.match, segment_ids)
+        norm = self._normalised([s for _, s in looked.values()])
+        return {sid: (row, float(x)) for (sid, (row, _)), x in zip(looked.items(), norm)}
+
+    def unit_key(self, row: LexicalRow) -> UnitKey:
+        """The row's :class:`UnitKey` (cluster sizes read from the index once per cluster)."""
+        if row.cluster_id not in self._sizes:
+            self._sizes.update(self.index.cluster_sizes([row.cluster_id]))
+        return UnitKey(row.segment_id, row.cluster_id, row.position, row.tokens, *self._sizes[row.cluster_id])
+
+    def unit_keys(self, rows: Sequence[LexicalRow]) -> list[UnitKey]:
+        wanted = {r.cluster_id for r in rows} - set(self._sizes)
+        if wanted:
+            self._sizes.update(self.index.cluster_sizes(wanted))
+        return [self.unit_key(r) for r in rows]
+
+    def _normalised(self, raw: Sequence[float]) -> np.ndarray:
+        best = self.best or 0.0
+        x = np.asarray(raw, dtype=np.float64)
+        return x / best if best > 0 else np.zeros_like(x)
+
+
+def lexical_query(index: LexicalSource, text: str, weight: float) -> LexicalQuery | None:
+    """The lexical side of a query, or ``None`` when it has none (no weight, or no words to look up)."""
+    if not weight:
+        return None
+    terms = query_terms(text)
+    return LexicalQuery(index, fts5_match(terms), float(weight)) if terms else None
+

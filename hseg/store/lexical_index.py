@@ -51,13 +51,13 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION, Record
-from hseg.retrieval.unit_vectors import UnitKey
+from hseg.retrieval.lexical_query import LexicalRow
 from hseg.store.reading import batched, get_by_documents, pages
 
 __all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", "cache_root", "journal_name",
@@ -233,17 +233,6 @@ def _memory_database(key: str) -> _Database:
 # --------------------------------------------------------------------------- the index
 
 
-@dataclass(frozen=True)
-class LexicalRow:
-    """A segment as the index knows it: enough for the selection walk without reading Chroma."""
-
-    segment_id: str
-    doc_id: str
-    cluster_id: str
-    position: int
-    tokens: int
-
-
 class LexicalIndex:
     """The lexical index of ``collection`` at ``location`` (see the module docstring).
 
@@ -327,9 +316,6 @@ class LexicalIndex:
                                          f"({','.join('?' * len(part))}) ORDER BY position", part):
                 out[cid].append(sid)
         return out
-
-    def unit_key(self, row: LexicalRow, sizes: Mapping[str, tuple[int, int]]) -> UnitKey:
-        return UnitKey(row.segment_id, row.cluster_id, row.position, row.tokens, *sizes[row.cluster_id])
 
     def _rows_by_rowid(self, rowids: list[int]) -> dict[int, LexicalRow]:
         out: dict[int, LexicalRow] = {}

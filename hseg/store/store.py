@@ -19,6 +19,7 @@ from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import SCHEMA_VERSION, Record, records_for
 from hseg.encoders import canonical_model_name
 from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import lexical_query
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan, run_many, run_one
@@ -540,6 +541,7 @@ class HierarchicalStore:
         k: int | None = None,
         *,
         settings: SearchSettings | None = None,
+        query_text: str | None = None,
         **fields: Any,
     ) -> list[SearchHit]:
         """The best hits for a query, best first: the one search door.
@@ -548,23 +550,30 @@ class HierarchicalStore:
             query: a string (embedded with :attr:`encoder`) or a query vector.
             k: results (default 4); a shorthand for ``k=`` in ``fields``.
             settings: a :class:`~hseg.retrieval.settings.SearchSettings` (default: its defaults).
+            query_text: the query's words for the lexical side when ``query`` is a vector (a string
+                query is its own text); needed only with ``lexical_weight`` > 0.
             fields: any of its fields (``budget_tokens``, ``unit``, ``mode``, ``cluster_weight``,
-                ``neighbour_weight``, ``where``, ``where_document``), overriding ``settings``.
+                ``neighbour_weight``, ``lexical_weight``, ``where``, ``where_document``), overriding ``settings``.
 
         ``unit="cluster"`` (default) returns whole parents ranked by the max cosine over their vectors
         (paper eq. 2, :mod:`hseg.retrieval.parents`); ``"segment"`` and ``"auto"`` return passages of
         adjacent segments (:mod:`hseg.retrieval.passages`). Every path is exact with respect to the
-        neighbours Chroma returns.
+        neighbours Chroma returns. With ``lexical_weight=λ`` > 0 every unit is ranked by its dense score
+        ``+ λ ·`` its BM25 score divided by the query's best (the lexical index,
+        :mod:`hseg.store.lexical_index`), exact with respect to what Chroma and the lexical index return.
 
         Example:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
             [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
+            >>> hybrid = store.search("tides", budget_tokens=1024, unit="auto", lexical_weight=0.3)  # doctest: +SKIP
         """
         chosen = _settings(settings, k, fields)
         vec = self._query_vector(query)
+        text = _query_text(query, query_text, "query_text")
         with remote_errors(self.collection, "search"):
-            return run_one(self._plan(vec, chosen))
+            self._lexical_ready(chosen)
+            return run_one(self._plan(vec, chosen, text))
 
     def search_many(
         self,
@@ -572,12 +581,14 @@ class HierarchicalStore:
         k: int | None = None,
         *,
         settings: SearchSettings | None = None,
+        query_texts: Sequence[str | None] | None = None,
         **fields: Any,
     ) -> list[list[SearchHit]]:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
         Chroma calls: the searches advance together and each step's reads go to Chroma as one
         ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
-        and batch jobs; a single question is :meth:`search`.
+        and batch jobs; a single question is :meth:`search`. ``query_texts`` gives the words of vector
+        queries for the lexical side (one per query; ``None`` for a string query).
 
         Example:
             >>> hits = store.search_many(["what causes tides?", "who saw Jupiter's moons?"], budget_tokens=1024,
@@ -587,19 +598,36 @@ class HierarchicalStore:
         """
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
+        if query_texts is not None and (isinstance(query_texts, str) or len(query_texts) != len(queries)):
+            raise ValueError(f"query_texts must be a list with one entry per query ({len(queries)}), "
+                             f"got {query_texts!r:.80}")
         chosen = _settings(settings, k, fields)
         vectors = [self._query_vector(q) for q in queries]
+        texts = [_query_text(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
+                 for i, q in enumerate(queries)]
         with remote_errors(self.collection, "search"):
-            return run_many([self._plan(v, chosen) for v in vectors])
+            self._lexical_ready(chosen)
+            return run_many([self._plan(v, chosen, t) for v, t in zip(vectors, texts)])
 
-    def _plan(self, vec: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
+    def _lexical_ready(self, settings: SearchSettings) -> None:
+        """Bring the lexical index in step before a search that uses it (once per call)."""
+        if settings.lexical_weight:
+            self._lexical("a search with lexical_weight > 0").ensure_fresh()
+
+    def _plan(self, vec: np.ndarray, settings: SearchSettings, text: str | None = None) -> Plan[list[SearchHit]]:
         """The reads of one search (see :mod:`hseg.retrieval.plans`)."""
+        lexical = None
+        if settings.lexical_weight:
+            if text is None:
+                raise ValueError("lexical_weight > 0 needs the query's words: give the query as a string, or its "
+                                 "text as query_text= beside the vector")
+            lexical = lexical_query(self._lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
         if settings.unit == "cluster":
-            return parents_plan(self.collection, vec, settings, oversample=self.oversample)
+            return parents_plan(self.collection, vec, settings, oversample=self.oversample, lexical=lexical)
         index = None
         if settings.unit == "auto" and self.unit_index is not None:
             index = self.unit_index.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(self.collection, vec, settings, unit_index=index)
+        return units_plan(self.collection, vec, settings, unit_index=index, lexical=lexical)
 
     def _query_vector(self, query: Any) -> np.ndarray:
         if isinstance(query, str):
@@ -620,14 +648,16 @@ class HierarchicalStore:
     # ----------------------------------------------------------------- async
 
     async def asearch(self, query: Any, k: int | None = None, *, settings: SearchSettings | None = None,
-                      **fields: Any) -> list[SearchHit]:
+                      query_text: str | None = None, **fields: Any) -> list[SearchHit]:
         """:meth:`search` in a worker thread (the encoder and Chroma calls block)."""
-        return await asyncio.to_thread(functools.partial(self.search, query, k, settings=settings, **fields))
+        return await asyncio.to_thread(functools.partial(self.search, query, k, settings=settings,
+                                                         query_text=query_text, **fields))
 
     async def asearch_many(self, queries: Any, k: int | None = None, *, settings: SearchSettings | None = None,
-                           **fields: Any) -> list[list[SearchHit]]:
+                           query_texts: Sequence[str | None] | None = None, **fields: Any) -> list[list[SearchHit]]:
         """:meth:`search_many` in a worker thread."""
-        return await asyncio.to_thread(functools.partial(self.search_many, queries, k, settings=settings, **fields))
+        return await asyncio.to_thread(functools.partial(self.search_many, queries, k, settings=settings,
+                                                         query_texts=query_texts, **fields))
 
     async def aadd(self, chunkings: Any, metadatas: Any = None) -> int:
         """:meth:`add` in a worker thread."""
@@ -642,6 +672,17 @@ def _as_encoder(encoder: Any) -> Any:
     from hseg.encoders import as_encoder
 
     return as_encoder(encoder)
+
+
+def _query_text(query: Any, text: str | None, name: str) -> str | None:
+    """The words of a query for the lexical side: a string query's own, else ``text`` (may be ``None``)."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{name} must be a string or None, got {type(text).__name__}")
+    if isinstance(query, str):
+        if text is not None and text != query:
+            raise ValueError(f"{name}: give it only beside a vector query (a string query is its own text)")
+        return query
+    return text
 
 
 def _settings(settings: SearchSettings | None, k: int | None, fields: dict[str, Any]) -> SearchSettings:
