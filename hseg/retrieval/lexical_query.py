@@ -77,9 +77,9 @@ class LexicalRow:
 class LexicalSource(Protocol):
     """What a search reads of a lexical index (:class:`hseg.store.lexical_index.LexicalIndex`)."""
 
-    def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]: ...
+    def matches(self, match: str) -> list[tuple[str, float]]: ...
 
-    def lookup(self, match: str, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]: ...
+    def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]: ...
 
     def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]: ...
 
@@ -88,10 +88,10 @@ class LexicalSource(Protocol):
 
 @dataclass
 class LexicalPage:
-    """The lexical side's best segments: rows, normalised scores (best first), and ``floor``, a bound
-    on the normalised score of every segment not in the page (0 once the page holds every match)."""
+    """The lexical side's best segments: their ids, normalised scores (best first), and ``floor``, a
+    bound on the normalised score of every segment not in the page (0 once it holds every match)."""
 
-    rows: list[LexicalRow]
+    ids: list[str]
     scores: np.ndarray
     floor: float
 
@@ -99,7 +99,7 @@ class LexicalPage:
 @dataclass
 class LexicalQuery:
     """One query's lexical side: its MATCH expression on ``index``, its ``weight`` (``lexical_weight``)
-    and the normaliser, the query's best BM25 score, read with the first page.
+    and the normaliser, the query's best BM25 score (every match is scored once, on first use).
 
     ``lex(s) = bm25(q, s) / max_t bm25(q, t)`` over every segment of the collection (a ``where`` does
     not change the normaliser), so ``lex`` is in [0, 1] and 1 for the query's best segment.
@@ -114,23 +114,35 @@ class LexicalQuery:
     match: str
     weight: float
     best: float | None = None
+    _ranked: list[tuple[str, float]] = field(default_factory=list)
+    _score: dict[str, float] = field(default_factory=dict)
     _sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def _matches(self) -> list[tuple[str, float]]:
+        # every match scored once per query: the pages of later rounds and the dense side's
+        # candidates are read from it (see LexicalIndex.matches for why not one by one)
+        if self.best is None:
+            self._ranked = self.index.matches(self.match)
+            self._score = dict(self._ranked)
+            self.best = self._ranked[0][1] if self._ranked else 0.0
+        return self._ranked
 
     def page(self, n: int) -> LexicalPage:
         """The ``n`` best segments for the query, with their normalised scores."""
-        hits = self.index.top(self.match, n)
-        if self.best is None:
-            self.best = hits[0][1] if hits else 0.0
+        hits = self._matches()[:n]
         scores = self._normalised([s for _, s in hits])
         floor = float(scores[-1]) if len(hits) >= n else 0.0  # past the last match every score is 0
-        return LexicalPage([row for row, _ in hits], scores, floor)
+        return LexicalPage([i for i, _ in hits], scores, floor)
 
-    def scores(self, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
-        """``{segment id: (row, normalised score)}`` of these segments (exact, 0 without a query word);
-        a segment the index does not hold is absent. Call after the first :meth:`page`."""
-        looked = self.index.lookup(self.match, segment_ids)
-        norm = self._normalised([s for _, s in looked.values()])
-        return {sid: (row, float(x)) for (sid, (row, _)), x in zip(looked.items(), norm)}
+    def score(self, segment_id: str) -> float:
+        """A segment's normalised score (exact; 0 without a query word, or when the index lacks it)."""
+        self._matches()
+        x = self._score.get(segment_id, 0.0)
+        return x / self.best if self.best else 0.0
+
+    def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
+        """``{segment id: row}`` of these segments (those the index holds)."""
+        return self.index.rows(segment_ids)
 
     def unit_key(self, row: LexicalRow) -> UnitKey:
         """The row's :class:`UnitKey` (cluster sizes read from the index once per cluster)."""

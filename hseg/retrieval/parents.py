@@ -207,9 +207,11 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
                                                       res["documents"], settings.mode)}
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
         page = lex.page(n)
+        rows = lex.rows(page.ids)
         best_lex: dict[str, float] = {}
-        for row, x in zip(page.rows, page.scores):
-            best_lex.setdefault(row.cluster_id, float(x))  # rows come best first
+        for sid, x in zip(page.ids, page.scores.tolist()):
+            if sid in rows:
+                best_lex.setdefault(rows[sid].cluster_id, x)  # best first
         only_lexical = [c for c in best_lex if c not in parents]
         if only_lexical:
             members = lex.index.cluster_segments(only_lexical)
@@ -219,9 +221,8 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         only_dense = [c for c in parents if c not in best_lex]
         if only_dense:
             members = lex.index.cluster_segments(only_dense)
-            looked = lex.scores([s for c in only_dense for s in members[c]])
             for c in only_dense:
-                best_lex[c] = max((looked[s][1] for s in members[c] if s in looked), default=0.0)
+                best_lex[c] = max((lex.score(s) for s in members[c]), default=0.0)
         fused = {c: p.score + lex.weight * best_lex.get(c, 0.0) for c, p in parents.items()}
         ranked = sorted(parents.values(), key=lambda p: -fused[p.cluster_id])
         chosen = _select_above(ranked, fused, k, budget, floor_d + lex.weight * page.floor)

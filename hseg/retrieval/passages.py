@@ -198,12 +198,49 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wa
 
 # --------------------------------------------------------------------------- the lexical score (lexical_weight > 0)
 # Both hybrid paths below run Fagin's threshold algorithm over two ranked lists: a kNN (dense order)
-# and the lexical index's best segments (lex order). Every candidate of either list gets its exact
-# other score (a lexical candidate's cosine from its vector, a dense candidate's lex from the index),
-# and is ranked by dense + λ·lex; a segment in neither list scores at most d_last + λ·lex_last (its
-# dense score is at most the kNN's last, its lex at most the lexical page's last, 0 past the last
-# match), which is the walk's floor. Both lists double until the walk decides: the answer is exact
-# with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
+# and the lexical index's best segments (lex order). A kNN candidate gets its exact lex from the
+# index (local); a lexical-only candidate's dense score is at most the kNN's last, so it enters with
+# the bound d_last + λ·lex until its vector is read; a segment in neither list scores at most
+# d_last + λ·lex_last (0 past the last match). The walk's floor is the largest bound not yet
+# resolved, so it decides only when nothing unresolved can rank where it looked: the answer is
+# exact with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
+# A get costs per record (~0.02 ms a vector, ~0.065 ms a text and its metadata at 40k records), so
+# the vectors of lexical-only candidates are read only when the walk cannot decide without them, and
+# then only those whose bound beats the point where the known candidates stop (_bounded_walk);
+# both lists double while it is still undecided.
+
+
+def _stop_score(score: np.ndarray, cluster: list[str], sel: Selection) -> float:
+    """The score of the first candidate a walk over all candidates left (not taken, not in a cluster
+    taken whole): no candidate scoring below it can change that walk (``-inf`` when it took everything)."""
+    taken, whole = set(sel.taken), {c for _, c in sel.expanded}
+    for i in np.argsort(-score, kind="stable"):
+        if int(i) not in taken and cluster[i] not in whole:
+            return float(score[i])
+    return -np.inf
+
+
+def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: float, walk_of: Any,
+                  cluster_of: Any) -> tuple[Selection | None, list[str]]:
+    """The walk over the ``known`` scores, decided only if neither ``floor`` nor any ``bounds`` entry
+    (an unresolved candidate's upper bound) reaches where it looked; else the candidates to resolve.
+
+    A get costs per record (~0.02 ms a vector at 40k records), so only the candidates whose bound
+    beats the stop point of the known candidates alone are asked for: adding candidates can only
+    make a walk stop at a higher score. The walk's own check makes it exact whatever that rule
+    misses (the whole-cluster rule can break it): it stays undecided, and what is left above
+    ``floor`` is read. Nothing is read when ``floor`` itself blocks: the lists must deepen."""
+    sel = walk_of(known, max([floor, *bounds.values()]))
+    if sel is not None:
+        return sel, []
+    free = walk_of(known, -np.inf)
+    order = list(known)
+    stop = _stop_score(np.array([known[s] for s in order]), [cluster_of(s) for s in order], free) \
+        if order else -np.inf
+    wanted = [sid for sid, ub in bounds.items() if ub > max(stop, floor)]
+    if not wanted and walk_of(known, floor) is None:
+        return None, []  # the unseen bound blocks: deepen
+    return None, wanted or [sid for sid, ub in bounds.items() if ub > floor]
 
 
 def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
@@ -216,31 +253,46 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
     while True:
         res = yield Knn(index, qq, n, where)
         keys: dict[str, UnitKey] = {}
-        dense: dict[str, float] = {}
+        known: dict[str, float] = {}
         for uid, dist in zip(res["ids"], res["distances"]):
             key = UnitKey.parse(uid)
-            keys[key.segment_id], dense[key.segment_id] = key, 1.0 - float(dist)
+            keys[key.segment_id], known[key.segment_id] = key, 1.0 - float(dist)
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
         page = lex.page(n)
-        lexical = {row.segment_id: float(x) for row, x in zip(page.rows, page.scores)}
-        missing = [row for row in page.rows if row.segment_id not in dense]
-        if missing:
+        lexical = dict(zip(page.ids, page.scores.tolist()))
+        for sid in known:
+            known[sid] += lex.weight * lex.score(sid)
+        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known}
+        floor = floor_d + lex.weight * page.floor
+
+        def walk_of(scores: dict[str, float], at: float, keys: dict[str, UnitKey] = keys) -> Selection | None:
+            order = [keys[sid] for sid in scores]
+            sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in order}
+            return walk(np.array(list(scores.values())), [key.cluster_id for key in order],
+                        [key.tokens for key in order], sizes, budget, max_units=k if budget is None else None,
+                        floor=at)
+
+        while True:  # the bounded walk; then every candidate that may matter is read (once)
+            sel, wanted = _bounded_walk(known, bounds, floor, walk_of, lambda sid, keys=keys: keys[sid].cluster_id)
+            if sel is not None or not wanted:
+                break
+            rows = lex.rows(wanted)
             # filtered by the where as the kNN was: a lexical candidate absent from the answer fails it
-            got = yield Get(index, tuple(key.encode() for key in lex.unit_keys(missing)), ("embeddings",), where)
+            got = yield Get(index, tuple(key.encode() for key in lex.unit_keys([rows[s] for s in wanted if s in rows])),
+                            ("embeddings",), where)
             for uid, cos in zip(got["ids"], _cosines(qq, got["embeddings"])):
                 key = UnitKey.parse(uid)
-                keys[key.segment_id], dense[key.segment_id] = key, float(cos)
-        lexical.update({sid: x for sid, (_, x) in lex.scores([s for s in dense if s not in lexical]).items()})
-        order = [keys[sid] for sid in dense]
-        score = np.array([dense[key.segment_id] + lex.weight * lexical.get(key.segment_id, 0.0) for key in order])
-        sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in order}
-        sel = walk(score, [key.cluster_id for key in order], [key.tokens for key in order], sizes, budget,
-                   max_units=k if budget is None else None, floor=floor_d + lex.weight * page.floor)
+                keys[key.segment_id] = key
+                known[key.segment_id] = float(cos) + lex.weight * lexical[key.segment_id]
+            for sid in wanted:
+                bounds.pop(sid, None)
         if sel is not None:
+            order = [keys[sid] for sid in known]
+            score = np.array(list(known.values()))
             whole = {c for _, c in sel.expanded}
-            wanted = [order[i].segment_id for i in sel.taken] + sorted(whole)
-            got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
-            return _indexed_passages(order, score / (1.0 + lex.weight), sel, wanted, got)
+            taken = [order[i].segment_id for i in sel.taken] + sorted(whole)
+            got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
+            return _indexed_passages(order, score / (1.0 + lex.weight), sel, taken, got)
         n *= 2
 
 
@@ -255,14 +307,12 @@ def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
     n = _first_page(k, budget, 32, 16)
     while True:
         res = yield Knn(collection, qv, n, where, wdoc)
-        dense = {rid: 1.0 - float(d) for rid, d in zip(res["ids"], res["distances"]) if not is_cluster_id(rid)}
+        known = {rid: 1.0 - float(d) for rid, d in zip(res["ids"], res["distances"]) if not is_cluster_id(rid)}
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
         page = lex.page(n)
-        rows = {row.segment_id: row for row in page.rows}
-        lexical = {row.segment_id: float(x) for row, x in zip(page.rows, page.scores)}
-        for sid, (row, x) in lex.scores([s for s in dense if s not in lexical]).items():
-            rows[sid], lexical[sid] = row, x
-        unknown = [rid for rid in dense if rid not in rows]
+        lexical = dict(zip(page.ids, page.scores.tolist()))
+        rows = lex.rows([*known, *lexical])
+        unknown = [rid for rid in known if rid not in rows]
         if unknown:
             got = yield Get(collection, tuple(unknown), ("metadatas",))
             for rid, meta in zip(got["ids"], got["metadatas"]):
@@ -270,19 +320,31 @@ def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
                 if meta.get("hseg_level") == "segment" and "hseg_cluster_id" in meta:
                     rows[rid] = LexicalRow(rid, str(meta["hseg_doc_id"]), str(meta["hseg_cluster_id"]),
                                            int(meta["hseg_index"]), int(meta["hseg_tokens"]))
-        missing = [sid for sid in lexical if sid not in dense]
-        if missing:  # filtered as the kNN was: a lexical candidate absent from the answer fails the filters
-            got = yield Get(collection, tuple(missing), ("embeddings",), where, wdoc)
-            dense.update(zip(got["ids"], (float(c) for c in _cosines(qv, got["embeddings"]))))
-        order = [sid for sid in dense if sid in rows]
-        score = np.array([dense[sid] + lex.weight * lexical.get(sid, 0.0) for sid in order])
-        sel = walk(score, [rows[s].cluster_id for s in order], [rows[s].tokens for s in order], {}, budget,
-                   max_units=k if budget is None else None, floor=floor_d + lex.weight * page.floor)
+        known = {sid: d + lex.weight * lex.score(sid) for sid, d in known.items() if sid in rows}
+        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known and sid in rows}
+        floor = floor_d + lex.weight * page.floor
+
+        def walk_of(scores: dict[str, float], at: float, rows: dict[str, LexicalRow] = rows) -> Selection | None:
+            return walk(np.array(list(scores.values())), [rows[s].cluster_id for s in scores],
+                        [rows[s].tokens for s in scores], {}, budget, max_units=k if budget is None else None,
+                        floor=at)
+
+        while True:  # the bounded walk; then every candidate that may matter is read (once)
+            sel, wanted = _bounded_walk(known, bounds, floor, walk_of, lambda sid, rows=rows: rows[sid].cluster_id)
+            if sel is not None or not wanted:
+                break
+            # filtered as the kNN was: a lexical candidate absent from the answer fails the filters
+            got = yield Get(collection, tuple(wanted), ("embeddings",), where, wdoc)
+            for sid, cos in zip(got["ids"], _cosines(qv, got["embeddings"])):
+                known[sid] = float(cos) + lex.weight * lexical[sid]
+            for sid in wanted:
+                bounds.pop(sid, None)
         if sel is not None:
+            order = list(known)
+            reported = np.array([known[s] for s in order]) / (1.0 + lex.weight)
             taken = [order[i] for i in sel.taken]
             got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
             found = {rid: (dict(m or {}), d or "") for rid, m, d in zip(got["ids"], got["metadatas"], got["documents"])}
-            reported = score / (1.0 + lex.weight)
             members = {order[i]: _Member(order[i], *found[order[i]], float(reported[i]))
                        for i in sel.taken if order[i] in found}  # absent: deleted since the kNN
             keys = [(rows[s].cluster_id, rows[s].position) for s in order]
@@ -409,11 +471,11 @@ def _gather(
                                                 ("metadatas", "distances", "documents"))
     rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
     seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
-    lex_floor, lexical = 0.0, {}
+    lex_floor = 0.0
     if lex is not None:  # the lexical candidates, filtered as the kNN was (see "the lexical score" above)
         page = lex.page(n_seg)
-        lex_floor, lexical = page.floor, {row.segment_id: float(x) for row, x in zip(page.rows, page.scores)}
-        rows.update((yield from _fetch_scored(collection, q, [s for s in lexical if s not in rows], where, wdoc)))
+        lex_floor = page.floor
+        rows.update((yield from _fetch_scored(collection, q, [s for s in page.ids if s not in rows], where, wdoc)))
     if nweight:  # a segment next to a near one may rank high through its neighbour
         around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
         # neighbour ids name segments (the schema), so only the caller's filter is passed: a level
@@ -445,8 +507,7 @@ def _gather(
     lexical_score = None
     if lex is not None:
         floor += lex.weight * scale * lex_floor
-        lexical.update({sid: x for sid, (_, x) in lex.scores([r for r in ids if r not in lexical]).items()})
-        lexical_score = np.array([lexical.get(r, 0.0) for r in ids])
+        lexical_score = np.array([lex.score(r) for r in ids])
     neighbour_score = None
     if nweight:
         context = {r: v[2] for r, v in rows.items()}
