@@ -6,11 +6,14 @@ Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a rea
 - ``hseg_sc_<T>``: the paper's Segment+Cluster parents (max over segment and cluster vectors);
 - ``hseg_c_<T>``: Cluster-only parents (the paper's ablation);
 - ``hseg_seg_<T>``: segments as chunks (``unit="segment"``);
-- ``hseg_auto_<T>``: the budget-aware unit (``unit="auto"``), asked once per setting.
+- ``hseg_auto_<T>``: the budget-aware unit (``unit="auto"``), asked once per setting;
+- ``hseg_auto_<T>_hybrid`` / ``hseg_sc_<T>_hybrid`` / ``hseg_seg_<T>_hybrid``: the same with the
+  lexical (BM25) score, ``lexical_weight`` = :data:`HYBRID_WEIGHT`.
 
 ``<T>`` is the target cluster size in tokens (256, 512, 1024). All methods share the run's
 caching encoder, so each sentence is encoded once for all sizes. ``<name>@<segmenter>`` (see
-:func:`variant`) runs a method with other segmenter weights, e.g. ``hseg_auto_512@old.pt``.
+:func:`variant`) runs a method with other segmenter weights, e.g. ``hseg_auto_512@old.pt``, and
+``<name>+lex<W>`` with ``lexical_weight=W``, e.g. ``hseg_auto_512+lex0.3``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 from evaluation import Chunk, Query, query_vectors
 
 TARGETS = (256, 512, 1024)
+#: the lexical weight of the ``_hybrid`` methods (benchmarks/RESULTS.md, "hybrid search": the weights tried)
+HYBRID_WEIGHT = 0.3
 
 
 #: name -> (target, level, search settings) of every registered method, for :func:`variant`
@@ -59,11 +64,14 @@ def _units(chunkings: list[Any], level: str) -> list[Chunk]:
     return out
 
 
-def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: int,
+def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: int, texts: list[str],
                  **search: Any) -> tuple[list[list[Chunk]], dict[str, list[list[Chunk]]]]:
     """Each setting asked of the store itself (k, then every budget), as a user would, all queries
     of a setting in one ``store.search_many`` (the answers of ``store.search``, in fewer Chroma
-    calls); the longest budget's lists double as the method's ranked lists."""
+    calls); the longest budget's lists double as the method's ranked lists. ``texts`` are the
+    questions, for the lexical side (the vectors are the run's cached query vectors)."""
+    if search.get("lexical_weight"):
+        search = {**search, "query_texts": texts}
     per_setting = {f"k={k}": [_chunks(hits, corpora) for hits in store.search_many(list(qv), k=k, **search)]}
     for b in budgets:
         per_setting[f"B={b}"] = [_chunks(hits, corpora) for hits in store.search_many(list(qv), budget_tokens=b,
@@ -84,7 +92,8 @@ def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | N
     """
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
         store, chunkings = _setup(corpora, target, encoder, segmenter)
-        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k, **search)
+        longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k,
+                                            [q.question for q in queries], **search)
         return retrieval_cls(longest, _units(chunkings, level), per_setting)
 
     return method
@@ -96,6 +105,9 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
         SPECS[f"hseg_c_{t}"] = (t, "cluster", {"mode": "cluster"})
         SPECS[f"hseg_seg_{t}"] = (t, "segment", {"unit": "segment"})
         SPECS[f"hseg_auto_{t}"] = (t, "segment", {"unit": "auto"})
+        SPECS[f"hseg_sc_{t}_hybrid"] = (t, "cluster", {"mode": "segment+cluster", "lexical_weight": HYBRID_WEIGHT})
+        SPECS[f"hseg_seg_{t}_hybrid"] = (t, "segment", {"unit": "segment", "lexical_weight": HYBRID_WEIGHT})
+        SPECS[f"hseg_auto_{t}_hybrid"] = (t, "segment", {"unit": "auto", "lexical_weight": HYBRID_WEIGHT})
     for name, (target, level, search) in SPECS.items():
         register(name, store_method(target, level, retrieval_cls, **search))
 
@@ -103,7 +115,14 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
     """The method ``<hseg method>@<segmenter>``: the hseg method chunking with that segmenter (a
     registered name or a saved weights file), to compare segmenters query by query
-    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``); ``None`` for other names."""
+    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``); ``<hseg method>+lex<W>``: the
+    method with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``None`` for other names."""
+    base, plus, weight = name.partition("+lex")
+    if plus:
+        if base not in SPECS:
+            return None
+        target, level, search = SPECS[base]
+        return store_method(target, level, retrieval_cls, **{**search, "lexical_weight": float(weight)})
     base, sep, segmenter = name.partition("@")
     if not sep or base not in SPECS or not segmenter:
         return None

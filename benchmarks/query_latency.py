@@ -9,7 +9,10 @@ none profits systematically from a warm cache or suffers from a burst of load):
   (not the unit index's weights: the gathered path);
 * with ``--adapters``: one LangChain ``invoke`` and one LlamaIndex ``retrieve`` with
   ``unit="auto"``, ``budget_tokens=1024`` (query embeddings are looked up, not computed, so the
-  time is the adapter's and the search's).
+  time is the adapter's and the search's);
+* hybrid: ``unit="auto"`` at k=5 and budgets 1024 / 4096, ``unit="segment"`` and ``"cluster"`` at
+  1024, each with ``lexical_weight=--lexical-weight`` (the lexical index read with every query,
+  its freshness check included).
 
 Reports p50/p95 per call and their ratio to the plain query's p50/p95 (markdown, printed and
 written with ``--out``). A second table gives the per-query cost of answering all queries in one
@@ -24,6 +27,11 @@ Stores:
   queries are random unit vectors and noisy copies of stored segment vectors.
 * ``db``: a store built with ``hseg index`` (``--db DIR``); queries are the questions of
   ``--questions`` (Chroma's evaluation CSV), embedded once with the store's encoder.
+* ``openstax``: ``--records`` records of real text built once into ``--path``: the 22 OpenStax
+  training books cut into ~400-character segments (``benchmarks/lexical_engines.py``), four
+  consecutive segments of a module per cluster, segment vectors from all-MiniLM-L6-v2 (encoded once,
+  kept in ``--path``), cluster vectors their token-weighted mean; queries are textbook_qa's "What
+  is T?" questions. It also reports the lexical index's size on disk and its full rebuild time.
 
 ``--server`` serves the same directory with ``chroma run`` on 127.0.0.1 and measures through an
 ``HttpClient`` (stopped by its PID at the end).
@@ -32,6 +40,7 @@ Usage:
     python benchmarks/query_latency.py synthetic --path /tmp/qb
     python benchmarks/query_latency.py db --db /tmp/real --questions ../shared/data/chroma_eval/questions.csv
     python benchmarks/query_latency.py db --db /tmp/real --questions ... --server --adapters --out results/q.md
+    python benchmarks/query_latency.py openstax --path /tmp/ox40k --records 40000 [--server]
 """
 
 from __future__ import annotations
@@ -65,6 +74,8 @@ PLAIN = "plain query(n_results=5)"
 #: weights other than the unit index's: unit="auto" takes its gathered path
 GATHERED: dict[str, Any] = {"budget_tokens": 1024, "unit": "auto", "cluster_weight": 0.3}
 GATHERED_NAME = "unit=auto, budget=1024, cluster_weight=0.3: gathered"
+OPENSTAX_COLLECTION = "openstax"
+DATA = Path("/work/shared/data")
 
 
 def rotated(names: list[str], step: int) -> list[str]:
@@ -136,7 +147,75 @@ class LookupEncoder:
         return self._vectors[text]
 
 
-def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.ndarray, str], Any]]:
+def openstax_docs(pieces: list[tuple[str, str]], vectors: np.ndarray, per_cluster: int = 4) -> list[Chunking]:
+    """Documents of real text: each module's pieces are its segments, ``per_cluster`` a cluster."""
+    by_doc: dict[str, list[int]] = {}
+    for i, (doc, _) in enumerate(pieces):
+        by_doc.setdefault(doc, []).append(i)
+    out = []
+    for doc_id, idx in by_doc.items():
+        segments: list[Segment] = []
+        clusters: list[Cluster] = []
+        pos = 0
+        for c, start in enumerate(range(0, len(idx), per_cluster)):
+            members: list[Segment] = []
+            for i in idx[start:start + per_cluster]:
+                text = pieces[i][1] + "\n"
+                n = len(segments) + len(members)
+                members.append(Segment(unit_id(doc_id, "segment", pos, pos + len(text)), doc_id, n, pos,
+                                       pos + len(text), text, max(1, len(text) // 4), n, n + 1, vectors[i]))
+                pos += len(text)
+            weights = np.array([s.token_count for s in members], dtype=np.float32)
+            mean = (vectors[idx[start:start + per_cluster]] * weights[:, None]).sum(axis=0)
+            mean /= np.linalg.norm(mean)
+            clusters.append(Cluster(unit_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, c,
+                                    members[0].start, members[-1].end, "".join(s.text for s in members),
+                                    sum(s.token_count for s in members), tuple(members), mean))
+            segments.extend(members)
+        out.append(Chunking(doc_id, "".join(s.text for s in segments), tuple(segments), tuple(clusters)))
+    return out
+
+
+def build_openstax(store: HierarchicalStore, folder: Path, records: int, encoder: Any) -> float:
+    """The ``openstax`` store (see the module docstring); returns the seconds ``store.add`` took."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from lexical_engines import load_units
+
+    pieces = load_units(DATA / "segmentation" / "train_openstax", records * 4 // 5)
+    cache = folder / f"vectors-{len(pieces)}.npy"
+    if cache.exists():
+        vectors = np.load(cache)
+    else:
+        t0 = time.perf_counter()
+        vectors = np.asarray(encoder.encode([t for _, t in pieces]), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.save(cache, vectors)
+        logger.info("encoded %d pieces in %.0f s", len(pieces), time.perf_counter() - t0)
+    docs = openstax_docs(pieces, vectors)
+    t0 = time.perf_counter()
+    batch: list[Chunking] = []
+    for i, doc in enumerate(docs):
+        batch.append(doc)
+        if sum(len(d.segments) + len(d.clusters) for d in batch) >= 2000 or i == len(docs) - 1:
+            store.add(batch)
+            batch = []
+    return time.perf_counter() - t0
+
+
+def lexical_costs(store: HierarchicalStore) -> str:
+    """The lexical index's size on disk and the time of a full rebuild from the collection."""
+    index = store.lexical_index
+    t0 = time.perf_counter()
+    n = store.sync_lexical_index()
+    seconds = time.perf_counter() - t0
+    path = index.location.path
+    size = sum(os.path.getsize(f"{path}{suffix}") for suffix in ("", "-wal") if os.path.exists(f"{path}{suffix}"))
+    return (f"lexical index ({index.location.kind}): {n:,} segments, {size / 1e6:.1f} MB on disk, full rebuild "
+            f"from the collection {seconds:.2f} s\n")
+
+
+def calls(store: HierarchicalStore, adapters: bool,
+          lexical_weight: float = 0.0) -> dict[str, Callable[[np.ndarray, str], Any]]:
     """Every timed call, by its row name; each takes (query vector, query text)."""
     col = store.collection
     out: dict[str, Callable[[np.ndarray, str], Any]] = {
@@ -151,6 +230,17 @@ def calls(store: HierarchicalStore, adapters: bool) -> dict[str, Callable[[np.nd
         for b in BUDGETS:
             out[f"search(unit={unit}, budget={b})"] = searching(budget_tokens=b, unit=unit)
     out[f"search({GATHERED_NAME})"] = searching(**GATHERED)
+    if lexical_weight:
+        def hybrid(**settings: Any) -> Callable[[np.ndarray, str], Any]:
+            return lambda q, text: store.search(q, query_text=text, lexical_weight=lexical_weight, **settings)
+
+        out[f"hybrid search(unit=auto, k=5, lexical_weight={lexical_weight})"] = hybrid(k=5, unit="auto")
+        for b in BUDGETS:
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
+                budget_tokens=b, unit="auto")
+        for unit in ("segment", "cluster"):
+            out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
+                budget_tokens=1024, unit=unit)
     if adapters:
         from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever
         from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever
@@ -269,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     db.add_argument("--collection", default="hseg")
     db.add_argument("--questions", required=True, help="CSV with a 'question' column")
     db.add_argument("--queries", type=int, default=100)
-    for p in (syn, db):
+    ox = sub.add_parser("openstax", help="real text and vectors (built once into --path)")
+    ox.add_argument("--path", required=True, help="PersistentClient directory to build into / reuse")
+    ox.add_argument("--records", type=int, default=40_000)
+    ox.add_argument("--queries", type=int, default=100)
+    for p in (syn, db, ox):
+        p.add_argument("--lexical-weight", type=float, default=0.3, help="the hybrid rows' weight (0: none)")
         p.add_argument("--server", action="store_true", help="measure through a chroma run server on the directory")
         p.add_argument("--adapters", action="store_true", help="also time the LangChain and LlamaIndex retrievers")
         p.add_argument("--rounds", type=int, default=3)
@@ -300,6 +395,18 @@ def main(argv: list[str] | None = None) -> int:
             texts = [f"q{i}" for i in range(len(qs))]
             store._encoder = LookupEncoder(store.encoder_name or "synthetic", dict(zip(texts, qs)))
             label = f"synthetic store, {store.count():,} records, {where}"
+        elif args.store == "openstax":
+            store = open_store(stack, args, OPENSTAX_COLLECTION)
+            real_encoder = store.encoder
+            if store.count() < args.records * 9 // 10:
+                secs = build_openstax(store, Path(args.path), args.records, real_encoder)
+                print(f"built {store.count():,} records in {secs:.0f} s (store.add, lexical index included)")
+            texts = questions(str(DATA / "textbook_qa" / "questions_term.csv"), args.queries)
+            qs = np.asarray(real_encoder.encode(texts), dtype=np.float32)
+            qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+            store._encoder = LookupEncoder(real_encoder.name, dict(zip(texts, qs)))
+            label = f"openstax: {store.count():,} records of real text, {where}"
+            print(lexical_costs(store))
         else:
             store = open_store(stack, args, args.collection)
             real_encoder = store.encoder
@@ -309,7 +416,12 @@ def main(argv: list[str] | None = None) -> int:
             store._encoder = LookupEncoder(store.encoder.name, dict(zip(texts, qs)))
             label = f"{Path(args.path).name}: {store.count():,} records (hseg index), {where}"
         store.search(qs[0], budget_tokens=1024, unit="auto")  # the unit index's one-time completeness check
-        fns = calls(store, args.adapters)
+        if args.lexical_weight:  # the lexical index's first check (a server's client builds its cache)
+            t0 = time.perf_counter()
+            store.search(qs[0], budget_tokens=1024, unit="auto", lexical_weight=args.lexical_weight,
+                         query_text=texts[0])
+            print(f"first hybrid search (lexical index checked or built): {time.perf_counter() - t0:.2f} s")
+        fns = calls(store, args.adapters, args.lexical_weight)
         print(f"{label}; {len(qs)} queries × {args.rounds} rounds, {len(fns)} calls interleaved")
         times = measure(fns, qs, texts, args.rounds, args.warmup)
         many = batched(store, qs, texts, max(3, args.rounds), args.adapters, real_encoder)

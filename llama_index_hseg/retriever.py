@@ -127,7 +127,10 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         return np.mean([self._store.encoder.encode_query(s) for s in strs], axis=0)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._store.search(self._query(query_bundle), settings=self._settings)
+        query = self._query(query_bundle)
+        # the lexical side (lexical_weight > 0) reads the question's words, whatever was embedded
+        text = None if isinstance(query, str) else query_bundle.query_str
+        hits = self._store.search(query, settings=self._settings, query_text=text)
         return [NodeWithScore(node=_to_node(hit), score=float(hit.score)) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -180,7 +183,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
 
 def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:
     """Delete the documents' old records, then add the nodes in batches Chroma accepts, then
-    rebuild their part of the store's unit index (taken out first, so it never names a deleted record).
+    rebuild their part of the store's unit index and lexical index (taken out first, so they never
+    name a deleted record).
 
     ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
     (Chroma's ``add`` silently keeps an existing id): a server would refuse one large document, and
@@ -195,6 +199,8 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
         vector_store.add(nodes[i : i + batch])
     if store.unit_index is not None:
         store.sync_unit_index(hseg_ids)
+    if store.lexical_index is not None:
+        store.sync_lexical_index(hseg_ids)
 
 
 def _to_node(hit: SearchHit) -> TextNode:

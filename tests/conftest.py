@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+# the lexical index's per-client caches (stores on a chroma run server) stay out of ~/.cache
+os.environ.setdefault("HSEG_CACHE", tempfile.mkdtemp(prefix="hseg-test-cache-"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -40,11 +43,14 @@ def example_text() -> str:
 # Synthetic chunkings and one fixture per kind of Chroma client, reusable by the adapter tests.
 
 
-def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=16, segment_vectors=None):
+def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=16, segment_vectors=None,
+                             vocabulary=None):
     """A valid ``Chunking`` with random unit vectors (cluster vector = normalised segment mean).
 
     ``segment_vectors`` (n, dim) fixes the segment vectors; then every cluster gets
-    ``max_segments`` segments and ``n`` must equal ``n_clusters * max_segments``.
+    ``max_segments`` segments and ``n`` must equal ``n_clusters * max_segments``. With
+    ``vocabulary`` (a list of words) each segment's text is a few words drawn from it (for the
+    lexical side), instead of a run of ``w``.
     """
     import numpy as np
 
@@ -56,7 +62,11 @@ def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=1
     for ci, size in enumerate(sizes):
         members = []
         for _ in range(size):
-            text = f"{doc_id} segment {idx} " + "w" * int(rng.integers(1, 30)) + ".\n"
+            if vocabulary is None:
+                text = f"{doc_id} segment {idx} " + "w" * int(rng.integers(1, 30)) + ".\n"
+            else:
+                words = rng.choice(vocabulary, size=int(rng.integers(3, 12)))
+                text = f"{doc_id} segment {idx} " + " ".join(words) + ".\n"
             if segment_vectors is not None:
                 vec = np.asarray(segment_vectors[idx], dtype=np.float32)
             else:

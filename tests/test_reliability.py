@@ -1076,3 +1076,224 @@ def test_eight_readers_and_one_writer_on_one_persistent_store(tmp_path):
     final = stored_documents(writer_store.collection)
     assert set(final) == set(texts)
     assert all(document_problems(final[d], texts[d]) == [] for d in texts)
+
+
+# --------------------------------------------------------------------------- 6. the lexical index (issue 26)
+
+
+def lexical_disagreement(db: Path, collection: str = "hseg") -> list[str]:
+    """How the lexical index of an embedded store differs from its collection's segments, read from
+    both files as they are (nothing repaired): pending documents, missing, extra or stale rows."""
+    import sqlite3
+
+    from hseg.store.lexical_index import FOLDER
+
+    con = sqlite3.connect(str(db / FOLDER / f"{collection}.sqlite"))
+    try:
+        rows = dict(con.execute("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
+        pending = [d for (d,) in con.execute("SELECT doc_id FROM pending")]
+    finally:
+        con.close()
+    got = chromadb.PersistentClient(path=str(db)).get_collection(collection).get(
+        where={"hseg_level": "segment"}, include=["documents"])
+    segments = dict(zip(got["ids"], got["documents"]))
+    problems = [f"pending: {pending}"] if pending else []
+    problems += [f"missing row {s}" for s in sorted(set(segments) - set(rows))]
+    problems += [f"extra row {s}" for s in sorted(set(rows) - set(segments))]
+    problems += [f"stale text {s}" for s in sorted(set(rows) & set(segments)) if rows[s] != segments[s]]
+    return problems
+
+
+KILL_AT_LEXICAL = r"""
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from chromadb.api.models.Collection import Collection
+from hseg.encoders import factory
+from hseg.cli import main
+from hseg.store.lexical_index import LexicalIndex
+from tests.fakes import HashingEncoder
+
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+if {at!r} == "rows":
+    # kill -9 on the 2nd batch after Chroma's records and the unit index, before the lexical rows
+    calls = []
+    real_write = LexicalIndex.write
+
+    def write(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_write(self, *args, **kwargs)
+
+    LexicalIndex.write = write
+else:
+    # kill -9 at the first Chroma delete: a pruned document's rows are gone, its records not
+    Collection.delete = lambda self, *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _write_files(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def test_kill_9_between_chroma_and_the_lexical_rows_is_repaired_on_the_next_open(tmp_path):
+    files = {f"docs/f{i:02d}.md": synthetic_book(1_500 + 41 * i, seed=400 + i) for i in range(8)}
+    _write_files(tmp_path, files)
+    killer = tmp_path / "kill_at_lexical.py"
+    killer.write_text(KILL_AT_LEXICAL.format(repo=str(REPO), at="rows"))
+    args = ["index", "docs", "--db", "db", "--batch-docs", "2", *FAKE_CLI]
+    crashed = _run_child(killer, args, tmp_path)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    left = lexical_disagreement(tmp_path / "db")
+    assert left and left[0].startswith("pending") and any(p.startswith("missing row") for p in left)
+
+    # the next open that checks the index (here a hybrid search) re-reads the pending documents
+    store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    hits = store.search("river delta flood", budget_tokens=600, unit="auto", lexical_weight=0.3)
+    assert hits and all(h.text == files[h.doc_id][h.start:h.end] for h in hits)
+    assert lexical_disagreement(tmp_path / "db") == []
+    del store
+    # and hseg index finishes the run, taking the repaired documents for complete
+    plain = tmp_path / "child.py"
+    plain.write_text(CHILD.format(repo=str(REPO)))
+    rerun = _run_child(plain, args, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "4 indexed, 4 unchanged" in rerun.stdout, rerun.stdout
+    assert lexical_disagreement(tmp_path / "db") == []
+
+
+def test_kill_9_between_the_lexical_delete_and_chromas_is_repaired_and_the_prune_finishes(tmp_path):
+    files = {f"docs/f{i}.md": synthetic_book(1_800, seed=500 + i) for i in range(4)}
+    _write_files(tmp_path, files)
+    plain, killer = tmp_path / "child.py", tmp_path / "kill_at_delete.py"
+    plain.write_text(CHILD.format(repo=str(REPO)))
+    killer.write_text(KILL_AT_LEXICAL.format(repo=str(REPO), at="delete"))
+    args = ["index", "docs", "--db", "db", "--prune", *FAKE_CLI]
+    assert _run_child(plain, args, tmp_path).returncode == 0
+    (tmp_path / "docs/f1.md").unlink()
+    crashed = _run_child(killer, args, tmp_path)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    left = lexical_disagreement(tmp_path / "db")
+    assert left and any(p.startswith("missing row") for p in left)  # the rows went first
+
+    rerun = _run_child(plain, args, tmp_path)  # opens, repairs f1's rows, then prunes it for good
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert lexical_disagreement(tmp_path / "db") == []
+    store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    assert store.doc_ids() == ["docs/f0.md", "docs/f2.md", "docs/f3.md"]
+
+
+def test_a_reindex_after_edits_and_deletions_keeps_both_sides_equal(tmp_path, monkeypatch, capsys):
+    main = _cli(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    files = {f"docs/f{i}.md": synthetic_book(2_000, seed=600 + i) for i in range(5)}
+    _write_files(tmp_path, files)
+    args = ["index", "docs", "--db", "db", "--prune", *FAKE_CLI]
+    assert main(args) == 0
+    assert lexical_disagreement(tmp_path / "db") == []
+    edited = files["docs/f0.md"].replace("Chapter", "Section")  # another text, nearly the same spans
+    (tmp_path / "docs/f0.md").write_text(edited, encoding="utf-8")
+    (tmp_path / "docs/f2.md").write_text(synthetic_book(1_200, seed=699), encoding="utf-8")
+    (tmp_path / "docs/f3.md").unlink()
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "2 indexed, 2 unchanged" in capsys.readouterr().out
+    assert lexical_disagreement(tmp_path / "db") == []
+    store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    hits = store.search("Section", k=3, unit="segment", lexical_weight=10.0)
+    assert hits and "Section" in hits[0].text and hits[0].doc_id == "docs/f0.md"
+    assert main(args) == 0
+    assert "0 indexed, 4 unchanged" in capsys.readouterr().out
+
+
+def test_two_writers_on_one_embedded_store_leave_the_lexical_index_whole(tmp_path):
+    """Two ``hseg index`` processes at once (they take turns on the writer lock) and, in one process,
+    two threads adding through two store objects (they take turns on the lexical index's lock)."""
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(repo=str(REPO)))
+    files = {f"{part}/f{i}.md": synthetic_book(3_000 + 53 * i, seed=700 + 10 * ord(part) + i)
+             for part in ("a", "b") for i in range(6)}
+    _write_files(tmp_path, files)
+    procs = [subprocess.Popen([sys.executable, str(script), "index", part, "--db", "db", "--batch-docs", "2",
+                               *FAKE_CLI], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"}) for part in ("a", "b")]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and "6 indexed" in out, err[-2000:]
+    assert lexical_disagreement(tmp_path / "db") == []
+
+    chunker = small_chunker()
+    path = str(tmp_path / "db2")
+    stores = [HierarchicalStore("hseg", path=path, encoder=HashingEncoder()) for _ in range(2)]
+    errors: list[Exception] = []
+    texts = {f"t{w}-{i}": synthetic_book(1_500, seed=800 + 10 * w + i) for w in range(2) for i in range(5)}
+
+    def write(w: int) -> None:
+        try:
+            for i in range(5):
+                stores[w].add(chunker.chunk(texts[f"t{w}-{i}"], f"t{w}-{i}"))
+                stores[w].search("glacier ice", k=2, unit="auto", lexical_weight=0.5)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+    assert lexical_disagreement(tmp_path / "db2") == []
+
+
+def test_a_server_restart_and_a_write_it_cut_short_leave_every_clients_index_equal_to_chroma(
+        tmp_path, chunker, monkeypatch):
+    from tests.chroma_server import ChromaServer, chroma_binary
+
+    if chroma_binary() is None:
+        pytest.skip("the 'chroma' command is not installed")
+
+    def cache_agrees(store: HierarchicalStore) -> bool:
+        store.lexical_index.ensure_fresh()
+        rows = dict(store.lexical_index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
+        got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])
+        return rows == dict(zip(got["ids"], got["documents"]))
+
+    docs = {f"d{i}": synthetic_book(2_000, seed=900 + i) for i in range(12)}
+    server = ChromaServer(tmp_path / "server-data").start()
+    port = server.port
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "reader-cache"))
+    reader = HierarchicalStore("restart", host=server.host, port=port, encoder=HashingEncoder())
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "writer-cache"))
+    writer = HierarchicalStore("restart", host=server.host, port=port, encoder=HashingEncoder())
+    try:
+        for d in list(docs)[:4]:
+            writer.add(chunker.chunk(docs[d], d))
+        assert cache_agrees(reader)
+        # the server is killed while a write is under way: the write's journal record stays open
+        real_upsert = writer.collection.upsert
+
+        def upsert_then_die(**kwargs):
+            real_upsert(**kwargs)
+            server.proc.send_signal(signal.SIGKILL)
+            server.proc.wait(timeout=30)
+
+        monkeypatch.setattr(writer.collection, "upsert", upsert_then_die)
+        with pytest.raises(ConnectionError):
+            writer.add(chunker.chunk_many([docs["d0"][:1_500], docs["d4"]], ["d0", "d4"]))
+        monkeypatch.undo()
+    finally:
+        server.stop()
+    # the same data and port, a new server process; the clients keep their objects and caches
+    monkeypatch.setattr("tests.chroma_server.free_port", lambda host="127.0.0.1": port)
+    with ChromaServer(tmp_path / "server-data") as again:
+        assert again.port == port
+        assert cache_agrees(reader)  # the open write names d0 and d4: re-read from what the server kept
+        fresh = HierarchicalStore("restart", host=again.host, port=port, encoder=HashingEncoder())
+        for d in list(docs)[4:]:
+            fresh.add(chunker.chunk(docs[d], d))
+        assert cache_agrees(reader) and cache_agrees(writer) and cache_agrees(fresh)
+        hits = reader.search("glacier ice summit", budget_tokens=500, unit="auto", lexical_weight=0.5)
+        assert hits and all(h.text in docs[h.doc_id] for h in hits)

@@ -30,6 +30,7 @@ CATS = ("Cats are small carnivorous mammals. A cat sleeps for most of the day. C
     ({"unit": "auto", "mode": "cluster"}, "mode"), ({"cluster_weight": -0.1}, "cluster_weight"),
     ({"neighbour_weight": 11}, "neighbour_weight"), ({"neighbour_weight": float("nan")}, "neighbour_weight"),
     ({"where": "source"}, "where"), ({"where_document": ["x"]}, "where_document"),
+    ({"lexical_weight": -0.5}, "lexical_weight"), ({"lexical_weight": "0.3"}, "lexical_weight"),
 ])
 def test_bad_settings_fail_at_construction_naming_the_field(fields, named):
     with pytest.raises(ValueError, match=named):
@@ -84,6 +85,11 @@ def test_langchain_fields_are_the_settings_fields(store):
                                                  where_document={"$contains": "Cats"})
     docs = r.invoke("moon gravity")
     assert docs and all(d.metadata["hseg_doc_id"] == "cats" for d in docs)
+    hybrid = HierarchicalSegmentRetriever(store=store, unit="auto", budget_tokens=100, lexical_weight=0.5)
+    assert hybrid.search_settings().lexical_weight == 0.5
+    expected = store.search("hunting mice", budget_tokens=100, unit="auto", lexical_weight=0.5)
+    assert [d.page_content for d in hybrid.invoke("hunting mice")] == [h.text for h in expected]
+    assert [[d.page_content for d in docs] for docs in hybrid.batch(["hunting mice"])] == [[h.text for h in expected]]
     assert len(r.invoke("cats", k=1)) == 1  # a per-call k replaces the budget
     with pytest.raises(ValueError, match="neighbour_weight"):
         HierarchicalSegmentRetriever(store=store, neighbour_weight=-1)
@@ -93,12 +99,19 @@ def test_llama_index_keywords_are_the_settings_fields(store):
     from llama_index_hseg import HierarchicalSegmentRetriever
 
     every = {"k": None, "budget_tokens": 100, "unit": "auto", "mode": "segment+cluster", "cluster_weight": 0.4,
-             "neighbour_weight": 0.0, "where": {"source": "c.md"}, "where_document": {"$contains": "cat"}}
+             "neighbour_weight": 0.0, "lexical_weight": 0.5, "where": {"source": "c.md"},
+             "where_document": {"$contains": "cat"}}
     assert set(every) == set(SearchSettings.field_names())
     r = HierarchicalSegmentRetriever(store, **every)
     assert r.settings == SearchSettings(**every)
     nodes = r.retrieve("hunting mice")
     assert nodes and all(n.node.metadata["source"] == "c.md" for n in nodes)
+    # a bundle carrying its embedding: the lexical side still reads the question's words
+    from llama_index.core.schema import QueryBundle
+
+    vector = store.encoder.encode_query("hunting mice").tolist()
+    by_vector = r.retrieve(QueryBundle("hunting mice", embedding=vector))
+    assert [n.node.text for n in by_vector] == [n.node.text for n in nodes]
     assert HierarchicalSegmentRetriever(store, similarity_top_k=2).settings.k == 2
     with pytest.raises(ValueError, match="similarity_top_k or k"):
         HierarchicalSegmentRetriever(store, similarity_top_k=2, k=3)
@@ -123,8 +136,8 @@ def test_cli_query_passes_every_setting(tmp_path, monkeypatch, capsys):
     assert main(["index", "t.md", "c.md", "--db", "db", *fake]) == 0
     capsys.readouterr()
     assert main(["query", "moon gravity", "--db", "db", "--unit", "auto", "--budget-tokens", "200",
-                 "--neighbour-weight", "0", "--cluster-weight", "0.3", "--where-document", '{"$contains": "Cats"}',
-                 "--json"]) == 0
+                 "--neighbour-weight", "0", "--cluster-weight", "0.3", "--lexical-weight", "0.5",
+                 "--where-document", '{"$contains": "Cats"}', "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert hits and all(h["metadata"]["hseg_doc_id"] == "c.md" for h in hits)
     assert main(["query", "moon", "--db", "db", "--where", '{"source": "t.md"}', "--source", "c.md", "--json"]) == 0
@@ -132,6 +145,9 @@ def test_cli_query_passes_every_setting(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main(["query", "moon", "--db", "db", "--unit", "auto", "--mode", "cluster"])
     assert "--mode applies to --unit='cluster' only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["query", "moon", "--db", "db", "--lexical-weight", "-1"])
+    assert "--lexical-weight must be a number in [0, 10]" in capsys.readouterr().err
 
 
 def test_cli_index_accepts_another_name_of_the_recorded_encoder(tmp_path, monkeypatch, capsys):

@@ -21,6 +21,7 @@ from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
 from hseg.store.lock import WriterBusyError, writer_lock
 from tests.fakes import HashingEncoder, synthetic_book
+from tests.test_reliability import lexical_disagreement
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_CLI = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
@@ -96,6 +97,7 @@ def test_two_hseg_index_processes_on_one_embedded_store_lose_nothing(tmp_path):
             assert rc == 0, err[-2000:]
             assert "20 indexed" in out, out
         assert _findable(work / "db", {*files, "seed.md"}) == [], f"trial {trial}"
+        assert lexical_disagreement(work / "db") == [], f"trial {trial}"
         shutil.rmtree(work)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from hseg.text.structure import Heading, common_prefix
 
-__all__ = ["Segment", "Cluster", "Chunking", "unit_id", "default_doc_id"]
+__all__ = ["Segment", "Cluster", "Chunking", "unit_id", "is_cluster_id", "default_doc_id"]
 
 
 def unit_id(doc_id: str, level: str, start: int, end: int) -> str:
@@ -39,6 +39,16 @@ def unit_id(doc_id: str, level: str, start: int, end: int) -> str:
     """
     digest = hashlib.sha1(f"{doc_id}\x00{level}\x00{start}\x00{end}".encode()).hexdigest()
     return f"{level[:3]}-{digest[:20]}"
+
+
+def is_cluster_id(record_id: str) -> bool:
+    """True for an id :func:`unit_id` made for a cluster (a segment's never is).
+
+    Example:
+        >>> is_cluster_id(unit_id("doc", "cluster", 0, 10)), is_cluster_id(unit_id("doc", "segment", 0, 10))
+        (True, False)
+    """
+    return record_id.startswith("clu-")
 
 
 def default_doc_id(text: str) -> str:

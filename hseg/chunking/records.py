@@ -134,7 +134,8 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 "cluster)"),
     MetadataKey("hseg_score", ("result",),
                 "relevance on the cosine scale, higher is better: the best cosine of the cluster's vectors "
-                '(`"cluster"`), of the passage\'s segments (`"segment"`) or their fused score (`"auto"`)'),
+                '(`"cluster"`), of the passage\'s segments (`"segment"`) or their fused score (`"auto"`); with '
+                "`lexical_weight` λ > 0, that plus λ × the normalised BM25 score, divided by 1 + λ"),
     MetadataKey("hseg_matched_id", ("result",), "id of the record that gave the score (a segment or the cluster)"),
     MetadataKey("hseg_matched_level", ("result",), '`"segment"` or `"cluster"`: the level of that record'),
     MetadataKey("hseg_matched_start", ("result",), "absolute start offset of that record's text"),

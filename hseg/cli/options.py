@@ -159,6 +159,7 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
     "mode": {"choices": None},
     "cluster_weight": {"type": finite_float, "metavar": "W"},
     "neighbour_weight": {"type": finite_float, "metavar": "V"},
+    "lexical_weight": {"type": finite_float, "metavar": "L"},
     "where": {"type": json_object, "metavar": "JSON"},
     "where_document": {"type": json_object, "metavar": "JSON"},
 }

@@ -207,7 +207,10 @@ def ingest_batch(
     if todo and not force:
         stored = store.stored_records(list(todo))
         units = store.unit_segment_ids(list(todo)) if store.unit_index is not None else {}
-        complete = [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d))]
+        # None: no lexical index kept by writers (a server's is derived from the records)
+        lexical = store.lexical_documents(list(todo)) if hasattr(store, "lexical_documents") else None
+        complete = [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d),
+                                                   None if lexical is None else lexical.get(d, (set(), None)))]
         # complete metadata is not enough: a record whose vector was lost (two processes writing one
         # embedded store) is never found, so such a document is redone
         lost = store.documents_missing_vectors({d: list(stored[d]) for d in complete})

@@ -19,6 +19,11 @@ similarity. A parent's first hit in that list is its best vector, so its score i
 parent not in the list has every vector below the last returned one, hence below every parent that
 was seen. The seen parents, in first-hit order, are therefore exactly the top parents.
 
+With ``lexical_weight`` λ > 0 a parent scores eq. 2's max cosine ``+ λ ·`` the best lexical score of
+its segments (the lexical analogue of eq. 2: its best unit), by the threshold algorithm of
+:func:`_hybrid_parents`, exact with respect to the kNN and the lexical index as this path is with
+respect to the kNN.
+
 This module holds the read path only; :mod:`hseg.store` owns collections and writes.
 """
 
@@ -34,6 +39,7 @@ import numpy as np
 
 from hseg.chunking.records import heading_path
 from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import LexicalQuery
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.settings import DEFAULT_K, SearchSettings
 
@@ -140,13 +146,16 @@ def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted
 
 
 def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
-                 oversample: float = DEFAULT_OVERSAMPLE) -> Plan[list[SearchHit]]:
+                 oversample: float = DEFAULT_OVERSAMPLE, lexical: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
     """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
     of reads (:mod:`hseg.retrieval.plans`): :func:`~hseg.retrieval.plans.run_one` answers it, and
     :func:`~hseg.retrieval.plans.run_many` answers many with shared round trips.
 
-    ``settings.unit`` is not read: a parent is always a whole cluster here.
+    ``settings.unit`` is not read: a parent is always a whole cluster here. ``lexical`` is the query's
+    lexical side (``lexical_weight`` > 0: :func:`_hybrid_parents`), or ``None``.
     """
+    if lexical is not None:
+        return (yield from _hybrid_parents(collection, query_vector, settings, lexical, oversample))
     k, budget_tokens, mode = settings.effective_k, settings.budget_tokens, settings.mode
     where, where_document = settings.where, settings.where_document
     need = k if k is not None else DEFAULT_K
@@ -173,6 +182,114 @@ def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSett
             server_levels = True  # past this size a scan is cheaper than fetching the other level
         logger.debug("search: %d parents in %d records, widening to %d", len(parents), len(ids), grow)
         n = grow
+
+
+def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, lex: LexicalQuery,
+                    oversample: float) -> Plan[list[SearchHit]]:
+    """Parents ranked by eq. 2's max cosine ``+ λ ·`` the best lexical score of their segments.
+
+    Fagin's threshold algorithm over two lists collapsed to parents the same way: the collection's
+    kNN (a parent's first hit is its best vector) and the lexical index's best segments (a parent's
+    first is its best segment). A parent of either list gets its exact other score (a lexical-only
+    parent's cosines from all of its vectors, read in one ``get``; a dense-only parent's lex from
+    the index), and a parent in neither list scores at most ``d_last + λ·lex_last``. Both lists
+    double until the parents to return all score above that bound (or nothing is unseen): exact
+    with respect to what Chroma's kNN and the lexical index return.
+    """
+    k, budget, allowed = settings.effective_k, settings.budget_tokens, _LEVELS[settings.mode]
+    where = dict(settings.where) if settings.where else None
+    wdoc = dict(settings.where_document) if settings.where_document else None
+    qv = np.asarray(q, dtype=np.float32)
+    n = max(16, math.ceil(oversample * (k if k is not None else DEFAULT_K)))
+    while True:
+        res = yield Knn(collection, qv, n, where, wdoc, ("metadatas", "distances", "documents"))
+        parents = {p.cluster_id: p for p in _collapse(res["ids"], res["metadatas"], res["distances"],
+                                                      res["documents"], settings.mode)}
+        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
+        page = lex.page(n)
+        rows = lex.rows(page.ids)
+        best_lex: dict[str, float] = {}
+        for sid, x in zip(page.ids, page.scores.tolist()):
+            if sid in rows:
+                best_lex.setdefault(rows[sid].cluster_id, x)  # best first
+        only_lexical = [c for c in best_lex if c not in parents]
+        if only_lexical:
+            members = lex.index.cluster_segments(only_lexical)
+            wanted = tuple(only_lexical + [s for c in only_lexical for s in members[c]])
+            scored = yield Get(collection, wanted, ("metadatas", "documents", "embeddings"), where, wdoc)
+            parents.update(_scored_parents(scored, qv, allowed))  # absent: its records fail the filters
+        only_dense = [c for c in parents if c not in best_lex]
+        if only_dense:
+            members = lex.index.cluster_segments(only_dense)
+            for c in only_dense:
+                best_lex[c] = max((lex.score(s) for s in members[c]), default=0.0)
+        fused = {c: p.score + lex.weight * best_lex.get(c, 0.0) for c, p in parents.items()}
+        ranked = sorted(parents.values(), key=lambda p: -fused[p.cluster_id])
+        chosen = _select_above(ranked, fused, k, budget, floor_d + lex.weight * page.floor)
+        if chosen is not None:
+            missing = [p.cluster_id for p in chosen if p.cluster_meta is None or p.cluster_doc is None]
+            texts = (yield Get(collection, tuple(missing), ("documents", "metadatas"))) if missing else None
+            hits = _finish(chosen, texts)
+            for hit in hits:
+                hit.score = fused[hit.cluster_id] / (1.0 + lex.weight)
+            return hits
+        n *= 2
+
+
+def _scored_parents(got: Mapping[str, Any], q: np.ndarray, allowed: tuple[str, ...]) -> dict[str, _Parent]:
+    """Parents from all of their records (cluster and segments): the max cosine of the levels allowed."""
+    e = np.asarray(got.get("embeddings") if got.get("embeddings") is not None else [], dtype=np.float64)
+    sims = (e @ q.astype(np.float64)) / np.maximum(np.linalg.norm(e, axis=1), 1e-12) if len(e) else []
+    out: dict[str, _Parent] = {}
+    clusters: dict[str, tuple[dict[str, Any], str]] = {}
+    for rid, meta, doc, sim in zip(got["ids"], got["metadatas"], got["documents"], sims):
+        meta = dict(meta or {})
+        level, cid = meta.get("hseg_level"), meta.get("hseg_cluster_id")
+        if cid is None or level not in ("segment", "cluster"):
+            continue
+        if level == "cluster":
+            clusters[cid] = (meta, doc)
+        if level not in allowed:
+            continue
+        p = out.get(cid)
+        if p is None or float(sim) > p.score:
+            tokens = meta.get("hseg_tokens") if level == "cluster" else meta.get("hseg_cluster_tokens")
+            best = _Parent(cid, float(sim), rid, str(level), int(meta["hseg_start"]), int(meta["hseg_end"]),
+                           None if tokens is None else int(tokens))
+            if p is not None:
+                best.segment_scores = p.segment_scores
+            out[cid] = p = best
+        if level == "segment":
+            p.segment_scores[rid] = float(sim)
+    for cid, p in out.items():
+        if cid in clusters:
+            p.cluster_meta, p.cluster_doc = clusters[cid]
+            p.tokens = int(clusters[cid][0]["hseg_tokens"])
+    return out
+
+
+def _select_above(ranked: list[_Parent], fused: Mapping[str, float], k: int | None, budget: int | None,
+                  floor: float) -> list[_Parent] | None:
+    """:func:`_select` over parents ranked by ``fused``, decided only when every parent taken (and the
+    one that stops a budget) scores above ``floor``, the bound on every unseen parent."""
+    if k is not None:
+        top = ranked[:k]
+        if floor == -np.inf or (len(top) == k and fused[top[-1].cluster_id] > floor):
+            return top
+        return None
+    assert budget is not None
+    total = 0
+    for i, p in enumerate(ranked):
+        if fused[p.cluster_id] <= floor:
+            return None  # an unseen parent may rank here
+        if p.tokens is None:
+            raise LookupError(f"record of parent {p.cluster_id!r} lacks hseg_cluster_tokens; re-ingest its document")
+        if i and total + p.tokens > budget:
+            return ranked[:i]
+        total += p.tokens
+        if i == 0 and total > budget:
+            return ranked[:1]
+    return ranked if floor == -np.inf else None
 
 
 def _widened(n: int, parents: list[_Parent], k: int | None, budget: int | None) -> int:

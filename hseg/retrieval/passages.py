@@ -13,6 +13,14 @@ Three read paths, each exact with respect to the neighbours Chroma returns (the 
 * ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
   filter, a collection written by another tool): the fused score is assembled from gathered
   segments, clusters and neighbours (several round trips; kept for these cases).
+
+With ``lexical_weight`` λ > 0 each path adds ``λ · lex(s)`` to a segment's dense score on the cosine
+scale (``lex``: BM25 divided by the query's best, :class:`~hseg.retrieval.lexical_query.LexicalQuery`)
+and takes the lexical index's best segments as candidates beside the kNN's (Fagin's threshold
+algorithm, "the lexical score" below): exact with respect to what the kNN and the lexical index
+return, as the dense paths are with respect to the kNN. Approximate only where they are: the kNN
+is HNSW's, and a lexical index that lags a write in flight scores that write's segments by their
+previous text (or 0). With λ = 0 none of it runs: the three paths above, unchanged.
 """
 
 from __future__ import annotations
@@ -24,8 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from hseg.chunking.chunks import is_cluster_id
 from hseg.chunking.records import heading_path, listed_segment_ids
 from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.selection import (
     DEFAULT_WHOLE_CLUSTER_MIN,
@@ -45,16 +55,26 @@ __all__ = ["units_plan"]
 
 
 def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
-               unit_index: Any = None) -> Plan[list[SearchHit]]:
+               unit_index: Any = None, lexical: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
-    or ``None``.
+    or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0), or ``None``: the dense
+    paths above, untouched.
     """
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.unit, settings.cluster_weight, settings.neighbour_weight
+    if lexical is not None:
+        if unit == "segment":
+            return (yield from _hybrid_segments(collection, query_vector, k, budget_tokens, where, where_document,
+                                                lexical))
+        if unit_index is not None and not where_document:
+            return (yield from _hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
+                                               cluster_weight, neighbour_weight, lexical))
+        return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
+                                            cluster_weight, neighbour_weight, lexical))
     if unit == "segment":
         return (yield from _search_segments(collection, query_vector, k, budget_tokens, where, where_document))
     if unit_index is not None and not where_document:
@@ -176,6 +196,163 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wa
     return hits
 
 
+# --------------------------------------------------------------------------- the lexical score (lexical_weight > 0)
+# Both hybrid paths below run Fagin's threshold algorithm over two ranked lists: a kNN (dense order)
+# and the lexical index's best segments (lex order). A kNN candidate gets its exact lex from the
+# index (local); a lexical-only candidate's dense score is at most the kNN's last, so it enters with
+# the bound d_last + λ·lex until its vector is read; a segment in neither list scores at most
+# d_last + λ·lex_last (0 past the last match). The walk's floor is the largest bound not yet
+# resolved, so it decides only when nothing unresolved can rank where it looked: the answer is
+# exact with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
+# A get costs per record (~0.02 ms a vector, ~0.065 ms a text and its metadata at 40k records), so
+# the vectors of lexical-only candidates are read only when the walk cannot decide without them, and
+# then only those whose bound beats the point where the known candidates stop (_bounded_walk);
+# both lists double while it is still undecided.
+
+
+def _stop_score(score: np.ndarray, cluster: list[str], sel: Selection) -> float:
+    """The score of the first candidate a walk over all candidates left (not taken, not in a cluster
+    taken whole): no candidate scoring below it can change that walk (``-inf`` when it took everything)."""
+    taken, whole = set(sel.taken), {c for _, c in sel.expanded}
+    for i in np.argsort(-score, kind="stable"):
+        if int(i) not in taken and cluster[i] not in whole:
+            return float(score[i])
+    return -np.inf
+
+
+def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: float, walk_of: Any,
+                  cluster_of: Any) -> tuple[Selection | None, list[str]]:
+    """The walk over the ``known`` scores, decided only if neither ``floor`` nor any ``bounds`` entry
+    (an unresolved candidate's upper bound) reaches where it looked; else the candidates to resolve.
+
+    A get costs per record (~0.02 ms a vector at 40k records), so only the candidates whose bound
+    beats the stop point of the known candidates alone are asked for: adding candidates can only
+    make a walk stop at a higher score. The walk's own check makes it exact whatever that rule
+    misses (the whole-cluster rule can break it): it stays undecided, and what is left above
+    ``floor`` is read. Nothing is read when ``floor`` itself blocks: the lists must deepen."""
+    sel = walk_of(known, max([floor, *bounds.values()]))
+    if sel is not None:
+        return sel, []
+    free = walk_of(known, -np.inf)
+    order = list(known)
+    stop = _stop_score(np.array([known[s] for s in order]), [cluster_of(s) for s in order], free) \
+        if order else -np.inf
+    wanted = [sid for sid, ub in bounds.items() if ub > max(stop, floor)]
+    if not wanted and walk_of(known, floor) is None:
+        return None, []  # the unseen bound blocks: deepen
+    return None, wanted or [sid for sid, ub in bounds.items() if ub > floor]
+
+
+def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
+                    where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery) -> Plan[list[SearchHit]]:
+    """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
+    ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector."""
+    qq = query_vector(q)
+    where = dict(where) if where else None
+    n = _first_page(k, budget, 32, 16)
+    while True:
+        res = yield Knn(index, qq, n, where)
+        keys: dict[str, UnitKey] = {}
+        known: dict[str, float] = {}
+        for uid, dist in zip(res["ids"], res["distances"]):
+            key = UnitKey.parse(uid)
+            keys[key.segment_id], known[key.segment_id] = key, 1.0 - float(dist)
+        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
+        page = lex.page(n)
+        lexical = dict(zip(page.ids, page.scores.tolist()))
+        for sid in known:
+            known[sid] += lex.weight * lex.score(sid)
+        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known}
+        floor = floor_d + lex.weight * page.floor
+
+        def walk_of(scores: dict[str, float], at: float, keys: dict[str, UnitKey] = keys) -> Selection | None:
+            order = [keys[sid] for sid in scores]
+            sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in order}
+            return walk(np.array(list(scores.values())), [key.cluster_id for key in order],
+                        [key.tokens for key in order], sizes, budget, max_units=k if budget is None else None,
+                        floor=at)
+
+        while True:  # the bounded walk; then every candidate that may matter is read (once)
+            sel, wanted = _bounded_walk(known, bounds, floor, walk_of, lambda sid, keys=keys: keys[sid].cluster_id)
+            if sel is not None or not wanted:
+                break
+            rows = lex.rows(wanted)
+            # filtered by the where as the kNN was: a lexical candidate absent from the answer fails it
+            got = yield Get(index, tuple(key.encode() for key in lex.unit_keys([rows[s] for s in wanted if s in rows])),
+                            ("embeddings",), where)
+            for uid, cos in zip(got["ids"], _cosines(qq, got["embeddings"])):
+                key = UnitKey.parse(uid)
+                keys[key.segment_id] = key
+                known[key.segment_id] = float(cos) + lex.weight * lexical[key.segment_id]
+            for sid in wanted:
+                bounds.pop(sid, None)
+        if sel is not None:
+            order = [keys[sid] for sid in known]
+            score = np.array(list(known.values()))
+            whole = {c for _, c in sel.expanded}
+            taken = [order[i].segment_id for i in sel.taken] + sorted(whole)
+            got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
+            return _indexed_passages(order, score / (1.0 + lex.weight), sel, taken, got)
+        n *= 2
+
+
+def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
+                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None,
+                     lex: LexicalQuery) -> Plan[list[SearchHit]]:
+    """``unit="segment"`` with the lexical score: dense = cos(q, segment). A candidate's cluster,
+    position and tokens come from the lexical index; a kNN record it does not hold is read (another
+    writer's record, or a segment written since), cluster records are skipped by their id."""
+    qv = np.asarray(q, dtype=np.float32)
+    where, wdoc = (dict(where) if where else None), (dict(wdoc) if wdoc else None)
+    n = _first_page(k, budget, 32, 16)
+    while True:
+        res = yield Knn(collection, qv, n, where, wdoc)
+        known = {rid: 1.0 - float(d) for rid, d in zip(res["ids"], res["distances"]) if not is_cluster_id(rid)}
+        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
+        page = lex.page(n)
+        lexical = dict(zip(page.ids, page.scores.tolist()))
+        rows = lex.rows([*known, *lexical])
+        unknown = [rid for rid in known if rid not in rows]
+        if unknown:
+            got = yield Get(collection, tuple(unknown), ("metadatas",))
+            for rid, meta in zip(got["ids"], got["metadatas"]):
+                meta = dict(meta or {})
+                if meta.get("hseg_level") == "segment" and "hseg_cluster_id" in meta:
+                    rows[rid] = LexicalRow(rid, str(meta["hseg_doc_id"]), str(meta["hseg_cluster_id"]),
+                                           int(meta["hseg_index"]), int(meta["hseg_tokens"]))
+        known = {sid: d + lex.weight * lex.score(sid) for sid, d in known.items() if sid in rows}
+        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known and sid in rows}
+        floor = floor_d + lex.weight * page.floor
+
+        def walk_of(scores: dict[str, float], at: float, rows: dict[str, LexicalRow] = rows) -> Selection | None:
+            return walk(np.array(list(scores.values())), [rows[s].cluster_id for s in scores],
+                        [rows[s].tokens for s in scores], {}, budget, max_units=k if budget is None else None,
+                        floor=at)
+
+        while True:  # the bounded walk; then every candidate that may matter is read (once)
+            sel, wanted = _bounded_walk(known, bounds, floor, walk_of, lambda sid, rows=rows: rows[sid].cluster_id)
+            if sel is not None or not wanted:
+                break
+            # filtered as the kNN was: a lexical candidate absent from the answer fails the filters
+            got = yield Get(collection, tuple(wanted), ("embeddings",), where, wdoc)
+            for sid, cos in zip(got["ids"], _cosines(qv, got["embeddings"])):
+                known[sid] = float(cos) + lex.weight * lexical[sid]
+            for sid in wanted:
+                bounds.pop(sid, None)
+        if sel is not None:
+            order = list(known)
+            reported = np.array([known[s] for s in order]) / (1.0 + lex.weight)
+            taken = [order[i] for i in sel.taken]
+            got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
+            found = {rid: (dict(m or {}), d or "") for rid, m, d in zip(got["ids"], got["metadatas"], got["documents"])}
+            members = {order[i]: _Member(order[i], *found[order[i]], float(reported[i]))
+                       for i in sel.taken if order[i] in found}  # absent: deleted since the kNN
+            keys = [(rows[s].cluster_id, rows[s].position) for s in order]
+            runs = merge_runs(keys, [i for i in sel.taken if order[i] in members], reported)
+            return [_passage([members[order[i]] for i in run], "segment") for run in runs]
+        n *= 2
+
+
 # --------------------------------------------------------------------------- unit="segment"
 
 
@@ -272,25 +449,33 @@ def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
     return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
 
 
-def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any) -> Plan[dict[str, tuple]]:
+def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any, wdoc: Any = None
+                  ) -> Plan[dict[str, tuple]]:
     if not ids:
         return {}
-    got = yield Get(collection, tuple(ids), ("metadatas", "documents", "embeddings"), where)
+    got = yield Get(collection, tuple(ids), ("metadatas", "documents", "embeddings"), where, wdoc)
     return {rid: (dict(m), d, float(sim))
             for rid, m, d, sim in zip(got["ids"], got["metadatas"], got["documents"], _cosines(q, got["embeddings"]))}
 
 
 def _gather(
-    collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float
+    collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float,
+    lex: LexicalQuery | None = None,
 ) -> Plan[_Gathered]:
     """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
     term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
-    counts); plus a bound on the fused score of all other segments."""
+    counts), with ``lex`` also the ``n_seg`` best segments of the lexical index (and their
+    neighbours and clusters); plus a bound on the fused score of all other segments."""
     seg_where = _and({"hseg_level": "segment"}, where)
     ids, metas, dists, docs = yield from _query(collection, q, n_seg, seg_where, wdoc,
                                                 ("metadatas", "distances", "documents"))
     rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
     seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
+    lex_floor = 0.0
+    if lex is not None:  # the lexical candidates, filtered as the kNN was (see "the lexical score" above)
+        page = lex.page(n_seg)
+        lex_floor = page.floor
+        rows.update((yield from _fetch_scored(collection, q, [s for s in page.ids if s not in rows], where, wdoc)))
     if nweight:  # a segment next to a near one may rank high through its neighbour
         around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
         # neighbour ids name segments (the schema), so only the caller's filter is passed: a level
@@ -313,10 +498,16 @@ def _gather(
         if unknown:
             got = yield Get(collection, tuple(unknown), ("embeddings",))
             cluster_score.update(zip(got["ids"], (float(s) for s in _cosines(q, got["embeddings"]))))
-    # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster
+    # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster (nor
+    # among the lexical index's best); lex is added on the cosine scale: λ·M·lex on the fused one
+    scale = 1.0 + weight + nweight
     floor = seg_floor * (1.0 + nweight) + (weight * clu_floor if weight else 0.0)
     ids = list(rows)
     metas = [rows[r][0] for r in ids]
+    lexical_score = None
+    if lex is not None:
+        floor += lex.weight * scale * lex_floor
+        lexical_score = np.array([lex.score(r) for r in ids])
     neighbour_score = None
     if nweight:
         context = {r: v[2] for r, v in rows.items()}
@@ -343,23 +534,27 @@ def _gather(
         siblings=siblings,
         neighbour_score=neighbour_score,
         neighbour_weight=nweight,
+        lexical_score=lexical_score,
+        lexical_weight=0.0 if lex is None else lex.weight * scale,
     )
     return _Gathered(cands, [rows[r][1] or "" for r in ids], metas, floor)
 
 
 def _search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                      where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
-                     nweight: float) -> Plan[list[SearchHit]]:
+                     nweight: float, lex: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
     need = max(8, budget // 48 + 4) if budget is not None else k
     if need is None:
         raise ValueError("give k or budget_tokens")
     n_seg, n_clu = 2 * need + 4, need + 2
     while True:  # each round doubles, so it ends once a round holds the whole collection
-        g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight)
+        g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight, lex)
         taken = select_auto(g.cands, budget, max_units=k if budget is None else None, cluster_weight=weight,
                             floor=g.floor, whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
         if taken is not None:
             fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
+            if lex is not None:
+                fused = fused / (1.0 + lex.weight)
             return [_passage([_Member(g.cands.ids[i], g.metas[i], g.docs[i], float(fused[i])) for i in run], "auto")
                     for run in merge_runs_of_segments(g.cands, taken, weight)]
         n_seg, n_clu = 2 * n_seg, 2 * n_clu

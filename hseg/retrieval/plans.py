@@ -57,16 +57,17 @@ class Knn:
 
 @dataclass(frozen=True, eq=False)
 class Get:
-    """The records ``ids`` of ``collection`` (of them, those matching ``where``); answered like
-    Chroma's ``get`` (records it lacks are absent from the answer), in the order of ``ids``."""
+    """The records ``ids`` of ``collection`` (of them, those matching ``where`` and ``where_document``);
+    answered like Chroma's ``get`` (records it lacks are absent from the answer), in the order of ``ids``."""
 
     collection: Any
     ids: tuple[str, ...]
     include: tuple[str, ...] = ("metadatas", "documents")
     where: Mapping[str, Any] | None = None
+    where_document: Mapping[str, Any] | None = None
 
     def group(self) -> tuple[Any, ...]:
-        return ("get", id(self.collection), self.include, _key(self.where))
+        return ("get", id(self.collection), self.include, _key(self.where), _key(self.where_document))
 
 
 Read = Knn | Get
@@ -139,6 +140,7 @@ def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
     first = reads[0]
     wanted = sorted({rid for r in reads for rid in r.ids})
     got: Any = first.collection.get(ids=wanted, where=dict(first.where) if first.where else None,
+                                    where_document=dict(first.where_document) if first.where_document else None,
                                     include=list(first.include)) if wanted else {"ids": []}
     fields = ("ids",) + first.include
     rows = {rid: i for i, rid in enumerate(got["ids"])}

@@ -62,6 +62,9 @@ class UnitCandidates:
     siblings: dict[str, list[int]]
     neighbour_score: np.ndarray | None = None
     neighbour_weight: float = 0.0
+    #: each candidate's lexical score and its weight on this (fused) scale, ``lexical_weight`` > 0 only
+    lexical_score: np.ndarray | None = None
+    lexical_weight: float = 0.0
 
     def fused(self, cluster_weight: float) -> np.ndarray:
         out = np.asarray(self.segment_score, dtype=np.float64) + cluster_weight * np.asarray(
@@ -69,6 +72,8 @@ class UnitCandidates:
         )
         if self.neighbour_weight and self.neighbour_score is not None:
             out = out + self.neighbour_weight * np.asarray(self.neighbour_score, dtype=np.float64)
+        if self.lexical_weight and self.lexical_score is not None:
+            out = out + self.lexical_weight * np.asarray(self.lexical_score, dtype=np.float64)
         return out
 
 

@@ -24,6 +24,7 @@ from hseg.chunking.config import is_int, setting
 
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
+    "DEFAULT_LEXICAL_WEIGHT",
 ]
 
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
@@ -35,6 +36,9 @@ DEFAULT_K = 4
 DEFAULT_CLUSTER_WEIGHT = 0.5
 #: the share of the mean score of a segment's two neighbours in a unit="auto" score
 DEFAULT_NEIGHBOUR_WEIGHT = 0.2
+#: the lexical (BM25) score's weight: 0, off, until the issue on the default search decides
+#: (benchmarks/RESULTS.md, "hybrid search", has the measurements for it)
+DEFAULT_LEXICAL_WEIGHT = 0.0
 _MAX_WEIGHT = 10
 
 
@@ -53,6 +57,12 @@ class SearchSettings:
             ``"cluster"`` or ``"segment"``.
         cluster_weight, neighbour_weight: shares of the cluster's and of the neighbours' cosine in
             a ``unit="auto"`` score, each in [0, 10].
+        lexical_weight: the weight λ in [0, 10] of the lexical score: every unit is ranked by its
+            dense score (on the cosine scale) ``+ λ · lex``, where ``lex`` is the BM25 score of its
+            text (a parent's: its best segment's) divided by the query's best BM25 score, so in
+            [0, 1]; scores are reported divided by ``1 + λ``. 0 (the default) is a dense search,
+            with results identical to a store without a lexical index. The query's text is needed:
+            a string query, or ``query_text=`` beside a vector (:mod:`hseg.retrieval.lexical_query`).
         where: a Chroma metadata filter, on segment and cluster records alike.
         where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
 
@@ -75,6 +85,9 @@ class SearchSettings:
     cluster_weight: float = setting(DEFAULT_CLUSTER_WEIGHT, "the cluster's share in a unit 'auto' score")
     neighbour_weight: float = setting(DEFAULT_NEIGHBOUR_WEIGHT, "the neighbouring segments' share in a unit "
                                                                  "'auto' score")
+    lexical_weight: float = setting(DEFAULT_LEXICAL_WEIGHT, "weight of the lexical (BM25) score, divided by the "
+                                                             "query's best, added to every unit's dense score; "
+                                                             "0 turns the lexical side off")
     where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
     where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
@@ -86,7 +99,7 @@ class SearchSettings:
             raise ValueError(f"unit must be one of {UNITS}, got {self.unit!r}")
         if self.unit != "cluster" and self.mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
-        for name in ("cluster_weight", "neighbour_weight"):
+        for name in ("cluster_weight", "neighbour_weight", "lexical_weight"):
             weight = getattr(self, name)
             if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
                     or not 0 <= weight <= _MAX_WEIGHT:

@@ -12,7 +12,7 @@ __all__ = ["is_complete", "tiled_length", "completeness"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
-                units: set[str] | None = None) -> bool:
+                units: set[str] | None = None, lexical: tuple[set[str], str | None] | None = None) -> bool:
     """True if a document's stored records (``{id: metadata}``) are all there and came from this text and settings.
 
     The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
@@ -22,13 +22,15 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     settings, or, from another chunking of the same text, a cluster that breaks the tiling or a
     segment no cluster lists. With ``units`` (the segment ids the store's unit index holds for the
     document), the index must hold exactly the document's segments: a process killed after the
-    records but before their unit-index records leaves the document incomplete.
+    records but before their unit-index records leaves the document incomplete. With ``lexical`` (the
+    segment ids and text hash the lexical index holds for it), those must be its segments and hash.
     """
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
         return False
     segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
-    return tiled_length(records) == length and (units is None or units == segments)
+    return tiled_length(records) == length and (units is None or units == segments) and \
+        (lexical is None or lexical == (segments, sha))
 
 
 def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:

@@ -17,8 +17,8 @@ from hseg.retrieval.unit_vectors import companion_name
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
            "storage_problem", "disk_trouble", "get_or_create_collection", "created_concurrently", "has_unit_index",
-           "open_unit_index", "check_schema", "collection_space", "server_address", "is_connection_error",
-           "connect_errors", "remote_errors"]
+           "open_unit_index", "open_lexical_index", "check_schema", "collection_space", "server_address",
+           "is_connection_error", "connect_errors", "remote_errors"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +192,27 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = 
     return Collection(client=api, model=model, embedding_function=None)
 
 
+def open_lexical_index(collection: Any, batch_size: Any) -> Any:
+    """The :class:`~hseg.store.lexical_index.LexicalIndex` of a collection (``None`` for an object that
+    is not a chromadb collection). A client of a server gets a per-client cache and the journal
+    collection its writers keep (created empty when absent), through the collection's own connection."""
+    from chromadb.api.models.Collection import Collection
+
+    from hseg.store.lexical_index import LexicalIndex, journal_name, lexical_location
+
+    location = lexical_location(collection)
+    if location is None:
+        return None
+    journal = None
+    if not location.maintained:
+        api = collection._client
+        model = api.get_or_create_collection(name=journal_name(collection.name),
+                                             metadata={"hseg_schema": SCHEMA_VERSION},
+                                             tenant=collection.tenant, database=collection.database)
+        journal = Collection(client=api, model=model, embedding_function=None)
+    return LexicalIndex(collection, location, batch_size, journal)
+
+
 def check_encoder(collection_name: str, recorded: str | None, name: str, *, allow_mismatch: bool = False) -> None:
     """Refuse an encoder other than the one a collection was built with (``ValueError``): the one
     encoder check of hseg, by canonical model name, for the store and the command line alike.
@@ -279,6 +300,11 @@ def connect_errors(client: Any) -> Iterator[None]:
         raise ConnectionError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
 
 
+def _named(exc: BaseException) -> bool:
+    """An error an inner :func:`remote_errors` already turned into one naming the server."""
+    return isinstance(exc, ConnectionError) and str(exc).startswith("Chroma server at ")
+
+
 @contextmanager
 def remote_errors(collection: Any, action: str) -> Iterator[None]:
     """Turn a lost connection to a Chroma server into a ``ConnectionError`` naming host:port."""
@@ -286,7 +312,7 @@ def remote_errors(collection: Any, action: str) -> Iterator[None]:
         yield
     except Exception as exc:
         where = server_address(collection)
-        if where is None or not is_connection_error(exc):
+        if where is None or not is_connection_error(exc) or _named(exc):
             raise
         raise ConnectionError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})") from exc
 

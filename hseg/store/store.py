@@ -6,6 +6,7 @@ unit index in step, reads records page by page, and searches (:mod:`hseg.retriev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -19,6 +20,7 @@ from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode, records_for
 from hseg.encoders import canonical_model_name
 from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import lexical_query
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan, run_many, run_one
@@ -34,6 +36,7 @@ from hseg.store.connection import (
     get_or_create_collection,
     has_unit_index,
     open_client,
+    open_lexical_index,
     open_unit_index,
     remote_errors,
 )
@@ -153,6 +156,7 @@ class HierarchicalStore:
         hnsw = dict(hnsw)
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size) if has_unit_index(collection) else None
+        self.lexical_index = open_lexical_index(collection, self.max_batch_size)
         # an embedded client never reloads its vector index: searches must notice other processes' writes
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
@@ -168,8 +172,49 @@ class HierarchicalStore:
         """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
         return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
 
-    def _writing(self) -> AbstractContextManager[None]:
+    def _fresh_writing(self) -> AbstractContextManager[None]:
+        """This store's own writes, which its fresh reads must not take for another process's."""
         return nullcontext() if self._fresh is None else self._fresh.writing()
+
+    # ----------------------------------------------------------------- the lexical index
+
+    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the lexical (BM25) index of these documents (default: all) from the stored records;
+        returns the segments it holds.
+
+        Needed only for documents written into the collection without hseg (e.g. by a LlamaIndex
+        ``ChromaVectorStore``); :meth:`add` and :meth:`delete` keep the index in step, and a search or
+        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical_index`).
+
+        Example:
+            >>> store.sync_lexical_index()  # doctest: +SKIP
+            2134
+        """
+        index = self._lexical("rebuilding the lexical index")
+        with remote_errors(self.collection, "rebuilding the lexical index"):
+            return int(index.sync(None if doc_ids is None else list(doc_ids)))
+
+    def lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
+        """``{doc id: (segment ids, content_sha256)}`` the lexical index holds for these documents, for
+        ``hseg index``'s completeness check; ``None`` where the index is not kept by writers (a
+        server's per-client cache is derived from the collection, so it cannot miss a document)."""
+        if self.lexical_index is None or not self.lexical_index.maintained:
+            return None
+        with remote_errors(self.collection, "reading the lexical index"):
+            self.lexical_index.ensure_fresh()
+            return dict(self.lexical_index.documents(doc_ids))
+
+    def _lexical(self, action: str) -> Any:
+        if self.lexical_index is None:
+            raise ValueError(f"collection {self.collection.name!r}: {action} needs a lexical index, which a store "
+                             "wrapping an object that is not a chromadb collection does not have")
+        return self.lexical_index
+
+    def _lexical_writing(self, doc_ids: Sequence[str]) -> Any:
+        """The lexical index's bracket around one write of these documents (nothing without one)."""
+        if self.lexical_index is None:
+            return contextlib.nullcontext()
+        return self.lexical_index.writing(doc_ids)
 
     # ----------------------------------------------------------------- the unit index
 
@@ -200,7 +245,7 @@ class HierarchicalStore:
         def check(metadatas: list[dict[str, Any]]) -> None:
             reference[0] = self._check_record_encoders(metadatas, reference[0])
 
-        with self._writing(), remote_errors(self.collection, "rebuilding the unit index"):
+        with self._fresh_writing(), remote_errors(self.collection, "rebuilding the unit index"):
             written = self.unit_index.sync(docs, check=check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
@@ -386,7 +431,7 @@ class HierarchicalStore:
                 r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
-        with self._writing():
+        with self._fresh_writing():
             self._write(items, doc_ids, per_doc, records, enc_name, on_written)
         return len(records)
 
@@ -403,28 +448,34 @@ class HierarchicalStore:
         new_ids = {r.id for r in records}
         stale = [rid for rid in old if rid not in new_ids]
         done: list[str] = []  # documents whose every record is written
-        for part, complete, partial in write_batches(per_doc, doc_ids, batch):
-            if part:
-                with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
-                    self.collection.upsert(
-                        ids=[r.id for r in part],
-                        embeddings=[r.embedding for r in part],
-                        documents=[r.document for r in part],
-                        # upsert merges metadata: a key the document no longer has is removed by sending None
-                        metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
-                                   for r in part],
-                    )
-            done += complete
-            if on_written is not None and complete:
-                on_written(list(complete))
-        with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
-            if self.unit_index is not None:
-                self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
-        with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
-            delete_ids(self.collection, stale, batch)
-            self._record_collection_meta(enc_name)
-            if self.unit_index is not None:
-                self.unit_index.after_write()
+        # order: Chroma's records, the unit index, the lexical rows, then the stale records go (after the
+        # indexes dropped them); the outer context names the server for the lexical journal's calls
+        with remote_errors(self.collection, f"recording the write of {len(doc_ids)} documents"), \
+                self._lexical_writing(doc_ids):
+            for part, complete, partial in write_batches(per_doc, doc_ids, batch):
+                if part:
+                    with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
+                        self.collection.upsert(
+                            ids=[r.id for r in part],
+                            embeddings=[r.embedding for r in part],
+                            documents=[r.document for r in part],
+                            # upsert merges metadata: a key the document no longer has is removed by sending None
+                            metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
+                                       for r in part],
+                        )
+                done += complete
+                if on_written is not None and complete:
+                    on_written(list(complete))
+            with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
+                if self.unit_index is not None:
+                    self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
+                if self.lexical_index is not None:
+                    self.lexical_index.write(records, doc_ids)
+            with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
+                delete_ids(self.collection, stale, batch)
+                self._record_collection_meta(enc_name)
+                if self.unit_index is not None:
+                    self.unit_index.after_write()
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
                     len(items), len(records), len(stale))
 
@@ -465,8 +516,8 @@ class HierarchicalStore:
         return {rid: meta for records in self.stored_records(doc_ids).values() for rid, meta in records.items()}
 
     def drop(self) -> None:
-        """Delete the collection and its unit index from Chroma (everything this store holds); the
-        store object is unusable afterwards. Deleting only the collection by hand would leave the
+        """Delete the collection, its unit index and its lexical index (everything this store holds);
+        the store object is unusable afterwards. Deleting only the collection by hand would leave the
         unit index behind, and a later collection of the same name would find it stale.
 
         Example:
@@ -475,18 +526,24 @@ class HierarchicalStore:
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
         with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
+            if self.lexical_index is not None:
+                self.lexical_index.drop()
             if self.unit_index is not None and self.unit_index.existing is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
         if self._fresh is not None:
             self._fresh.close()
-        logger.info("dropped collection %r and its unit index", self.collection.name)
+        logger.info("dropped collection %r, its unit index and its lexical index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with self._writing(), remote_errors(self.collection, f"deleting document {doc_id!r}"):
+        with self._fresh_writing(), remote_errors(self.collection, f"deleting document {doc_id!r}"), \
+                self._lexical_writing([doc_id]):
+            # the indexes first: they never name a record the collection lacks
+            if self.lexical_index is not None:
+                self.lexical_index.delete([doc_id])
             if self.unit_index is not None:
-                self.unit_index.delete([doc_id])  # first: the index never names a record the collection lacks
+                self.unit_index.delete([doc_id])
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
             delete_ids(self.collection, ids, self.max_batch_size())
             if self.unit_index is not None:
@@ -584,14 +641,18 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with self._writing(), remote_errors(self.collection, f"deleting records where {dict(where)}"):
+        with self._fresh_writing(), remote_errors(self.collection, f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
-            if self.unit_index is not None:
-                self.unit_index.delete(docs)  # first: the index never names a record the collection lacks
-            delete_ids(self.collection, got["ids"], self.max_batch_size())
-            if self.unit_index is not None:
-                self.unit_index.after_write()
+            with self._lexical_writing(docs):
+                # the indexes first: they never name a record the collection lacks
+                if self.lexical_index is not None:
+                    self.lexical_index.delete(docs)
+                if self.unit_index is not None:
+                    self.unit_index.delete(docs)
+                delete_ids(self.collection, got["ids"], self.max_batch_size())
+                if self.unit_index is not None:
+                    self.unit_index.after_write()
         return len(got["ids"])
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
@@ -616,6 +677,7 @@ class HierarchicalStore:
         k: int | None = None,
         *,
         settings: SearchSettings | None = None,
+        query_text: str | None = None,
         **fields: Any,
     ) -> list[SearchHit]:
         """The best hits for a query, best first: the one search door.
@@ -624,24 +686,31 @@ class HierarchicalStore:
             query: a string (embedded with :attr:`encoder`) or a query vector.
             k: results (default 4); a shorthand for ``k=`` in ``fields``.
             settings: a :class:`~hseg.retrieval.settings.SearchSettings` (default: its defaults).
+            query_text: the query's words for the lexical side when ``query`` is a vector (a string
+                query is its own text); needed only with ``lexical_weight`` > 0.
             fields: any of its fields (``budget_tokens``, ``unit``, ``mode``, ``cluster_weight``,
-                ``neighbour_weight``, ``where``, ``where_document``), overriding ``settings``.
+                ``neighbour_weight``, ``lexical_weight``, ``where``, ``where_document``), overriding ``settings``.
 
         ``unit="cluster"`` (default) returns whole parents ranked by the max cosine over their vectors
         (paper eq. 2, :mod:`hseg.retrieval.parents`); ``"segment"`` and ``"auto"`` return passages of
         adjacent segments (:mod:`hseg.retrieval.passages`). Every path is exact with respect to the
-        neighbours Chroma returns.
+        neighbours Chroma returns. With ``lexical_weight=λ`` > 0 every unit is ranked by its dense score
+        ``+ λ ·`` its BM25 score divided by the query's best (the lexical index,
+        :mod:`hseg.store.lexical_index`), exact with respect to what Chroma and the lexical index return.
 
         Example:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP
             [('clu-5d0c...', 0.612), ('clu-a9e1...', 0.574)]
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
+            >>> hybrid = store.search("tides", budget_tokens=1024, unit="auto", lexical_weight=0.3)  # doctest: +SKIP
         """
         chosen = _settings(settings, k, fields)
+        text = _query_text(query, query_text, "query_text")
         with self._reading() as (collection, units):
             vec = self._query_vector(query, collection=collection)
             with remote_errors(self.collection, "search"):
-                hits = run_one(self._plan(vec, chosen, collection, units))
+                self._lexical_ready(chosen)
+                hits = run_one(self._plan(vec, chosen, collection, units, text))
         self._check_hits(hits)
         return hits
 
@@ -651,12 +720,14 @@ class HierarchicalStore:
         k: int | None = None,
         *,
         settings: SearchSettings | None = None,
+        query_texts: Sequence[str | None] | None = None,
         **fields: Any,
     ) -> list[list[SearchHit]]:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
         Chroma calls: the searches advance together and each step's reads go to Chroma as one
         ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
-        and batch jobs; a single question is :meth:`search`.
+        and batch jobs; a single question is :meth:`search`. ``query_texts`` gives the words of vector
+        queries for the lexical side (one per query; ``None`` for a string query).
 
         Example:
             >>> hits = store.search_many(["what causes tides?", "who saw Jupiter's moons?"], budget_tokens=1024,
@@ -666,11 +737,17 @@ class HierarchicalStore:
         """
         if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
             raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
+        if query_texts is not None and (isinstance(query_texts, str) or len(query_texts) != len(queries)):
+            raise ValueError(f"query_texts must be a list with one entry per query ({len(queries)}), "
+                             f"got {query_texts!r:.80}")
         chosen = _settings(settings, k, fields)
+        texts = [_query_text(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
+                 for i, q in enumerate(queries)]
         with self._reading() as (collection, units):
             vectors = [self._query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
             with remote_errors(self.collection, "search"):
-                answers = run_many([self._plan(v, chosen, collection, units) for v in vectors])
+                self._lexical_ready(chosen)
+                answers = run_many([self._plan(v, chosen, collection, units, t) for v, t in zip(vectors, texts)])
         self._check_hits([h for hits in answers for h in hits])
         return answers
 
@@ -680,15 +757,27 @@ class HierarchicalStore:
         query model's records alone; checking the hits costs no read."""
         self._check_record_encoders((h.metadata for h in hits), self._query_encoder_name())
 
-    def _plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None
-              ) -> Plan[list[SearchHit]]:
-        """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection`` and its unit index."""
+    def _lexical_ready(self, settings: SearchSettings) -> None:
+        """Bring the lexical index in step before a search that uses it (once per call)."""
+        if settings.lexical_weight:
+            self._lexical("a search with lexical_weight > 0").ensure_fresh()
+
+    def _plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None,
+              text: str | None = None) -> Plan[list[SearchHit]]:
+        """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection``, its unit index and,
+        with a lexical weight, the lexical index."""
+        lexical = None
+        if settings.lexical_weight:
+            if text is None:
+                raise ValueError("lexical_weight > 0 needs the query's words: give the query as a string, or its "
+                                 "text as query_text= beside the vector")
+            lexical = lexical_query(self._lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
         if settings.unit == "cluster":
-            return parents_plan(collection, vec, settings, oversample=self.oversample)
+            return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
         index = None
         if settings.unit == "auto" and units is not None:
             index = units.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(collection, vec, settings, unit_index=index)
+        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical)
 
     def _query_vector(self, query: Any, what: str = "query", *, collection: Any = None) -> np.ndarray:
         if isinstance(query, str):
@@ -719,14 +808,16 @@ class HierarchicalStore:
     # ----------------------------------------------------------------- async
 
     async def asearch(self, query: Any, k: int | None = None, *, settings: SearchSettings | None = None,
-                      **fields: Any) -> list[SearchHit]:
+                      query_text: str | None = None, **fields: Any) -> list[SearchHit]:
         """:meth:`search` in a worker thread (the encoder and Chroma calls block)."""
-        return await asyncio.to_thread(functools.partial(self.search, query, k, settings=settings, **fields))
+        return await asyncio.to_thread(functools.partial(self.search, query, k, settings=settings,
+                                                         query_text=query_text, **fields))
 
     async def asearch_many(self, queries: Any, k: int | None = None, *, settings: SearchSettings | None = None,
-                           **fields: Any) -> list[list[SearchHit]]:
+                           query_texts: Sequence[str | None] | None = None, **fields: Any) -> list[list[SearchHit]]:
         """:meth:`search_many` in a worker thread."""
-        return await asyncio.to_thread(functools.partial(self.search_many, queries, k, settings=settings, **fields))
+        return await asyncio.to_thread(functools.partial(self.search_many, queries, k, settings=settings,
+                                                         query_texts=query_texts, **fields))
 
     async def aadd(self, chunkings: Any, metadatas: Any = None) -> int:
         """:meth:`add` in a worker thread."""
@@ -741,6 +832,17 @@ def _as_encoder(encoder: Any) -> Any:
     from hseg.encoders import as_encoder
 
     return as_encoder(encoder)
+
+
+def _query_text(query: Any, text: str | None, name: str) -> str | None:
+    """The words of a query for the lexical side: a string query's own, else ``text`` (may be ``None``)."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{name} must be a string or None, got {type(text).__name__}")
+    if isinstance(query, str):
+        if text is not None and text != query:
+            raise ValueError(f"{name}: give it only beside a vector query (a string query is its own text)")
+        return query
+    return text
 
 
 def _settings(settings: SearchSettings | None, k: int | None, fields: dict[str, Any]) -> SearchSettings:

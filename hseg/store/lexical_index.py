@@ -1,0 +1,618 @@
+"""The lexical index: BM25 over a store's segments in SQLite FTS5, kept with the store.
+
+One index per collection, one row per segment record (the retrieval unit of every search: a parent's
+lexical score is its best segment's), tokenised ``porter unicode61 remove_diacritics 2``
+(:mod:`hseg.retrieval.lexical_query`). Chroma cannot hold it (sparse indexes are refused by local
+and ``chroma run`` servers), so it lives beside Chroma, in one of two ways (:func:`lexical_location`):
+
+* **maintained** (an embedded ``PersistentClient``: ``<path>/hseg-lexical/<collection>.sqlite``; an
+  ``EphemeralClient``: an in-memory database shared by the process). Every hseg write updates it in
+  step, inside :meth:`LexicalIndex.writing`: the writer takes the index's writer lock (``flock`` on
+  ``<file>.lock``, released by the kernel however its holder exits), records the documents it is
+  about to write as *pending* (committed), writes Chroma's records, then the unit index, then the
+  documents' rows, and clears *pending* with the collection's record count in one last commit
+  (deletes run in the reverse order: rows first). A process killed anywhere in between leaves its
+  documents *pending*; the next process to check the index (a search, a write, ``hseg index``)
+  while no writer holds the lock re-reads those documents from Chroma and rewrites their rows, so
+  the two sides agree again. A reader that finds the lock held uses the index as it is: it lags
+  the write in flight by that write's documents, as Chroma itself does until the write ends.
+* **cache** (any other client, e.g. an ``HttpClient`` of a ``chroma run`` server shared by many
+  processes): the index cannot live in the server, so each client machine derives it from the
+  collection's documents into ``$HSEG_CACHE/lexical/<host_port>/<tenant>/<database>/<collection>.sqlite``
+  (default ``~/.cache/hseg``). hseg writers keep a journal in the companion collection
+  ``<name>_hseg_writes``: before a write, a record naming its documents (an *open* write); after it,
+  a new random token and the open record deleted. A reader compares the token with the one its
+  cache was built at (one ``get`` of a handful of records per search) and rebuilds on a change, and
+  re-reads the documents of every open write (whose writer is at work, or died: those documents
+  are the only ones that can differ from a token's state). A rebuild reads every segment record
+  (measured at 40k records in ``benchmarks/RESULTS.md``).
+
+Records written without hseg (another tool writing hseg records into the collection) change
+Chroma's record count without a token or *pending* entry: each index object compares the count
+with the one recorded at its last sync on its first check and rebuilds if they differ, as the unit
+index does (:mod:`hseg.store.unit_index`); later foreign writes are seen by the next object.
+``HierarchicalStore.sync_lexical_index()`` rebuilds on demand.
+
+Example:
+    >>> index = store.lexical  # doctest: +SKIP
+    >>> index.ensure_fresh(); index.top('"tides"', 3)  # doctest: +SKIP
+    [(LexicalRow(segment_id='seg-...', ...), 7.91), ...]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hseg.chunking.records import SCHEMA_VERSION, Record
+from hseg.retrieval.lexical_query import LexicalRow
+from hseg.store.reading import batched, get_by_documents, pages
+
+__all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", "cache_root", "journal_name",
+           "lexical_location"]
+
+logger = logging.getLogger(__name__)
+
+#: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: the folder beside an embedded store's Chroma files that holds its lexical indexes
+FOLDER = "hseg-lexical"
+#: the journal collection of collection ``name`` (cache mode) is ``name + JOURNAL_SUFFIX``
+JOURNAL_SUFFIX = "_hseg_writes"
+#: an open write older than this is taken for a dead writer's: its documents are re-read once more, then no longer
+OPEN_WRITE_TTL_S = 3600.0
+#: open records of dead writers older than this are deleted by the next writer
+_JOURNAL_KEEP_S = 7 * 24 * 3600.0
+_FORMAT = "1"  # the layout of the SQLite file; another value is rebuilt
+_TOKEN_ID = "token"
+_OPEN_PREFIX = "open-"
+#: segment ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
+_SQL_IDS = 900
+_PAGE = 2000  # records per Chroma read when rebuilding
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
+    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
+    "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
+    "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
+    "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
+)
+
+
+# --------------------------------------------------------------------------- where it lives
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a collection's lexical index lives: ``kind`` is ``"embedded"`` or ``"memory"`` (maintained
+    by every writer) or ``"cache"`` (derived per client machine); ``path`` is the SQLite file
+    (``None`` in memory) and ``key`` names the in-memory database."""
+
+    kind: str
+    path: Path | None
+    key: str
+
+    @property
+    def maintained(self) -> bool:
+        return self.kind != "cache"
+
+
+def cache_root() -> Path:
+    """``$HSEG_CACHE``, else ``$XDG_CACHE_HOME/hseg``, else ``~/.cache/hseg``."""
+    if os.environ.get("HSEG_CACHE"):
+        return Path(os.environ["HSEG_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hseg"
+
+
+def journal_name(collection_name: str) -> str:
+    """Name of the write journal beside ``collection_name`` (cache mode).
+
+    Example:
+        >>> journal_name("docs")
+        'docs_hseg_writes'
+    """
+    return collection_name + JOURNAL_SUFFIX
+
+
+def lexical_location(collection: Any) -> Location | None:
+    """Where the lexical index of ``collection`` lives (``None`` for an object that is not a chromadb
+    collection: no lexical index)."""
+    from hseg.store.connection import server_address
+
+    api = getattr(collection, "_client", None)
+    if api is None or not hasattr(api, "get_settings"):
+        return None
+    name, tenant, database = str(collection.name), str(collection.tenant), str(collection.database)
+    address = server_address(collection)
+    settings = api.get_settings()
+    if address is None and getattr(settings, "is_persistent", False) and getattr(settings, "persist_directory", None):
+        return Location("embedded", Path(settings.persist_directory) / FOLDER / f"{name}.sqlite", name)
+    if address is None and not getattr(settings, "is_persistent", True):
+        return Location("memory", None, f"{collection.id}")
+    where = (address or "client").replace(":", "_").replace("/", "_")
+    return Location("cache", cache_root() / "lexical" / where / tenant / database / f"{name}.sqlite", name)
+
+
+# --------------------------------------------------------------------------- the SQLite database
+
+
+class _Database:
+    """One SQLite connection (serialised by a lock: searches run in worker threads too) and the
+    index's writer lock."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None,
+                                    check_same_thread=False, timeout=600.0)
+        self.lock = threading.RLock()
+        self._memory_writer = threading.Lock()
+        with self.lock:
+            if path is not None:
+                # WAL: readers in other processes see the last commit while a writer works
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                self.conn.execute(statement)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def writer(self, *, blocking: bool = True) -> Iterator[bool]:
+        """Hold the writer lock for the block; yields False (lock not taken) when ``blocking`` is off
+        and another writer holds it."""
+        if self.path is None:
+            got = self._memory_writer.acquire(blocking=blocking)
+            try:
+                yield got
+            finally:
+                if got:
+                    self._memory_writer.release()
+            return
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+_MEMORY: dict[str, _Database] = {}
+_MEMORY_LOCK = threading.Lock()
+
+
+def _memory_database(key: str) -> _Database:
+    """The in-memory index of an ephemeral collection, shared by every store of the process (as
+    ``EphemeralClient`` collections are)."""
+    with _MEMORY_LOCK:
+        db = _MEMORY.get(key)
+        if db is None:
+            db = _MEMORY[key] = _Database(None)
+        return db
+
+
+# --------------------------------------------------------------------------- the index
+
+
+class LexicalIndex:
+    """The lexical index of ``collection`` at ``location`` (see the module docstring).
+
+    ``journal`` is the write-journal collection (cache mode only); ``batch_size()`` the records per
+    Chroma call. Nothing is opened or read until the first use, so a store that never searches
+    lexically (a Ray worker, say) pays nothing but the journal's records around its writes.
+    """
+
+    def __init__(self, collection: Any, location: Location, batch_size: Callable[[], int],
+                 journal: Any = None) -> None:
+        if not location.maintained and journal is None:
+            raise ValueError(f"collection {collection.name!r}: a cached lexical index needs its journal collection")
+        self.collection = collection
+        self.location = location
+        self.journal = journal
+        self._batch_size = batch_size
+        self._db: _Database | None = None
+        self._count_checked = False  # the first check of this object compares record counts too
+        self._settled: set[str] = set()  # expired open writes whose documents this object re-read
+
+    @property
+    def maintained(self) -> bool:
+        """True when hseg writers keep the index in step (embedded and in-memory stores)."""
+        return self.location.maintained
+
+    @property
+    def db(self) -> _Database:
+        if self._db is None:
+            self._db = _memory_database(self.location.key) if self.location.path is None else \
+                _Database(self.location.path)
+        return self._db
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self.db.rows("SELECT key, value FROM meta"))
+
+    # ----------------------------------------------------------------- reads (a search)
+
+    def matches(self, match: str) -> list[tuple[str, float]]:
+        """Every segment holding a query word, as ``(segment id, BM25 score)`` (higher is better),
+        best first, ties by rowid: one FTS5 query that scores each match once. Cheaper than a top
+        page and then the scores of the dense side's candidates one by one (FTS5 answers
+        ``rowid IN (...)`` a rowid at a time: ~18 µs each at 40k segments, against ~1 ms for every
+        match of a typical question; ``benchmarks/RESULTS.md``)."""
+        return [(str(i), float(s)) for i, s in self.db.rows(
+            "SELECT s.id, -bm25(fts) FROM fts JOIN segments s ON s.rowid = fts.rowid WHERE fts MATCH ? "
+            "ORDER BY bm25(fts), fts.rowid", (match,))]
+
+    def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
+        """``{segment id: row}`` for those of ``segment_ids`` the index holds."""
+        out: dict[str, LexicalRow] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
+            for fields in self.db.rows(f"SELECT id, doc_id, cluster_id, position, tokens FROM segments "
+                                       f"WHERE id IN ({','.join('?' * len(part))})", list(part)):
+                out[fields[0]] = LexicalRow(*fields)
+        return out
+
+    def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]:
+        """The ``n`` best segments for an FTS5 MATCH expression with their BM25 scores, best first."""
+        hits = self.matches(match)[:n]
+        rows = self.rows([i for i, _ in hits])
+        return [(rows[i], s) for i, s in hits if i in rows]
+
+    def lookup(self, match: str, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
+        """``{segment id: (row, BM25 score)}`` for those of ``segment_ids`` the index holds (score 0
+        when no query word occurs in it)."""
+        scores = dict(self.matches(match))
+        return {sid: (row, scores.get(sid, 0.0)) for sid, row in self.rows(segment_ids).items()}
+
+    def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """``{cluster id: (segments, tokens)}``: what taking a whole cluster costs (as in :class:`UnitKey`)."""
+        ids = list(dict.fromkeys(cluster_ids))
+        out: dict[str, tuple[int, int]] = {}
+        for part in batched(ids, _SQL_IDS):
+            for cid, n, t in self.db.rows(f"SELECT cluster_id, count(*), sum(tokens) FROM segments WHERE cluster_id "
+                                          f"IN ({','.join('?' * len(part))}) GROUP BY cluster_id", part):
+                out[cid] = (int(n), int(t))
+        return out
+
+    def cluster_segments(self, cluster_ids: Iterable[str]) -> dict[str, list[str]]:
+        """``{cluster id: its segment ids in document order}``."""
+        ids = list(dict.fromkeys(cluster_ids))
+        out: dict[str, list[str]] = {c: [] for c in ids}
+        for part in batched(ids, _SQL_IDS):
+            for cid, sid in self.db.rows(f"SELECT cluster_id, id FROM segments WHERE cluster_id IN "
+                                         f"({','.join('?' * len(part))}) ORDER BY position", part):
+                out[cid].append(sid)
+        return out
+
+    def count(self) -> int:
+        """Segments the index holds."""
+        return int(self.db.rows("SELECT count(*) FROM segments")[0][0])
+
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]]:
+        """``{doc id: (its segment ids, the content_sha256 its rows came from)}`` for the documents the
+        index holds (maintained indexes; checked by ``hseg index``: :func:`hseg.ingest.is_complete`)."""
+        out: dict[str, tuple[set[str], str | None]] = {}
+        for part in batched(list(doc_ids), _SQL_IDS):
+            marks = ",".join("?" * len(part))
+            for doc, sha in self.db.rows(f"SELECT doc_id, sha FROM documents WHERE doc_id IN ({marks})", part):
+                out[doc] = (set(), sha)
+            for doc, sid in self.db.rows(f"SELECT doc_id, id FROM segments WHERE doc_id IN ({marks})", part):
+                out.setdefault(doc, (set(), None))[0].add(sid)
+        return out
+
+    # ----------------------------------------------------------------- staying in step
+
+    def ensure_fresh(self) -> None:
+        """Bring the index in step with the collection where it may not be (see the module docstring);
+        cheap when it is: a look at the *pending* table (maintained) or one journal ``get`` (cache)."""
+        if self.maintained:
+            self._fresh_maintained()
+        else:
+            self._fresh_cache()
+
+    def _fresh_maintained(self) -> None:
+        # one statement on the fast path: the meta rows and whether any document is pending
+        found = self.db.rows("SELECT key, value FROM meta UNION ALL SELECT '', '' FROM pending LIMIT 1000")
+        meta = {k: v for k, v in found if k}
+        pending = any(not k for k, _ in found)
+        known = meta.get("collection_id") == str(self.collection.id) and meta.get("format") == _FORMAT
+        built = known and meta.get("built") == "1"
+        if built and not pending and self._count_checked:
+            return
+        if built and not pending and int(meta.get("synced_count", -1)) == int(self.collection.count()):
+            self._count_checked = True
+            return
+        # a writer at work holds the lock: its rows come with its write, so wait only for a missing index
+        with self.db.writer(blocking=not built) as got:
+            if not got:
+                return
+            self._adopt()
+            meta = self._meta()
+            pending_docs = [d for (d,) in self.db.rows("SELECT doc_id FROM pending")]
+            if pending_docs:
+                logger.warning("collection %r: %d documents of a write that did not finish (a process killed "
+                               "mid-write?); re-reading them into the lexical index", self.collection.name,
+                               len(pending_docs))
+                self._rewrite(pending_docs)
+            elif meta.get("built") != "1" or int(meta.get("synced_count", -1)) != int(self.collection.count()):
+                if meta.get("built") == "1":
+                    logger.warning("collection %r: records were written without hseg's lexical index (the "
+                                   "record count changed); rebuilding it", self.collection.name)
+                self._rebuild()
+            self._count_checked = True
+
+    def _fresh_cache(self) -> None:
+        token, opens = self._journal_state()
+        if not self._cache_current(token, check_count=not self._count_checked):
+            with self.db.writer():  # processes sharing this cache file rebuild one at a time
+                token, opens = self._journal_state()
+                if not self._cache_current(token, check_count=True):  # another process may have just rebuilt it
+                    self._adopt()
+                    self._rebuild(token)
+        self._count_checked = True
+        now = time.time()
+        docs: list[str] = []
+        for rid, started, names in opens:
+            if now - started < OPEN_WRITE_TTL_S:
+                docs += names  # a writer at work, or one that died: these documents may differ from the token's state
+            elif rid not in self._settled:
+                self._settled.add(rid)
+                docs += names
+        if docs:
+            with self.db.writer():
+                self._rewrite(sorted(set(docs)), clear_pending=False)
+
+    def _cache_current(self, token: str, *, check_count: bool) -> bool:
+        meta = self._meta()
+        if meta.get("collection_id") != str(self.collection.id) or meta.get("format") != _FORMAT \
+                or meta.get("built") != "1" or meta.get("token") != token:
+            return False
+        return not check_count or int(meta.get("synced_count", -1)) == int(self.collection.count())
+
+    def _adopt(self) -> None:
+        """Start afresh when the file belongs to another collection of the same name (dropped and
+        created again) or to another layout; call with the writer lock held."""
+        meta = self._meta()
+        if meta.get("collection_id") == str(self.collection.id) and meta.get("format") == _FORMAT:
+            return
+        with self.db.transaction() as c:
+            for table in ("segments", "documents", "pending", "fts", "meta"):
+                c.execute(f"DELETE FROM {table}")
+            c.executemany("INSERT INTO meta VALUES (?, ?)",
+                          [("collection_id", str(self.collection.id)), ("format", _FORMAT), ("built", "0"),
+                           ("schema", str(SCHEMA_VERSION))])
+
+    def _rebuild(self, token: str | None = None) -> int:
+        """Every row again from the collection's segment records, in one transaction (readers see the
+        old index until it commits); returns the segments indexed. Call with the writer lock held."""
+        t0 = time.perf_counter()
+        count = int(self.collection.count())
+        n = 0
+        with self.db.transaction() as c:
+            for table in ("segments", "documents", "fts", "pending"):
+                c.execute(f"DELETE FROM {table}")
+            shas: dict[str, str | None] = {}
+            for got in pages(self.collection, {"hseg_level": "segment"}, ["documents", "metadatas"], _PAGE):
+                n += self._insert(c, got["ids"], got["documents"], got["metadatas"], shas)
+            c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
+            if token is not None:
+                after, _ = self._journal_state()
+                # a write finished while we read: the next check rebuilds again
+                _set_meta(c, token=token if after == token else "")
+            _set_meta(c, built="1", synced_count=str(count))
+        # one b-tree per term instead of one per flush (~15% faster queries at 40k segments, 0.2 s),
+        # and the WAL folded back so that it does not keep a second copy of the whole index
+        with self.db.transaction() as c:
+            c.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        if self.location.path is not None:
+            self.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+        logger.info("collection %r: lexical index built, %d segments in %.2f s", self.collection.name, n,
+                    time.perf_counter() - t0)
+        return n
+
+    def _rewrite(self, doc_ids: Sequence[str], *, clear_pending: bool = True) -> None:
+        """The rows of these documents as the collection now holds them. Call with the writer lock held."""
+        got_ids: list[str] = []
+        docs: list[str] = []
+        metas: list[Any] = []
+        for got in get_by_documents(self.collection, list(doc_ids), ["documents", "metadatas"]):
+            for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                if (meta or {}).get("hseg_level") == "segment":
+                    got_ids.append(rid)
+                    docs.append(doc)
+                    metas.append(meta)
+        count = int(self.collection.count())
+        with self.db.transaction() as c:
+            _delete_documents(c, doc_ids)
+            shas: dict[str, str | None] = {}
+            self._insert(c, got_ids, docs, metas, shas)
+            c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
+            if clear_pending:
+                c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in doc_ids))
+                _set_meta(c, synced_count=str(count))
+
+    @staticmethod
+    def _insert(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any],
+                shas: dict[str, str | None]) -> int:
+        n = 0
+        for rid, text, meta in zip(ids, docs, metas):
+            meta = meta or {}
+            if meta.get("hseg_level") != "segment" or "hseg_cluster_id" not in meta:
+                continue  # another writer's record sharing the collection
+            doc = str(meta["hseg_doc_id"])
+            cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens) "
+                            "VALUES (?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
+                                                       int(meta["hseg_index"]), int(meta["hseg_tokens"])))
+            c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
+            sha = meta.get("content_sha256")
+            shas[doc] = None if sha is None else str(sha)
+            n += 1
+        return n
+
+    # ----------------------------------------------------------------- writes (the store's)
+
+    @contextlib.contextmanager
+    def writing(self, doc_ids: Sequence[str]) -> Iterator[None]:
+        """Around one store write of these documents: Chroma's records, the unit index and
+        :meth:`write`/:meth:`delete` happen inside (see the module docstring for what a crash leaves)."""
+        docs = sorted(set(doc_ids))
+        if not self.maintained:
+            open_id = self._journal_open(docs)
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(Exception):  # the server may be what failed
+                    self._journal_close(open_id)
+                raise
+            self._journal_close(open_id)
+            return
+        with self.db.writer():
+            self._adopt()
+            if self._meta().get("built") != "1" and int(self.collection.count()) == 0:
+                with self.db.transaction() as c:
+                    _set_meta(c, built="1", synced_count="0")  # nothing stored yet: the index is whole
+            with self.db.transaction() as c:
+                c.executemany("INSERT OR IGNORE INTO pending VALUES (?)", ((d,) for d in docs))
+            try:
+                yield
+            except BaseException:
+                # the write failed part way (a refused record, a full disk): rows as Chroma now has them
+                with contextlib.suppress(Exception):
+                    self._rewrite(docs)
+                raise
+            count = int(self.collection.count())
+            with self.db.transaction() as c:
+                c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in docs))
+                _set_meta(c, synced_count=str(count))
+
+    def write(self, records: Sequence[Record], doc_ids: Sequence[str]) -> int:
+        """Replace the rows of these whole documents by their segment ``records`` (inside
+        :meth:`writing`); returns the rows written. A cache is not written: it is rebuilt from Chroma."""
+        if not self.maintained:
+            return 0
+        segments = [r for r in records if r.metadata.get("hseg_level") == "segment"]
+        with self.db.transaction() as c:
+            _delete_documents(c, doc_ids)
+            shas: dict[str, str | None] = {}
+            n = self._insert(c, [r.id for r in segments], [r.document for r in segments],
+                             [r.metadata for r in segments], shas)
+            c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
+        return n
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        """Remove the rows of these documents (inside :meth:`writing`, before Chroma's records go)."""
+        if self.maintained:
+            with self.db.transaction() as c:
+                _delete_documents(c, doc_ids)
+
+    def sync(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the rows of these documents (default: all) from the collection; returns the
+        segments the index holds afterwards."""
+        if doc_ids is None:
+            with self.db.writer():
+                self._adopt()
+                self._rebuild(self._journal_state()[0] if not self.maintained else None)
+            self._count_checked = True
+        else:
+            with self.writing(doc_ids):
+                if self.maintained:
+                    self._rewrite(list(doc_ids))
+        return self.count()
+
+    def drop(self) -> None:
+        """Delete the index (its file, or the in-memory database) and the journal collection."""
+        if self.journal is not None:
+            api = self.collection._client
+            with contextlib.suppress(Exception):
+                api.delete_collection(self.journal.name, tenant=self.collection.tenant,
+                                      database=self.collection.database)
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self.location.path is None:
+            with _MEMORY_LOCK:
+                db = _MEMORY.pop(self.location.key, None)
+            if db is not None:
+                db.close()
+            return
+        for suffix in ("", "-wal", "-shm", ".lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(f"{self.location.path}{suffix}")
+
+    # ----------------------------------------------------------------- the journal (cache mode)
+
+    def _journal_state(self) -> tuple[str, list[tuple[str, float, list[str]]]]:
+        """The last write's token (``"-"`` before the first) and the open writes ``(record id, started,
+        documents)``."""
+        got = self.journal.get(include=["metadatas"])
+        token = "-"
+        opens: list[tuple[str, float, list[str]]] = []
+        for rid, meta in zip(got["ids"], got["metadatas"]):
+            meta = meta or {}
+            if rid == _TOKEN_ID:
+                token = str(meta.get("token"))
+            elif rid.startswith(_OPEN_PREFIX):
+                opens.append((rid, float(meta.get("started", 0.0)), json.loads(str(meta.get("docs") or "[]"))))
+        return token, opens
+
+    def _journal_open(self, doc_ids: list[str]) -> str:
+        rid = f"{_OPEN_PREFIX}{uuid.uuid4().hex}"
+        self.journal.upsert(ids=[rid], embeddings=[[1.0]],
+                            metadatas=[{"docs": json.dumps(doc_ids), "started": time.time()}])
+        return rid
+
+    def _journal_close(self, open_id: str) -> None:
+        # the token first: a reader between the two sees both, and re-reads a little more than needed
+        self.journal.upsert(ids=[_TOKEN_ID], embeddings=[[1.0]], metadatas=[{"token": uuid.uuid4().hex}])
+        _, opens = self._journal_state()
+        dead = [rid for rid, started, _ in opens if time.time() - started > _JOURNAL_KEEP_S]
+        self.journal.delete(ids=[open_id, *dead])
+
+
+def _set_meta(c: sqlite3.Connection, **values: str) -> None:
+    c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+
+def _delete_documents(c: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
+    for part in batched(list(doc_ids), _SQL_IDS):
+        marks = ",".join("?" * len(part))
+        c.execute(f"DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id IN ({marks}))", part)
+        c.execute(f"DELETE FROM segments WHERE doc_id IN ({marks})", part)
+        c.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)

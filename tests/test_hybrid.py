@@ -1,0 +1,223 @@
+"""The lexical score in every unit (lexical_weight > 0): each search path against brute force over
+every segment, the settings' doors, and lexical_weight=0 leaving the dense search as it was."""
+
+from __future__ import annotations
+
+import asyncio
+
+import chromadb
+import numpy as np
+import pytest
+
+from hseg.retrieval.lexical_query import fts5_match, query_terms
+from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
+from hseg.store import HierarchicalStore, SearchSettings
+from tests.conftest import build_synthetic_chunking
+from tests.fakes import HashingEncoder
+
+VOCAB = ("tide moon river delta glacier comet orbit valve piston court verdict yeast dough vaccine market "
+         "price ridge summit crust silt").split()
+QUESTIONS = ["tide moon river", "glacier ridge summit crust", "court verdict", "comet orbit moon tide delta",
+             "yeast", "market price vaccine silt piston valve"]
+
+
+def make_store(client, name, seed=7, docs=4):
+    rng = np.random.default_rng(seed)
+    chunkings = [build_synthetic_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5, vocabulary=VOCAB)
+                 for i in range(docs)]
+    store = HierarchicalStore(name, client=client, encoder=HashingEncoder(16))
+    store.add(chunkings, [{"source": f"s{i}"} for i in range(docs)])
+    return store, chunkings, rng
+
+
+def lexical_scores(store, chunkings, text):
+    """lex(s) for every segment: its BM25 divided by the query's best over the whole collection."""
+    index = store.lexical_index
+    index.ensure_fresh()
+    match = fts5_match(query_terms(text))
+    looked = index.lookup(match, [s.id for ch in chunkings for s in ch.segments])
+    raw = {sid: score for sid, (_, score) in looked.items()}
+    best = max(raw.values())
+    return {sid: x / best for sid, x in raw.items()} if best > 0 else {sid: 0.0 for sid in raw}
+
+
+def cos(v, q):
+    return float(v @ q) / float(np.linalg.norm(v))
+
+
+def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
+    segs = [s for ch in chunkings if ch.doc_id in kept for c in ch.clusters for s in c.segments]
+    parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
+    seg = np.array([cos(s.embedding, q) for s in segs])
+    lexical = np.array([lex[s.id] for s in segs])
+    if unit == "segment":
+        score = seg + lam * lexical
+        sel = walk(score, [parent[s.id].id for s in segs], [s.token_count for s in segs], {}, budget, max_units=k)
+        keys = [(parent[s.id].id, s.index) for s in segs]
+        return [[segs[i].id for i in run] for run in merge_runs(keys, sel.taken, score)]
+    siblings: dict[str, list[int]] = {}
+    for i, s in enumerate(segs):
+        siblings.setdefault(parent[s.id].id, []).append(i)
+    neighbour = []
+    for i, s in enumerate(segs):
+        near = [seg[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
+        neighbour.append(np.mean(near) if near else seg[i])
+    scale = 1.0 + 0.5 + 0.2
+    cands = UnitCandidates(
+        ids=[s.id for s in segs], cluster=[parent[s.id].id for s in segs], position=[s.index for s in segs],
+        tokens=[s.token_count for s in segs], segment_score=seg,
+        cluster_score=np.array([cos(parent[s.id].embedding, q) for s in segs]), siblings=siblings,
+        neighbour_score=np.array(neighbour), neighbour_weight=0.2, lexical_score=lexical, lexical_weight=lam * scale)
+    taken = select_auto(cands, budget, max_units=k, cluster_weight=0.5)
+    return [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
+
+
+def expected_parents(chunkings, kept, q, lex, lam, mode, budget, k):
+    out = []
+    for ch in chunkings:
+        if ch.doc_id not in kept:
+            continue
+        for c in ch.clusters:
+            vectors = ([c.embedding] if mode != "segment" else []) + \
+                ([s.embedding for s in c.segments] if mode != "cluster" else [])
+            dense = max(cos(v, q) for v in vectors)
+            out.append((dense + lam * max(lex[s.id] for s in c.segments), c.id, c.token_count))
+    out.sort(key=lambda t: -t[0])
+    if k is not None:
+        return [cid for _, cid, _ in out[:k]]
+    chosen, total = [], 0
+    for i, (_, cid, tokens) in enumerate(out):
+        if i and total + tokens > budget:
+            break
+        chosen.append(cid)
+        total += tokens
+    return chosen
+
+
+SIZES = [(None, 1), (None, 5), (40, None), (150, None), (10_000, None)]
+
+
+@pytest.mark.parametrize(("unit", "path"), [("auto", "unit index"), ("auto", "gathered"), ("segment", "kNN"),
+                                           ("auto", "small pages"), ("segment", "small pages"),
+                                           ("auto", "unit index, filtered"), ("segment", "filtered"),
+                                           ("auto", "gathered, filtered")])
+@pytest.mark.parametrize("lam", [0.3, 2.0])
+def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name, unit, path, lam, monkeypatch):
+    if "small pages" in path:  # every widening of both lists runs
+        import hseg.retrieval.passages
+
+        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+    store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
+    if path.startswith("gathered"):
+        store.unit_index = None
+    where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
+    kept = {"doc0", "doc2"} if where else {ch.doc_id for ch in chunkings}
+    for text in QUESTIONS:
+        q = rng.standard_normal(16).astype(np.float32)
+        q /= np.linalg.norm(q)
+        lex = lexical_scores(store, chunkings, text)
+        for budget, k in SIZES:
+            hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where, lexical_weight=lam,
+                                query_text=text)
+            assert [h.segment_ids for h in hits] == expected_passages(chunkings, kept, q, lex, lam, unit, budget, k), \
+                (text, budget, k)
+            for h in hits:
+                assert h.unit == unit and -1.0 <= h.score <= 1.0
+
+
+@pytest.mark.parametrize("mode", ["segment+cluster", "cluster", "segment"])
+@pytest.mark.parametrize("filtered", [False, True])
+def test_hybrid_parents_equal_brute_force(chroma_client, chroma_collection_name, mode, filtered):
+    store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
+    where = {"source": {"$in": ["s1", "s3"]}} if filtered else None
+    kept = {"doc1", "doc3"} if filtered else {ch.doc_id for ch in chunkings}
+    for text in QUESTIONS:
+        q = rng.standard_normal(16).astype(np.float32)
+        q /= np.linalg.norm(q)
+        lex = lexical_scores(store, chunkings, text)
+        for budget, k in SIZES:
+            hits = store.search(q, k=k, budget_tokens=budget, mode=mode, where=where, lexical_weight=0.5,
+                                query_text=text)
+            assert [h.cluster_id for h in hits] == expected_parents(chunkings, kept, q, lex, 0.5, mode, budget, k), \
+                (text, budget, k)
+            texts = {ch.doc_id: ch.text for ch in chunkings}
+            for h in hits:
+                assert texts[h.doc_id][h.start:h.end] == h.text and h.unit == "cluster"
+
+
+def test_a_document_filter_applies_to_the_lexical_candidates(chroma_collection_name):
+    store, chunkings, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    lex = lexical_scores(store, chunkings, "tide moon")
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    hits = store.search(q, budget_tokens=10_000, unit="segment", lexical_weight=1.0, query_text="tide moon",
+                        where_document={"$contains": "glacier"})
+    taken = [s for h in hits for s in h.segment_ids]
+    texts = {s.id: s.text for ch in chunkings for s in ch.segments}
+    assert taken and all("glacier" in texts[s] for s in taken)
+    assert sorted(taken) == sorted(s for s in texts if "glacier" in texts[s])
+    assert any(lex[s] > 0 for s in taken)
+
+
+def test_weight_zero_is_the_dense_search_and_the_weight_moves_lexical_matches_up(chroma_collection_name):
+    store, chunkings, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    q = rng.standard_normal(16).astype(np.float32)
+    for unit in ("cluster", "segment", "auto"):
+        dense = store.search(q, budget_tokens=200, unit=unit)
+        off = store.search(q, budget_tokens=200, unit=unit, lexical_weight=0.0, query_text="yeast")
+        assert [(h.segment_ids, h.cluster_id, h.score) for h in off] == [(h.segment_ids, h.cluster_id, h.score)
+                                                                          for h in dense]
+    # a large weight ranks the segments holding the query's rarest word first
+    hits = store.search(q, k=3, unit="segment", lexical_weight=10.0, query_text="yeast")
+    texts = {s.id: s.text for ch in chunkings for s in ch.segments}
+    assert "yeast" in texts[hits[0].matched_id]
+
+
+def test_a_vector_query_needs_its_text_and_a_string_query_is_its_own(chroma_collection_name):
+    store, _, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name, docs=1)
+    q = rng.standard_normal(16).astype(np.float32)
+    with pytest.raises(ValueError, match="query_text="):
+        store.search(q, lexical_weight=0.5)
+    with pytest.raises(ValueError, match="query_text: give it only beside a vector"):
+        store.search("tide", lexical_weight=0.5, query_text="moon")
+    with pytest.raises(ValueError, match="query_texts must be a list"):
+        store.search_many([q, q], lexical_weight=0.5, query_texts=["tide"])
+    with pytest.raises(ValueError, match="lexical_weight must be a number in"):
+        store.search(q, lexical_weight=-1, query_text="tide")
+    assert store.search("tide moon", k=2, lexical_weight=0.5)  # embedded by the store's encoder, words read
+    assert store.search(q, k=2, lexical_weight=0.5, query_text="!!!")  # no words: the dense side alone
+
+
+def test_search_many_and_async_answer_as_search_does(chroma_collection_name, monkeypatch):
+    import hseg.retrieval.passages
+
+    monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+    store, _, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    queries = [q / np.linalg.norm(q) for q in rng.standard_normal((len(QUESTIONS), 16)).astype(np.float32)]
+    for setting in (dict(k=3), dict(budget_tokens=150, mode="segment"), dict(k=4, unit="segment"),
+                    dict(budget_tokens=150, unit="auto"), dict(budget_tokens=150, unit="auto", cluster_weight=0.3),
+                    dict(budget_tokens=400, unit="auto", where={"hseg_doc_id": "doc2"})):
+        setting = {**setting, "lexical_weight": 0.4}
+        one = [[(h.segment_ids, h.cluster_id, h.score) for h in store.search(q, query_text=t, **setting)]
+               for q, t in zip(queries, QUESTIONS)]
+        many = [[(h.segment_ids, h.cluster_id, h.score) for h in hits]
+                for hits in store.search_many(queries, query_texts=QUESTIONS, **setting)]
+        assert many == one, setting
+        later = asyncio.run(store.asearch_many(queries, query_texts=QUESTIONS, **setting))
+        assert [[(h.segment_ids, h.cluster_id, h.score) for h in hits] for hits in later] == one
+    settings = SearchSettings(budget_tokens=150, unit="auto", lexical_weight=0.4)
+    assert [h.segment_ids for h in asyncio.run(store.asearch(queries[0], settings=settings,
+                                                               query_text=QUESTIONS[0]))] == \
+        [h.segment_ids for h in store.search(queries[0], settings=settings, query_text=QUESTIONS[0])]
+
+
+@pytest.mark.integration
+def test_hybrid_on_a_server_store(chroma_server, chroma_collection_name):
+    store, chunkings, rng = make_store(chroma_server.client(), chroma_collection_name)
+    assert store.lexical_index.location.kind == "cache"
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    lex = lexical_scores(store, chunkings, QUESTIONS[0])
+    kept = {ch.doc_id for ch in chunkings}
+    hits = store.search(q, budget_tokens=150, unit="auto", lexical_weight=0.5, query_text=QUESTIONS[0])
+    assert [h.segment_ids for h in hits] == expected_passages(chunkings, kept, q, lex, 0.5, "auto", 150, None)

@@ -1,0 +1,289 @@
+"""The lexical index (hseg.store.lexical_index): where it lives, how writes keep it in step with the
+collection, how a cut-short write and foreign writes are repaired, and hseg index's completeness."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import uuid
+
+import chromadb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hseg.chunking.chunker import HierarchicalChunker
+from hseg.chunking.records import records_for
+from hseg.ingest.run import ingest_batch
+from hseg.retrieval.lexical_query import fts5_match, query_terms
+from hseg.store import HierarchicalStore
+from hseg.store.completeness import is_complete
+from hseg.store.lexical_index import FOLDER, journal_name
+from tests.fakes import HashingEncoder, synthetic_book
+
+
+@pytest.fixture(scope="module")
+def chunker():
+    return HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
+                               min_segment_tokens=8, max_segment_tokens=48)
+
+
+def book(seed: int, n: int = 2500) -> str:
+    return synthetic_book(n, seed=seed)
+
+
+def lexical_rows(store: HierarchicalStore) -> dict[str, str]:
+    """``{segment id: text}`` as the lexical index holds them."""
+    db = store.lexical_index.db
+    return dict(db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
+
+
+def chroma_segments(store: HierarchicalStore) -> dict[str, str]:
+    got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])
+    return dict(zip(got["ids"], got["documents"]))
+
+
+def in_step(store: HierarchicalStore) -> bool:
+    store.lexical_index.ensure_fresh()
+    return lexical_rows(store) == chroma_segments(store)
+
+
+def test_where_each_kind_of_store_keeps_its_index(tmp_path, chroma_collection_name, chunker):
+    embedded = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    assert embedded.lexical_index.location.kind == "embedded"
+    assert embedded.lexical_index.location.path == tmp_path / "db" / FOLDER / f"{chroma_collection_name}.sqlite"
+    memory = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    assert memory.lexical_index.location.kind == "memory" and memory.lexical_index.location.path is None
+    wrapped = HierarchicalStore.from_collection(memory.collection, HashingEncoder())
+    assert wrapped.lexical_index.location == memory.lexical_index.location  # one in-memory index per collection
+    embedded.add(chunker.chunk(book(1), doc_id="a"))
+    assert embedded.lexical_index.location.path.is_file()
+
+
+def test_writes_keep_the_rows_in_step(chroma_client, chroma_collection_name, chunker):
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder())
+    store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(3)], [{"source": f"s{i}"} for i in range(3)])
+    assert in_step(store) and len(lexical_rows(store)) > 10
+    store.add(chunker.chunk(book(7, 1800), doc_id="d1"), {"source": "s1"})  # another text: old segments go
+    assert in_step(store)
+    store.delete("d0")
+    assert in_step(store) and not any(i.startswith("d0") for i in store.lexical_index.documents(["d0"]))
+    store.delete_where({"source": "s2"})
+    assert in_step(store)
+    assert set(store.lexical_index.documents(["d0", "d1", "d2"])) == {"d1"}
+
+
+def test_an_edit_that_keeps_every_boundary_replaces_the_text(tmp_path, chroma_collection_name, chunker):
+    store = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    text = book(3)
+    first = chunker.chunk(text, doc_id="a")
+    store.add(first)
+    # a same-length edit chunked on the same boundaries: the same segment ids, another text
+    edited = re.sub("(?i)nebula", "zzzzzz", text)
+    assert edited != text and len(edited) == len(text)
+    segments = [dataclasses.replace(s, text=edited[s.start:s.end]) for s in first.segments]
+    by_id = {s.id: s for s in segments}
+    clusters = [dataclasses.replace(c, text=edited[c.start:c.end], segments=tuple(by_id[s.id] for s in c.segments))
+                for c in first.clusters]
+    store.add(dataclasses.replace(first, text=edited, segments=tuple(segments), clusters=tuple(clusters)))
+    assert set(chroma_segments(store)) == {s.id for s in first.segments}
+    assert in_step(store)
+    assert not store.lexical_index.top(fts5_match(["nebula"]), 5) and store.lexical_index.top(fts5_match(["zzzzzz"]), 5)
+
+
+def test_top_and_lookup_give_the_same_bm25(chroma_collection_name, chunker):
+    store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(4)])
+    index = store.lexical_index
+    match = fts5_match(query_terms("What moves the glacier and the river delta?"))
+    top = index.top(match, 1000)
+    assert top and all(a[1] >= b[1] for a, b in zip(top, top[1:]))
+    looked = index.lookup(match, [row.segment_id for row, _ in top] + ["no-such-segment"])
+    assert "no-such-segment" not in looked
+    for row, score in top:
+        assert looked[row.segment_id][1] == pytest.approx(score, rel=1e-12)
+    unmatched = set(lexical_rows(store)) - {row.segment_id for row, _ in top}
+    assert unmatched and all(index.lookup(match, unmatched)[s][1] == 0.0 for s in unmatched)
+    sizes = index.cluster_sizes({row.cluster_id for row, _ in top})
+    for cid, (n, tokens) in sizes.items():
+        records = store.collection.get(where={"hseg_cluster_id": cid}, include=["metadatas"])["metadatas"]
+        segs = [m for m in records if m["hseg_level"] == "segment"]
+        assert (n, tokens) == (len(segs), sum(m["hseg_tokens"] for m in segs))
+        assert index.cluster_segments([cid])[cid] == [m for m in json.loads(
+            next(m for m in records if m["hseg_level"] == "cluster")["hseg_segment_ids"])]
+
+
+def test_a_persisted_index_is_not_rebuilt_on_open(tmp_path, chroma_collection_name, chunker, monkeypatch):
+    path = str(tmp_path / "db")
+    HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder()).add(
+        [chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
+    from hseg.store.lexical_index import LexicalIndex
+
+    rebuilt = []
+    original = LexicalIndex._rebuild
+    monkeypatch.setattr(LexicalIndex, "_rebuild", lambda self, *a: rebuilt.append(1) or original(self, *a))
+    reopened = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    assert in_step(reopened) and rebuilt == []
+
+
+def test_an_unfinished_write_is_repaired_on_the_next_check(tmp_path, chroma_collection_name, chunker):
+    """What a process killed between Chroma and the lexical rows leaves: the documents stay pending,
+    and the next object to check re-reads them (the kill -9 itself: tests/test_reliability.py)."""
+    path = str(tmp_path / "db")
+    store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
+    new = records_for(chunker.chunk(book(9), doc_id="d1"))
+    index = store.lexical_index
+    with index.db.transaction() as c:  # the first commit of a write, then Chroma's records, then death
+        c.execute("INSERT INTO pending VALUES ('d1')")
+    store.collection.upsert(ids=[r.id for r in new], embeddings=[r.embedding for r in new],
+                            documents=[r.document for r in new], metadatas=[r.metadata for r in new])
+    assert lexical_rows(store) != chroma_segments(store)
+    reopened = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    assert in_step(reopened)
+    assert reopened.lexical_index.db.rows("SELECT * FROM pending") == []
+
+
+def test_a_failed_write_leaves_the_rows_as_chroma_has_them(chroma_collection_name, chunker, monkeypatch):
+    store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    store.add(chunker.chunk(book(1), doc_id="a"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store.lexical_index, "write", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.add(chunker.chunk(book(2), doc_id="a"))
+    monkeypatch.undo()
+    assert lexical_rows(store) == chroma_segments(store)  # repaired on the way out, before any check
+
+
+def test_records_written_without_hseg_are_found_by_the_next_object(chroma_collection_name, chunker, caplog):
+    client = chromadb.EphemeralClient()
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder())
+    store.add(chunker.chunk(book(1), doc_id="a"))
+    assert in_step(store)
+    recs = records_for(chunker.chunk(book(2), doc_id="b"))
+    store.collection.add(ids=[r.id for r in recs], embeddings=[r.embedding for r in recs],
+                         documents=[r.document for r in recs], metadatas=[r.metadata for r in recs])
+    other = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder())
+    with caplog.at_level(logging.WARNING, logger="hseg.store"):
+        assert in_step(other)
+    assert "written without hseg" in caplog.text
+    assert other.sync_lexical_index() == len(chroma_segments(other))
+
+
+def test_a_collection_created_again_under_its_name_gets_a_new_index(tmp_path, chroma_collection_name, chunker):
+    path = str(tmp_path / "db")
+    store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    store.add(chunker.chunk(book(1), doc_id="a"))
+    store.drop()
+    assert not store.lexical_index.location.path.exists()
+    again = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    again.add(chunker.chunk(book(2), doc_id="b"))
+    assert in_step(again) and set(again.lexical_index.documents(["a", "b"])) == {"b"}
+
+
+# --------------------------------------------------------------------------- a server's clients
+
+
+@pytest.mark.integration
+def test_each_client_of_a_server_derives_its_cache_and_sees_the_others_writes(
+        chroma_server, chroma_collection_name, chunker, tmp_path, monkeypatch):
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "reader"))
+    reader = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "writer"))
+    writer = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
+    assert reader.lexical_index.location.kind == "cache"
+    assert reader.lexical_index.location.path != writer.lexical_index.location.path
+    assert str(reader.lexical_index.location.path).startswith(str(tmp_path / "reader"))
+    writer.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
+    assert in_step(reader)
+    writer.add(chunker.chunk(book(5), doc_id="d1"))  # another client's write: a new token
+    assert in_step(reader)
+    writer.delete("d0")
+    assert in_step(reader) and in_step(writer)
+    # nothing written since: the next check is one journal read, no rebuild
+    before = reader.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'token'")
+    assert in_step(reader) and reader.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'token'") == before
+    assert journal_name(chroma_collection_name) in {c.name for c in chroma_server.client().list_collections()}
+
+
+@pytest.mark.integration
+def test_a_server_writer_that_died_mid_write_is_reread_by_every_reader(
+        chroma_server, chroma_collection_name, chunker, tmp_path, monkeypatch):
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "cache"))
+    store = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
+    store.add(chunker.chunk(book(1), doc_id="a"))
+    assert in_step(store)
+    # a writer opens its write, writes Chroma's records and dies before closing it
+    store.lexical_index._journal_open(["a"])
+    recs = records_for(chunker.chunk(book(4), doc_id="a"))
+    store.collection.upsert(ids=[r.id for r in recs], embeddings=[r.embedding for r in recs],
+                            documents=[r.document for r in recs], metadatas=[r.metadata for r in recs])
+    stale = {r.id for r in records_for(chunker.chunk(book(1), doc_id="a"))} - {r.id for r in recs}
+    store.collection.delete(ids=list(stale))
+    assert in_step(store)  # the token did not change, the open write names "a": it is read again
+
+
+# --------------------------------------------------------------------------- hseg index's completeness
+
+
+def test_is_complete_checks_the_lexical_rows_and_their_hash():
+    from tests.test_reliability import small_chunker
+
+    text = book(2)
+    recs = records_for(small_chunker().chunk(text, doc_id="a"), {"content_sha256": "h", "chunk_settings": "s"})
+    stored = {r.id: r.metadata for r in recs}
+    segments = {r.id for r in recs if r.metadata["hseg_level"] == "segment"}
+    assert is_complete(stored, "h", "s", len(text), lexical=(segments, "h"))
+    assert not is_complete(stored, "h", "s", len(text), lexical=(segments, "old"))  # rows of the previous text
+    assert not is_complete(stored, "h", "s", len(text), lexical=(segments - {min(segments)}, "h"))
+    assert not is_complete(stored, "h", "s", len(text), lexical=(set(), None))
+
+
+def test_hseg_index_redoes_a_document_whose_lexical_rows_are_missing(tmp_path, chroma_collection_name, chunker):
+    store = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    texts = {"a": book(1), "b": book(2)}
+    assert ingest_batch(texts, chunker, store).documents == 2
+    assert ingest_batch(texts, chunker, store).unchanged == 2
+    with store.lexical_index.db.transaction() as c:  # as if the rows of "b" had never been written
+        c.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id = 'b')")
+        c.execute("DELETE FROM segments WHERE doc_id = 'b'")
+        c.execute("DELETE FROM documents WHERE doc_id = 'b'")
+    again = ingest_batch(texts, chunker, store)
+    assert (again.documents, again.unchanged) == (1, 1)
+    assert in_step(store)
+
+
+# --------------------------------------------------------------------------- property
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "delete", "delete_where"]), st.integers(0, 3),
+                              st.integers(0, 5)), min_size=1, max_size=8))
+def test_any_sequence_of_writes_leaves_both_sides_equal(chunker, ops):
+    store = HierarchicalStore(f"p-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    for op, doc, seed in ops:
+        if op == "add":
+            store.add(chunker.chunk(book(seed, 800 + 400 * seed), doc_id=f"d{doc}"), {"source": f"s{doc % 2}"})
+        elif op == "delete":
+            store.delete(f"d{doc}")
+        else:
+            store.delete_where({"source": f"s{doc % 2}"})
+        assert lexical_rows(store) == chroma_segments(store)
+    store.drop()
+
+
+def test_query_terms_drop_english_stop_words_but_keep_other_languages():
+    assert query_terms("What is the river delta?") == ["river", "delta"]
+    assert query_terms("Qu'est-ce que la dérive des continents ?") == ["qu", "est", "ce", "que", "la", "dérive",
+                                                                        "des", "continents"]
+    assert query_terms("to be or not to be") == ["to", "be", "or", "not"]  # nothing else: all kept
+    assert fts5_match(['a"b', "c"]) == '"a""b" OR "c"'
+    with pytest.raises(ValueError, match="text"):
+        query_terms(None)  # type: ignore[arg-type]
+    assert np.isfinite(0.0)
