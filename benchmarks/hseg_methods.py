@@ -70,7 +70,9 @@ def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: 
     of a setting in one ``store.search_many`` (the answers of ``store.search``, in fewer Chroma
     calls); the longest budget's lists double as the method's ranked lists. ``texts`` are the
     questions, for the lexical side (the vectors are the run's cached query vectors)."""
-    if search.get("lexical_weight"):
+    from hseg.retrieval.settings import SearchSettings
+
+    if SearchSettings.resolve(**search).lexical_weight:  # the defaults' weight too (hseg_default)
         search = {**search, "query_texts": texts}
     per_setting = {f"k={k}": [_chunks(hits, corpora) for hits in store.search_many(list(qv), k=k, **search)]}
     for b in budgets:
@@ -99,7 +101,22 @@ def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | N
     return method
 
 
+def default_method(retrieval_cls: Any) -> Callable[..., Any]:
+    """``hseg_default``: what a user gets without choosing anything, read from the product's own
+    defaults so that it is always the configuration measured: :class:`~hseg.chunking.config.ChunkerConfig`'s
+    chunking (what ``hseg index`` builds) and :class:`~hseg.retrieval.settings.SearchSettings`' search
+    (what ``store.search(budget_tokens=B)`` and both framework retrievers return)."""
+    from hseg.chunking.config import ChunkerConfig
+    from hseg.retrieval.settings import SearchSettings
+
+    target = ChunkerConfig().effective_target_tokens
+    assert target is not None  # the default chunker aims at a size
+    level = "cluster" if SearchSettings(budget_tokens=1024).resolved_unit == "cluster" else "segment"
+    return store_method(target, level, retrieval_cls)
+
+
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
+    register("hseg_default", default_method(retrieval_cls))
     for t in TARGETS:
         SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"mode": "segment+cluster"})
         SPECS[f"hseg_c_{t}"] = (t, "cluster", {"mode": "cluster"})

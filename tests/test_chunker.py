@@ -126,7 +126,7 @@ def test_unit_vectors_are_token_weighted_means(fast_chunker):
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    ({}, 192),                                   # default target 512
+    ({}, 128),                                   # default target 256
     ({"target_tokens": 1024}, 192),
     ({"target_tokens": 256}, 128),               # a parent holds two segments or more
     ({"target_tokens": 64}, 48),                 # never below min_segment_tokens

@@ -137,7 +137,7 @@ def test_hybrid_parents_equal_brute_force(chroma_client, chroma_collection_name,
         lex = lexical_scores(store, chunkings, text)
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, mode=mode, where=where, lexical_weight=0.5,
-                                query_text=text)
+                                query_text=text, unit="cluster")
             assert [h.cluster_id for h in hits] == expected_parents(chunkings, kept, q, lex, 0.5, mode, budget, k), \
                 (text, budget, k)
             texts = {ch.doc_id: ch.text for ch in chunkings}
@@ -173,19 +173,22 @@ def test_weight_zero_is_the_dense_search_and_the_weight_moves_lexical_matches_up
     assert "yeast" in texts[hits[0].matched_id]
 
 
-def test_a_vector_query_needs_its_text_and_a_string_query_is_its_own(chroma_collection_name):
+def test_a_vector_query_needs_its_text_and_a_string_query_is_its_own(chroma_collection_name, caplog):
     store, _, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name, docs=1)
     q = rng.standard_normal(16).astype(np.float32)
-    with pytest.raises(ValueError, match="query_text="):
-        store.search(q, lexical_weight=0.5)
+    with caplog.at_level("WARNING", logger="hseg.store.store"):  # a vector has no words: dense, said once
+        for _ in range(2):
+            hybrid = store.search(q, lexical_weight=0.5, unit="cluster")
+    assert [h.cluster_id for h in hybrid] == [h.cluster_id for h in store.search(q, lexical_weight=0, unit="cluster")]
+    assert caplog.text.count("without query_text= is searched densely") == 1
     with pytest.raises(ValueError, match="query_text: give it only beside a vector"):
-        store.search("tide", lexical_weight=0.5, query_text="moon")
+        store.search("tide", lexical_weight=0.5, query_text="moon", unit="cluster")
     with pytest.raises(ValueError, match="query_texts must be a list"):
-        store.search_many([q, q], lexical_weight=0.5, query_texts=["tide"])
+        store.search_many([q, q], lexical_weight=0.5, query_texts=["tide"], unit="cluster")
     with pytest.raises(ValueError, match="lexical_weight must be a number in"):
-        store.search(q, lexical_weight=-1, query_text="tide")
+        store.search(q, lexical_weight=-1, query_text="tide", unit="cluster")
     assert store.search("tide moon", k=2, lexical_weight=0.5)  # embedded by the store's encoder, words read
-    assert store.search(q, k=2, lexical_weight=0.5, query_text="!!!")  # no words: the dense side alone
+    assert store.search(q, k=2, lexical_weight=0.5, query_text="!!!", unit="cluster")  # no words: the dense side alone
 
 
 def test_search_many_and_async_answer_as_search_does(chroma_collection_name, monkeypatch):

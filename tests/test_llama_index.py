@@ -353,7 +353,7 @@ def test_retrieve_with_a_query_embedding_and_other_sources(li_setup, parsed):
     parser, vs = li_setup
     target = next(n for n in parsed[1] if n.metadata["hseg_level"] == "segment" and n.metadata["hseg_index"] == 5)
     for source in (vs, vs._collection, HierarchicalStore.from_collection(vs._collection, parser.hseg_encoder)):
-        top = HierarchicalSegmentRetriever(source, similarity_top_k=1).retrieve(
+        top = HierarchicalSegmentRetriever(source, similarity_top_k=1, lexical_weight=0).retrieve(  # dense: cos 1
             QueryBundle(query_str="unused", embedding=target.embedding))[0]
         assert top.node.id_ == target.metadata["hseg_cluster_id"] and top.score == pytest.approx(1.0, abs=1e-5)
         assert top.node.metadata["hseg_matched_id"] == target.id_

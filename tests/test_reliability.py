@@ -157,7 +157,7 @@ def test_blank_documents_warn_write_nothing_and_clear_old_records(chunker):
     with pytest.warns(UserWarning, match="blank"):
         blank = chunker.chunk("  \n", "real")
     store.add(blank)
-    assert store.count() == 0 and store.search("real text", k=3) == []
+    assert store.count() == 0 and store.search("real text", k=3, unit="cluster") == []
 
 
 def test_single_sentence_and_single_character(chunker):
@@ -167,7 +167,7 @@ def test_single_sentence_and_single_character(chunker):
         check_chunking(result, text)
         assert len(result.segments) == len(result.clusters) == 1
         check_store_round_trip(store, result, text)
-    hits = store.search("one sentence", k=10)
+    hits = store.search("one sentence", k=10, unit="cluster")
     assert {h.doc_id for h in hits} == {"one", "char", "nl"} and len(hits) == 3
 
 
@@ -212,7 +212,7 @@ def test_mixed_scripts_keep_exact_spans_and_whole_graphemes():
         assert not ("\U0001F3FB" <= text[a] <= "\U0001F3FF")  # a skin tone stays with its emoji
     store = ephemeral_store()
     check_store_round_trip(store, result, text)
-    hit = store.search("富士山は日本で一番高い山です", k=1)[0]
+    hit = store.search("富士山は日本で一番高い山です", k=1, unit="cluster")[0]
     assert hit.text == text[hit.start : hit.end] and "富士山" in hit.text
 
 
@@ -310,19 +310,19 @@ def test_text_that_is_not_valid_unicode_is_refused_by_the_chunker_and_the_store(
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda s: s.search("q", k=0), "k"),
-    (lambda s: s.search("q", k=-3), "k"),
-    (lambda s: s.search("q", k=2.5), "k"),
-    (lambda s: s.search("q", k=True), "k"),
-    (lambda s: s.search("q", budget_tokens=0), "budget_tokens"),
-    (lambda s: s.search("q", k=2, budget_tokens=100), "budget_tokens"),
-    (lambda s: s.search("q", mode="nearest"), "mode"),
+    (lambda s: s.search("q", k=0, unit="cluster"), "k"),
+    (lambda s: s.search("q", k=-3, unit="cluster"), "k"),
+    (lambda s: s.search("q", k=2.5, unit="cluster"), "k"),
+    (lambda s: s.search("q", k=True, unit="cluster"), "k"),
+    (lambda s: s.search("q", budget_tokens=0, unit="cluster"), "budget_tokens"),
+    (lambda s: s.search("q", k=2, budget_tokens=100, unit="cluster"), "budget_tokens"),
+    (lambda s: s.search("q", mode="nearest", unit="cluster"), "mode"),
     (lambda s: s.search("q", unit="sentence"), "unit"),
     (lambda s: s.search("q", unit="auto", mode="cluster"), "mode"),
-    (lambda s: s.search("q", cluster_weight=-1), "cluster_weight"),
-    (lambda s: s.search("q", where="source"), "where"),
-    (lambda s: s.search(np.zeros(64)), "query"),
-    (lambda s: s.search(np.full(64, np.nan)), "query"),
+    (lambda s: s.search("q", cluster_weight=-1, unit="cluster"), "cluster_weight"),
+    (lambda s: s.search("q", where="source", unit="cluster"), "where"),
+    (lambda s: s.search(np.zeros(64), unit="cluster"), "query"),
+    (lambda s: s.search(np.full(64, np.nan), unit="cluster"), "query"),
     (lambda s: HierarchicalStore("x", client=s.client), "collection_name"),
     (lambda s: HierarchicalStore(f"c-{uuid.uuid4().hex}", client=s.client, oversample=0.5), "oversample"),
     (lambda s: HierarchicalStore(f"c-{uuid.uuid4().hex}", client=s.client, configuration={"space": "l2"}), "space"),
@@ -355,8 +355,8 @@ def test_a_query_vector_of_another_dimension_is_a_value_error_read_once(chunker,
         assert type(err.value) is ValueError
     other = HierarchicalStore.from_collection(store.collection, HashingEncoder(dim=16), allow_encoder_mismatch=True)
     with pytest.raises(ValueError, match="query: the encoder 'test-hashing-encoder' gives a vector of dimension 16"):
-        other.search("some text")
-    assert len(store.search(np.ones(64), k=1)) == 1
+        other.search("some text", unit="cluster")
+    assert len(store.search(np.ones(64), k=1, unit="cluster")) == 1
     # the collection's dimension is read once per store object, not once per query
     assert sum(kw.get("limit") == 1 and kw.get("include") == ["embeddings"] for kw in reads) == 2
 
@@ -809,7 +809,7 @@ def test_a_crash_between_upserts_and_stale_deletes_is_cleaned_by_the_next_add(ch
     final = stored_documents_of(store, "d")
     assert set(final) == {u.id for u in (*changed.clusters, *changed.segments)}
     assert document_problems(final, new) == []
-    assert all(h.text == new[h.start : h.end] for h in store.search("river flood water", k=20))
+    assert all(h.text == new[h.start : h.end] for h in store.search("river flood water", k=20, unit="cluster"))
 
 
 def test_is_complete_refuses_a_document_holding_records_of_two_chunkings():
@@ -909,7 +909,7 @@ def test_chroma_server_going_away_mid_run_is_a_clear_error_and_leaves_no_partial
         message = str(errors[0])
         assert host_port in message and "failed" in message
         with pytest.raises(ConnectionError, match=host_port):
-            store.search("anything", k=2)
+            store.search("anything", k=2, unit="cluster")
         with pytest.raises(ConnectionError, match=f"cannot reach the Chroma server at {host_port}"):
             HierarchicalStore("gone", host=server.host, port=server.port, encoder=HashingEncoder())
     finally:
@@ -936,7 +936,7 @@ def test_reads_from_a_killed_chroma_server_name_it(tmp_path, chunker):
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=30)
         reads = {"listing the documents": store.doc_ids, "reading document 'd'": lambda: store.get_records("d"),
-                 "count": store.count, "search": lambda: store.search("river", k=2)}
+                 "count": store.count, "search": lambda: store.search("river", k=2, unit="cluster")}
         for action, read in reads.items():
             with pytest.raises(ConnectionError, match=re.escape(f"Chroma server at {server.host}:{server.port}: "
                                                                 f"{action} failed")):

@@ -39,7 +39,10 @@ def test_bad_settings_fail_at_construction_naming_the_field(fields, named):
 
 def test_settings_defaults_and_overrides():
     s = SearchSettings()
-    assert s.effective_k == DEFAULT_K and s.unit == "cluster"
+    assert s.effective_k == DEFAULT_K and s.unit is None and s.resolved_unit == "cluster"
+    # no unit chosen: whole parents for k or a mode, budget-aware passages for a budget, hybrid either way
+    assert s.override(budget_tokens=512).resolved_unit == "auto" and s.lexical_weight > 0
+    assert SearchSettings(budget_tokens=512, mode="cluster").resolved_unit == "cluster"
     budget = s.override(budget_tokens=512, unit="auto")
     assert budget.effective_k is None and budget.k is None
     assert budget.override(k=2).budget_tokens is None  # a per-call k replaces a configured budget

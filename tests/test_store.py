@@ -129,7 +129,7 @@ def test_search_equals_brute_force(new_store, make_chunking):
                 for where, keep in ((None, lambda m: True), ({"group": 1}, lambda m: m["group"] == 1)):
                     ref = brute_force(docs, metas, query, mode, keep)
                     for k in range(1, 21):
-                        hits = store.search(query, k=k, mode=mode, where=where)
+                        hits = store.search(query, k=k, mode=mode, where=where, unit="cluster")
                         assert_matches_reference(hits, ref, k, mode)
 
 
@@ -153,7 +153,7 @@ def test_search_widens_when_one_parent_dominates(new_store, make_chunking):
     store.collection.query = spy
     for mode in ("segment+cluster", "segment"):
         calls.clear()
-        hits = store.search(direction, k=5, mode=mode)
+        hits = store.search(direction, k=5, mode=mode, unit="cluster")
         assert hits[0].cluster_id == big.clusters[0].id
         assert len(hits[0].segment_scores) >= 10
         assert_matches_reference(hits, brute_force(docs, metas, direction, mode), 5, mode)
@@ -181,7 +181,7 @@ def test_large_requests_let_chroma_filter_the_level(new_store, make_chunking, mo
     for mode in ("cluster", "segment"):
         for where, keep in ((None, lambda m: True), ({"group": 2}, lambda m: m["group"] == 2)):
             wheres.clear()
-            hits = store.search(q, k=20, mode=mode, where=where)
+            hits = store.search(q, k=20, mode=mode, where=where, unit="cluster")
             assert_matches_reference(hits, brute_force(docs, metas, q, mode, keep), 20, mode)
             assert wheres[0] == where  # the first request never filters the level
             level = {"hseg_level": mode}
@@ -199,8 +199,8 @@ def test_k_larger_than_parent_count_returns_all(new_store, make_chunking):
     q = np.ones(16)
     for mode in MODES:
         assert_matches_reference(store.search(q, k=50, mode=mode), brute_force(docs, metas, q, mode), 50, mode)
-    assert len(store.search(q, k=50)) == n_parents
-    assert store.search(q, k=3, where={"source": "nowhere"}) == []
+    assert len(store.search(q, k=50, unit="cluster")) == n_parents
+    assert store.search(q, k=3, where={"source": "nowhere"}, unit="cluster") == []
 
 
 def test_budget_tokens_rule(new_store, make_chunking):
@@ -212,7 +212,7 @@ def test_budget_tokens_rule(new_store, make_chunking):
         ranked = sorted(brute_force(docs, metas, q, mode).values(), key=lambda t: -t[0])
         tokens = [t[3].token_count for t in ranked]
         for budget in (1, tokens[0], tokens[0] + tokens[1], sum(tokens[:5]) + 1, 10**6):
-            hits = store.search(q, budget_tokens=budget, mode=mode)
+            hits = store.search(q, budget_tokens=budget, mode=mode, unit="cluster")
             expected, total = 0, 0
             for t in tokens:
                 if expected and total + t > budget:
@@ -280,7 +280,7 @@ def test_delete_leaves_no_record(new_store, make_chunking):
     assert store.collection.get(where={"hseg_doc_id": victim.doc_id})["ids"] == []
     ids = {u.id for u in (*victim.clusters, *victim.segments)}
     assert not ids & set(store.collection.get(include=[])["ids"])
-    assert all(h.doc_id != victim.doc_id for h in store.search(victim.clusters[0].embedding, k=20))
+    assert all(h.doc_id != victim.doc_id for h in store.search(victim.clusters[0].embedding, k=20, unit="cluster"))
     assert store.delete(victim.doc_id) == 0
 
 
@@ -373,7 +373,7 @@ def test_record_schema_and_user_metadata_in_chroma(new_store, make_chunking):
         assert m["hseg_cluster_id"] == cluster.id and m["hseg_cluster_tokens"] == cluster.token_count
     store = new_store()
     store.add(ch, {"info": {"year": 2024}})
-    hits = store.search(ch.segments[0].embedding, k=1, mode="segment", where={"info.year": 2024})
+    hits = store.search(ch.segments[0].embedding, k=1, mode="segment", where={"info.year": 2024}, unit="cluster")
     assert hits and hits[0].matched_id == ch.segments[0].id and hits[0].metadata["info.year"] == 2024
     assert store.collection.metadata["hseg_schema"] == SCHEMA_VERSION
 
@@ -393,9 +393,9 @@ def test_bad_search_arguments(ephemeral_store, make_chunking):
         with pytest.raises(ValueError, match=match):
             ephemeral_store.search(q, **kwargs)
     with pytest.raises(ValueError, match="zero"):
-        ephemeral_store.search(np.zeros(16))
+        ephemeral_store.search(np.zeros(16), unit="cluster")
     with pytest.raises(ValueError, match="1-D"):
-        ephemeral_store.search(np.ones((2, 16)))
+        ephemeral_store.search(np.ones((2, 16)), unit="cluster")
     assert len(ephemeral_store.search(q)) == min(4, len(ephemeral_store.get_records("d")))  # default k=4 (or fewer)
 
 
@@ -438,10 +438,10 @@ def test_from_collection_ignores_foreign_records(chroma_collection_name, make_ch
         assert col.metadata["hseg_encoder"] == "fake-encoder"  # recorded, hnsw:* keys dropped from metadata
         assert store.collection.configuration["hnsw"]["space"] == "cosine"
         for mode in MODES:
-            hits = store.search(q, k=20, mode=mode)
+            hits = store.search(q, k=20, mode=mode, unit="cluster")
             assert_matches_reference(hits, brute_force([ch], [{}], q, mode), 20, mode)
         assert store.count() == len(ch.clusters) + len(ch.segments) + 2
-        assert store.search("any text", k=2)  # string query through the store's encoder
+        assert store.search("any text", k=2, unit="cluster")  # string query through the store's encoder
     finally:
         client.delete_collection(chroma_collection_name)
 
@@ -454,19 +454,19 @@ def test_encoder_name_is_recorded_and_checked(new_store, make_chunking):
     with pytest.raises(ValueError, match="built with encoder 'model-a', got 'model-b'"):
         new_store(name, encoder=FakeEncoder("model-b"))
     other = new_store(name, encoder=FakeEncoder("model-b"), allow_encoder_mismatch=True)
-    assert other.search("query", k=1)
+    assert other.search("query", k=1, unit="cluster")
     plain = new_store(name)  # lazy default encoder: checked by name before the model loads
     with pytest.raises(ValueError, match="built with encoder 'model-a'"):
-        plain.search("query")
-    assert plain.search(np.ones(16), k=1)  # vectors need no encoder
+        plain.search("query", unit="cluster")
+    assert plain.search(np.ones(16), k=1, unit="cluster")  # vectors need no encoder
 
 
 async def test_async_wrappers(ephemeral_store, make_chunking):
     docs, metas = corpus(make_chunking, 19, n_docs=3)
     assert await ephemeral_store.aadd(docs, metas) == ephemeral_store.count()
     q = np.random.default_rng(20).standard_normal(16)
-    sync = ephemeral_store.search(q, k=3, mode="segment")
-    got = await ephemeral_store.asearch(q, k=3, mode="segment")
+    sync = ephemeral_store.search(q, k=3, mode="segment", unit="cluster")
+    got = await ephemeral_store.asearch(q, k=3, mode="segment", unit="cluster")
     assert [(h.cluster_id, h.score) for h in got] == [(h.cluster_id, h.score) for h in sync]
     assert await ephemeral_store.adelete(docs[0].doc_id) > 0
 
@@ -475,7 +475,7 @@ async def test_async_wrappers(ephemeral_store, make_chunking):
 
 
 def _check_real_hits(store, text, encoder, query):
-    hits = store.search(query, k=3)
+    hits = store.search(query, k=3, unit="cluster")
     assert 1 <= len(hits) <= 3
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     for h in hits:
@@ -508,7 +508,7 @@ def test_end_to_end_real_chunker(tmp_path, encoder, example_text):
     hits = _check_real_hits(store, example_text, encoder, target.text)
     assert target.id in {sid for h in hits for sid in h.segment_scores} | {h.matched_id for h in hits}
     reopened = HierarchicalStore("e2e", path=str(tmp_path / "db"), encoder=encoder)
-    assert [h.cluster_id for h in reopened.search(target.text, k=3)] == [h.cluster_id for h in hits]
+    assert [h.cluster_id for h in reopened.search(target.text, k=3, unit="cluster")] == [h.cluster_id for h in hits]
 
 
 @pytest.mark.model

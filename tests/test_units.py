@@ -185,10 +185,10 @@ def test_search_many_checks_its_arguments(chroma_collection_name):
 
     store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder(16))
     with pytest.raises(ValueError, match="queries must be a list"):
-        store.search_many("one question")
+        store.search_many("one question", unit="cluster")
     with pytest.raises(ValueError, match="k must be a positive int"):
-        store.search_many([np.ones(16, np.float32)], k=0)
-    assert store.search_many([]) == []
+        store.search_many([np.ones(16, np.float32)], k=0, unit="cluster")
+    assert store.search_many([], unit="cluster") == []
 
 
 def test_unit_arguments_are_checked(chroma_collection_name):

@@ -39,7 +39,9 @@ __all__ = [
     "describe",
 ]
 
-DEFAULT_TARGET_TOKENS = 512
+#: the default cluster size: with the budget-aware hybrid unit, 256 beat 512 on every development set at
+#: 1024 and 4096 tokens (benchmarks/RESULTS.md, "The default configuration")
+DEFAULT_TARGET_TOKENS = 256
 #: segments longer than this are cut (48–192 measured best for segments as retrieval units)
 MAX_SEGMENT_TOKENS = 192
 SEGMENT_VECTORS = ("mean", "encode")
@@ -81,7 +83,7 @@ class ChunkerConfig:
         segmenter: a segmenter name (``"texttiling"``, ``"bilstm"``), a saved BiLSTM ``.pt`` path
             or an instance; ``None`` = the default for the encoder.
         k: clustering threshold τ = μ + k·σ; excludes ``target_tokens``.
-        target_tokens: mean cluster size to aim for (k searched per document); 512 when ``k`` is
+        target_tokens: mean cluster size to aim for (k searched per document); 256 when ``k`` is
             not given.
         max_cluster_tokens: hard cap on a cluster; ``None`` = 1.5 × the target.
         min_segment_tokens, max_segment_tokens: segment length limits after the segmenter;
@@ -106,7 +108,7 @@ class ChunkerConfig:
                                     "instance (None: the default for the encoder)")
     k: float | None = setting(None, "explicit clustering threshold tau = mu + k*sigma (larger k: smaller "
                                      "clusters); excludes target_tokens")
-    target_tokens: int | None = setting(None, "mean cluster size to aim for, k searched per document (512 when "
+    target_tokens: int | None = setting(None, "mean cluster size to aim for, k searched per document (256 when "
                                                "k is not given)")
     max_cluster_tokens: int | None = setting(None, "hard cap on a cluster, cut at its weakest adjacent "
                                                     "similarity (None: 1.5 x the target)")
@@ -171,7 +173,7 @@ class ChunkerConfig:
 
     @property
     def effective_target_tokens(self) -> int | None:
-        """The target: as given, 512 without ``k``, ``None`` with an explicit ``k``."""
+        """The target: as given, 256 without ``k``, ``None`` with an explicit ``k``."""
         if self.target_tokens is None and self.k is None:
             return DEFAULT_TARGET_TOKENS
         return self.target_tokens

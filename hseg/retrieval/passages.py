@@ -65,7 +65,7 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     """
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
-    unit, cluster_weight, neighbour_weight = settings.unit, settings.cluster_weight, settings.neighbour_weight
+    unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
     if lexical is not None:
         if unit == "segment":
             return (yield from _hybrid_segments(collection, query_vector, k, budget_tokens, where, where_document,

@@ -139,9 +139,7 @@ def _query(reads: list[Knn]) -> list[dict[str, list[Any]]]:
 def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
     first = reads[0]
     wanted = sorted({rid for r in reads for rid in r.ids})
-    got: Any = first.collection.get(ids=wanted, where=dict(first.where) if first.where else None,
-                                    where_document=dict(first.where_document) if first.where_document else None,
-                                    include=list(first.include)) if wanted else {"ids": []}
+    got: Any = _get_present(first, wanted) if wanted else {"ids": []}
     fields = ("ids",) + first.include
     rows = {rid: i for i, rid in enumerate(got["ids"])}
     answers = []
@@ -149,3 +147,29 @@ def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
         mine = [rows[rid] for rid in dict.fromkeys(r.ids) if rid in rows]
         answers.append({f: [got[f][i] for i in mine] if got.get(f) is not None else [] for f in fields})
     return answers
+
+
+def _get_present(read: Get, ids: list[str]) -> dict[str, Any]:
+    """``collection.get`` of ``ids``, answering for those whose vector the collection's index holds.
+
+    A get of vectors fails as a whole when one id has none in this client's index, which happens to
+    ids another index named a moment before (the lexical index is written in the same transaction
+    order, but a reader's view of Chroma can be older); those records are not results of this view,
+    so they are left out, found by halving the request (``log2`` requests each)."""
+    where = dict(read.where) if read.where else None
+    wdoc = dict(read.where_document) if read.where_document else None
+    try:
+        return dict(read.collection.get(ids=ids, where=where, where_document=wdoc, include=list(read.include)))
+    except Exception as exc:  # chromadb's InternalError("Error finding id ...")
+        if "finding id" not in str(exc).lower() or "embeddings" not in read.include:
+            raise
+        if len(ids) == 1:
+            return {"ids": [], **{f: [] for f in read.include}}
+    half = len(ids) // 2
+    a, b = _get_present(read, ids[:half]), _get_present(read, ids[half:])
+    return {f: _listed(a.get(f)) + _listed(b.get(f)) for f in ("ids", *read.include)}
+
+
+def _listed(value: Any) -> list[Any]:
+    return [] if value is None else list(value)
+

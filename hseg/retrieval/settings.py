@@ -24,7 +24,7 @@ from hseg.chunking.config import is_int, setting
 
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
-    "DEFAULT_LEXICAL_WEIGHT",
+    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT",
 ]
 
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
@@ -36,9 +36,15 @@ DEFAULT_K = 4
 DEFAULT_CLUSTER_WEIGHT = 0.5
 #: the share of the mean score of a segment's two neighbours in a unit="auto" score
 DEFAULT_NEIGHBOUR_WEIGHT = 0.2
-#: the lexical (BM25) score's weight: 0, off, until the issue on the default search decides
-#: (benchmarks/RESULTS.md, "hybrid search", has the measurements for it)
-DEFAULT_LEXICAL_WEIGHT = 0.0
+#: the lexical (BM25) score's weight: hybrid by default. Chosen on the development sets (Chroma's
+#: corpora, two textbook question sets; benchmarks/RESULTS.md, "The default configuration"): 0.1-0.3
+#: all beat every dense and BM25 peer there, 0.2 had the best mean; above 0.5 the lexical score
+#: overrides paraphrase matches and Chroma's corpora lose
+DEFAULT_LEXICAL_WEIGHT = 0.2
+#: what a search returns when no unit is chosen: with a token budget the budget-aware passages, which
+#: beat whole parents at every fixed reader budget measured (benchmarks/RESULTS.md); with ``k`` (or a
+#: ``mode``) whole parents, the paper's, so that ``k`` counts results as a framework's k does
+DEFAULT_UNIT = None
 _MAX_WEIGHT = 10
 
 
@@ -50,9 +56,10 @@ class SearchSettings:
         k: results per query (``None``: 4, unless ``budget_tokens`` is set); excludes ``budget_tokens``.
         budget_tokens: return results in rank order while their total ``hseg_tokens`` fits this
             many reader tokens (always at least one): the equal-reader-input rule.
-        unit: ``"cluster"`` (whole parents, the paper), ``"segment"`` (passages of segments ranked
-            by their own similarity) or ``"auto"`` (segments ranked with their cluster and
-            neighbours, adjacent ones merged; :mod:`hseg.retrieval.selection`).
+        unit: ``"auto"`` (segments ranked with their cluster and neighbours, adjacent ones merged;
+            :mod:`hseg.retrieval.selection`), ``"cluster"`` (whole parents, the paper) or
+            ``"segment"`` (passages of segments ranked by their own similarity). ``None`` (the
+            default): ``"auto"`` with ``budget_tokens``, ``"cluster"`` otherwise (:attr:`resolved_unit`).
         mode: for ``unit="cluster"``, the vectors that score a parent: ``"segment+cluster"`` (eq. 2),
             ``"cluster"`` or ``"segment"``.
         cluster_weight, neighbour_weight: shares of the cluster's and of the neighbours' cosine in
@@ -60,9 +67,10 @@ class SearchSettings:
         lexical_weight: the weight λ in [0, 10] of the lexical score: every unit is ranked by its
             dense score (on the cosine scale) ``+ λ · lex``, where ``lex`` is the BM25 score of its
             text (a parent's: its best segment's) divided by the query's best BM25 score, so in
-            [0, 1]; scores are reported divided by ``1 + λ``. 0 (the default) is a dense search,
-            with results identical to a store without a lexical index. The query's text is needed:
-            a string query, or ``query_text=`` beside a vector (:mod:`hseg.retrieval.lexical_query`).
+            [0, 1]; scores are reported divided by ``1 + λ``. 0 is a dense search, with results
+            identical to a store without a lexical index; the default is 0.2 (hybrid). The query's
+            text is needed: a string query, or ``query_text=`` beside a vector; a vector without
+            text is searched densely, with a warning once per store (:mod:`hseg.retrieval.lexical_query`).
         where: a Chroma metadata filter, on segment and cluster records alike.
         where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
 
@@ -78,8 +86,9 @@ class SearchSettings:
     k: int | None = setting(None, "results per query (default 4); excludes budget_tokens")
     budget_tokens: int | None = setting(None, "return results in rank order while their total tokens fit this "
                                                "budget (instead of k)")
-    unit: str = setting("cluster", "what a result is: a whole cluster ('cluster'), a passage of segments "
-                                    "('segment') or passages chosen for the budget ('auto')")
+    unit: str | None = setting(DEFAULT_UNIT, "what a result is: a whole cluster ('cluster'), a passage of "
+                                             "segments ('segment') or passages chosen for the budget ('auto'); "
+                                             "None: 'auto' with a budget, else 'cluster'")
     mode: str = setting("segment+cluster", "vectors that score a whole cluster (unit 'cluster' only): "
                                             "'segment+cluster', 'cluster' or 'segment'")
     cluster_weight: float = setting(DEFAULT_CLUSTER_WEIGHT, "the cluster's share in a unit 'auto' score")
@@ -95,9 +104,9 @@ class SearchSettings:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.unit not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {self.unit!r}")
-        if self.unit != "cluster" and self.mode != "segment+cluster":
+        if self.unit is not None and self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS} or None, got {self.unit!r}")
+        if self.unit not in (None, "cluster") and self.mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
         for name in ("cluster_weight", "neighbour_weight", "lexical_weight"):
             weight = getattr(self, name)
@@ -121,6 +130,21 @@ class SearchSettings:
             if not is_int(self.k) or self.k <= 0:
                 raise ValueError(f"k must be a positive int, got {self.k!r}")
             object.__setattr__(self, "k", int(self.k))
+
+    @property
+    def resolved_unit(self) -> str:
+        """The unit searched: ``unit``, or without one ``"cluster"`` when a ``mode`` or ``k`` asks for
+        parents and ``"auto"`` with a budget.
+
+        Example:
+            >>> SearchSettings().resolved_unit, SearchSettings(budget_tokens=1024).resolved_unit
+            ('cluster', 'auto')
+        """
+        if self.unit is not None:
+            return self.unit
+        if self.mode != "segment+cluster" or self.budget_tokens is None:
+            return "cluster"
+        return "auto"
 
     @property
     def effective_k(self) -> int | None:

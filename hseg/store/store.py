@@ -157,6 +157,7 @@ class HierarchicalStore:
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size) if has_unit_index(collection) else None
         self.lexical_index = open_lexical_index(collection, self.max_batch_size)
+        self._warned_no_text = False
         # an embedded client never reloads its vector index: searches must notice other processes' writes
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
@@ -767,15 +768,17 @@ class HierarchicalStore:
         """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection``, its unit index and,
         with a lexical weight, the lexical index."""
         lexical = None
-        if settings.lexical_weight:
-            if text is None:
-                raise ValueError("lexical_weight > 0 needs the query's words: give the query as a string, or its "
-                                 "text as query_text= beside the vector")
+        if settings.lexical_weight and text is not None:
             lexical = lexical_query(self._lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
-        if settings.unit == "cluster":
+        elif settings.lexical_weight and not self._warned_no_text:
+            self._warned_no_text = True  # a vector has no words: the dense side is all there is to search
+            logger.warning("collection %r: a vector query without query_text= is searched densely, without its "
+                           "lexical_weight=%g; give its text to search it hybrid", self.collection.name,
+                           settings.lexical_weight)
+        if settings.resolved_unit == "cluster":
             return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
         index = None
-        if settings.unit == "auto" and units is not None:
+        if settings.resolved_unit == "auto" and units is not None:
             index = units.usable(settings.cluster_weight, settings.neighbour_weight)
         return units_plan(collection, vec, settings, unit_index=index, lexical=lexical)
 
