@@ -9,6 +9,9 @@ Runtime, ``torch``: sentence-transformers). The floor is RecursiveCharacterTextS
 embedding on torch: every token encoded once by the PyTorch forward pass every peer pays. Prints
 seconds, tokens/s, the ratio to the floor and the peak RSS.
 
+``hseg_nolex`` is ``hseg`` with the store's lexical index (issue 26) left out: the difference is
+what keeping the index in step costs an ingestion.
+
 Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
 loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
 interleaved rounds and the fastest round of each counts, so load from other processes on a
@@ -60,7 +63,7 @@ def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
     return col.count()
 
 
-def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) -> int:
+def ingest_hseg(corpora: dict[str, str], encoder: Any, lexical: bool = True, **chunker_kwargs: Any) -> int:
     import chromadb
 
     from hseg.chunking.chunker import HierarchicalChunker
@@ -69,6 +72,8 @@ def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) ->
     chunker = HierarchicalChunker(encoder=encoder, **chunker_kwargs)
     chunkings = chunker.chunk_many(list(corpora.values()), list(corpora.keys()))
     store = HierarchicalStore(f"speed-{uuid.uuid4().hex[:10]}", client=chromadb.EphemeralClient(), encoder=encoder)
+    if not lexical:
+        store.lexical_index = None  # hseg before the lexical index (issue 26): what the index costs
     store.add(chunkings, [{"source": c} for c in corpora])
     return store.count()
 
@@ -85,6 +90,8 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
     t0 = time.perf_counter()
     if name == "hseg":
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
+    elif name == "hseg_nolex":
+        records = ingest_hseg(corpora, encoder, lexical=False, target_tokens=512, cache=False)
     elif name == "hseg_encode":
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
     else:

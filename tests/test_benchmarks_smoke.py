@@ -31,17 +31,18 @@ def table_rows(text: str) -> list[list[str]]:
 def test_retrieval_benchmark_smoke(shared_dir, tmp_path):
     data = shared_dir / "data" / "chroma_eval"
     stdout = run(["benchmarks/retrieval.py", "--data", str(data), "--corpora", "chatlogs", "--budgets", "1024",
-                  "--methods", "lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512", "--out", str(tmp_path)], tmp_path)
+                  "--methods", "lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512", "hseg_auto_512_hybrid",
+                  "--out", str(tmp_path)], tmp_path)
     pooled = stdout.split("## chatlogs")[0]
     rows = table_rows(pooled)
-    assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512"]
+    assert [r[0] for r in rows] == ["lc_recursive_200_0", "hseg_sc_512", "hseg_auto_512", "hseg_auto_512_hybrid"]
     assert all(len(r) == 4 + 3 * 2 for r in rows)  # method, chunks, tokens, PΩ, then R/IoU/P at k=5 and B=1024
     for r in rows:
         assert 0 <= float(r[4]) <= 100 and 0 <= float(r[7]) <= 100
     csv = (tmp_path / "retrieval.csv").read_text().splitlines()
-    assert len(csv) == 1 + 3 * 2 * 2  # header + methods x (chatlogs, pooled) x (k=5, B=1024)
+    assert len(csv) == 1 + 4 * 2 * 2  # header + methods x (chatlogs, pooled) x (k=5, B=1024)
     assert sorted(p.name for p in (tmp_path / "methods").iterdir()) == [
-        "hseg_auto_512.md", "hseg_sc_512.md", "lc_recursive_200_0.md"]
+        "hseg_auto_512.md", "hseg_auto_512_hybrid.md", "hseg_sc_512.md", "lc_recursive_200_0.md"]
     assert (tmp_path / "retrieval.png").stat().st_size > 1000
 
 

@@ -99,6 +99,18 @@ def _assert_every_doc_complete(store: HierarchicalStore, texts: dict[str, str], 
         assert ingest.is_complete(stored.get(d, {}), sha, settings, len(text), units.get(d)), d
 
 
+def _assert_lexical_agrees(store: HierarchicalStore, *, all_closed: bool) -> None:
+    """A client's lexical cache, derived from the server, holds every segment the workers wrote;
+    with ``all_closed`` every worker also closed its write in the journal."""
+    index = store.lexical_index
+    index.ensure_fresh()
+    rows = dict(index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
+    got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])
+    assert rows == dict(zip(got["ids"], got["documents"]))
+    if all_closed:
+        assert index._journal_state()[1] == []
+
+
 def _single_process(server, texts: dict[str, str], tmp_path: Path, chunker: HierarchicalChunker,
                     encoder) -> HierarchicalStore:
     """The same documents written by ``hseg.ingest.ingest`` in this process, into a new collection."""
@@ -129,6 +141,7 @@ def test_two_workers_write_what_one_process_writes(ray_runs, chroma_server, tmp_
     assert store.count() == single.count() == run["summary"]["vectors"]  # no duplicates, nothing missing
     assert sorted(store.collection.get(include=[])["ids"]) == sorted(single.collection.get(include=[])["ids"])
     _assert_every_doc_complete(store, texts, ingest.chunk_settings(chunker))
+    _assert_lexical_agrees(store, all_closed=True)
     metas = store.collection.get(include=["metadatas"])["metadatas"]
     assert {(m["source"], m["lang"]) for m in metas} == {(d, "en") for d in texts}  # metadata columns kept
 
@@ -147,6 +160,7 @@ def test_a_killed_worker_is_redone_and_a_rerun_repairs_a_partial_document(ray_ru
     store = HierarchicalStore(run["collection"], **_where(chroma_server), encoder=chunker.encoder)
     assert store.count() == clean and run["lost"][0] in store.collection.get(where={"hseg_doc_id": PARTIAL_DOC})["ids"]
     _assert_every_doc_complete(store, texts, ingest.chunk_settings(chunker))
+    _assert_lexical_agrees(store, all_closed=False)  # the killed worker's write stays open: its documents re-read
 
 
 @pytest.mark.integration

@@ -438,7 +438,8 @@ class LexicalIndex:
                 _set_meta(c, token=token if after == token else "")
             _set_meta(c, built="1", synced_count=str(count))
         # one b-tree per term instead of one per flush (~15% faster queries at 40k segments, 0.2 s),
-        # and the WAL folded back so that it does not keep a second copy of the whole index
+        # and the WAL folded back so that it keeps no second copy of the index (the old index's pages
+        # stay in the file, free for the next rebuild: 43 MB for 35 MB of index at 40k segments)
         with self.db.transaction() as c:
             c.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         if self.location.path is not None:
