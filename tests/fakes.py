@@ -82,3 +82,16 @@ def synthetic_book(n_chars: int, seed: int = 0) -> str:
             parts.append(para)
             size += len(para)
     return "".join(parts)[:n_chars]
+
+
+def siblings_and_neighbours(segs, parent, scores):
+    """For brute-force references of the auto unit: ``{cluster id: indices of its segments}`` and, per
+    segment, the mean score of its neighbours in its document (its own score without any)."""
+    siblings: dict[str, list[int]] = {}
+    for i, s in enumerate(segs):
+        siblings.setdefault(parent[s.id].id, []).append(i)
+    neighbour = []
+    for i, s in enumerate(segs):
+        near = [scores[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
+        neighbour.append(np.mean(near) if near else scores[i])
+    return siblings, neighbour

@@ -13,7 +13,7 @@ from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
 from hseg.store import HierarchicalStore, SearchSettings
 from tests.conftest import build_synthetic_chunking
-from tests.fakes import HashingEncoder
+from tests.fakes import HashingEncoder, siblings_and_neighbours
 
 VOCAB = ("tide moon river delta glacier comet orbit valve piston court verdict yeast dough vaccine market "
          "price ridge summit crust silt").split()
@@ -55,13 +55,7 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
         sel = walk(score, [parent[s.id].id for s in segs], [s.token_count for s in segs], {}, budget, max_units=k)
         keys = [(parent[s.id].id, s.index) for s in segs]
         return [[segs[i].id for i in run] for run in merge_runs(keys, sel.taken, score)]
-    siblings: dict[str, list[int]] = {}
-    for i, s in enumerate(segs):
-        siblings.setdefault(parent[s.id].id, []).append(i)
-    neighbour = []
-    for i, s in enumerate(segs):
-        near = [seg[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
-        neighbour.append(np.mean(near) if near else seg[i])
+    siblings, neighbour = siblings_and_neighbours(segs, parent, seg)
     scale = 1.0 + 0.5 + 0.2
     cands = UnitCandidates(
         ids=[s.id for s in segs], cluster=[parent[s.id].id for s in segs], position=[s.index for s in segs],
@@ -97,6 +91,13 @@ def expected_parents(chunkings, kept, q, lex, lam, mode, budget, k):
 SIZES = [(None, 1), (None, 5), (40, None), (150, None), (10_000, None)]
 
 
+def questions(store, chunkings, rng):
+    """``(text, a unit query vector, the brute-force lexical scores of text)`` for each of QUESTIONS."""
+    for text in QUESTIONS:
+        q = rng.standard_normal(16).astype(np.float32)
+        yield text, q / np.linalg.norm(q), lexical_scores(store, chunkings, text)
+
+
 @pytest.mark.parametrize(("unit", "path"), [("auto", "unit index"), ("auto", "gathered"), ("segment", "kNN"),
                                            ("auto", "small pages"), ("segment", "small pages"),
                                            ("auto", "unit index, filtered"), ("segment", "filtered"),
@@ -112,10 +113,7 @@ def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name
         store.unit_index = None
     where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
     kept = {"doc0", "doc2"} if where else {ch.doc_id for ch in chunkings}
-    for text in QUESTIONS:
-        q = rng.standard_normal(16).astype(np.float32)
-        q /= np.linalg.norm(q)
-        lex = lexical_scores(store, chunkings, text)
+    for text, q, lex in questions(store, chunkings, rng):
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where, lexical_weight=lam,
                                 query_text=text)
@@ -131,10 +129,7 @@ def test_hybrid_parents_equal_brute_force(chroma_client, chroma_collection_name,
     store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
     where = {"source": {"$in": ["s1", "s3"]}} if filtered else None
     kept = {"doc1", "doc3"} if filtered else {ch.doc_id for ch in chunkings}
-    for text in QUESTIONS:
-        q = rng.standard_normal(16).astype(np.float32)
-        q /= np.linalg.norm(q)
-        lex = lexical_scores(store, chunkings, text)
+    for text, q, lex in questions(store, chunkings, rng):
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, mode=mode, where=where, lexical_weight=0.5,
                                 query_text=text, unit="cluster")

@@ -7,7 +7,7 @@ import pytest
 
 from hseg.retrieval.selection import UnitCandidates, merge_runs_of_segments, select_auto
 from hseg.store import HierarchicalStore
-from tests.fakes import HashingEncoder
+from tests.fakes import HashingEncoder, siblings_and_neighbours
 
 
 def candidates(seg_scores, clu_of, clu_scores, tokens, positions=None, with_siblings=True):
@@ -60,13 +60,7 @@ def brute_force(chunkings, q, budget, k, weight):
     seg_score = np.array([float(s.embedding @ q) / float(np.linalg.norm(s.embedding)) for s in segs])
     clu_score = {c.id: float(c.embedding @ q) / float(np.linalg.norm(c.embedding))
                  for ch in chunkings for c in ch.clusters}
-    siblings: dict[str, list[int]] = {}
-    for i, s in enumerate(segs):
-        siblings.setdefault(parent[s.id].id, []).append(i)
-    neighbour = []
-    for i, s in enumerate(segs):
-        near = [seg_score[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
-        neighbour.append(np.mean(near) if near else seg_score[i])
+    siblings, neighbour = siblings_and_neighbours(segs, parent, seg_score)
     cands = UnitCandidates(
         ids=[s.id for s in segs], cluster=[parent[s.id].id for s in segs], position=[s.index for s in segs],
         tokens=[s.token_count for s in segs], segment_score=seg_score,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,16 +133,28 @@ def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted
             return parents[:k]
         return None
     assert budget is not None
+    cut = _budget_cut(parents, budget)
+    if cut is not None:
+        return cut
+    return parents if exhausted else None
+
+
+def _budget_cut(ranked: list[_Parent], budget: int, decided: Callable[[_Parent], bool] | None = None
+                ) -> list[_Parent] | None:
+    """The parents in rank order while their tokens fit ``budget`` (always at least one), or ``None``
+    when the list ends before the budget does or reaches a parent that is not ``decided``."""
     total = 0
-    for i, p in enumerate(parents):
+    for i, p in enumerate(ranked):
+        if decided is not None and not decided(p):
+            return None
         if p.tokens is None:
             raise LookupError(f"record of parent {p.cluster_id!r} lacks hseg_cluster_tokens; re-ingest its document")
         if i and total + p.tokens > budget:
-            return parents[:i]
+            return ranked[:i]
         total += p.tokens
         if i == 0 and total > budget:
-            return parents[:1]  # at least one parent, even when it alone exceeds the budget
-    return parents if exhausted else None
+            return ranked[:1]  # at least one parent, even when it alone exceeds the budget
+    return None
 
 
 def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
@@ -278,17 +290,10 @@ def _select_above(ranked: list[_Parent], fused: Mapping[str, float], k: int | No
             return top
         return None
     assert budget is not None
-    total = 0
-    for i, p in enumerate(ranked):
-        if fused[p.cluster_id] <= floor:
-            return None  # an unseen parent may rank here
-        if p.tokens is None:
-            raise LookupError(f"record of parent {p.cluster_id!r} lacks hseg_cluster_tokens; re-ingest its document")
-        if i and total + p.tokens > budget:
-            return ranked[:i]
-        total += p.tokens
-        if i == 0 and total > budget:
-            return ranked[:1]
+    # a parent at or below the floor is undecided: an unseen parent may rank there
+    cut = _budget_cut(ranked, budget, None if floor == -np.inf else lambda p: fused[p.cluster_id] > floor)
+    if cut is not None:
+        return cut
     return ranked if floor == -np.inf else None
 
 
