@@ -206,9 +206,14 @@ def open_lexical_index(collection: Any, batch_size: Any) -> Any:
     journal = None
     if not location.maintained:
         api = collection._client
-        model = api.get_or_create_collection(name=journal_name(collection.name),
-                                             metadata={"hseg_schema": SCHEMA_VERSION},
-                                             tenant=collection.tenant, database=collection.database)
+        where = {"tenant": collection.tenant, "database": collection.database}
+        try:
+            model = api.get_or_create_collection(name=journal_name(collection.name),
+                                                 metadata={"hseg_schema": SCHEMA_VERSION}, **where)
+        except Exception as exc:
+            if not created_concurrently(exc):
+                raise
+            model = api.get_collection(name=journal_name(collection.name), **where)  # another writer made it
         journal = Collection(client=api, model=model, embedding_function=None)
     return LexicalIndex(collection, location, batch_size, journal)
 
