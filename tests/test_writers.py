@@ -117,9 +117,8 @@ def test_the_lock_is_released_when_its_holder_is_killed(tmp_path):
         assert told == [f"process {holder.pid}"]
         holder.kill()
         holder.wait(timeout=30)
-        t0 = time.monotonic()
-        with writer_lock(tmp_path / "db", timeout_s=30):
-            assert time.monotonic() - t0 < 5
+        with writer_lock(tmp_path / "db", timeout_s=30):  # raises WriterBusyError if the dead holder still held it
+            pass
     finally:
         holder.kill()
         holder.wait(timeout=30)
