@@ -18,7 +18,8 @@ import numpy as np
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode, records_for
-from hseg.encoders import canonical_model_name
+from hseg.encoders import DEFAULT_MODEL, canonical_model_name
+from hseg.encoders.factory import as_encoder
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import lexical_query
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
@@ -101,7 +102,7 @@ class HierarchicalStore:
         hnsw = {**DEFAULT_HNSW, **extra}
         if hnsw.get("space") != "cosine":
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
-        enc = _as_encoder(encoder) if encoder is not None else None
+        enc = as_encoder(encoder) if encoder is not None else None
         with connect_errors(client):
             collection = get_or_create_collection(client, collection_name, hnsw, enc)
             self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
@@ -150,7 +151,7 @@ class HierarchicalStore:
         self._encoder_lock = threading.Lock()
         self._dimension: int | None = None  # the collection's vector dimension, read once it holds a record
         if encoder is not None:
-            self._encoder = _as_encoder(encoder)
+            self._encoder = as_encoder(encoder)
             self._check_encoder_name(self._encoder.name)
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
         hnsw = dict(hnsw)
@@ -281,12 +282,10 @@ class HierarchicalStore:
     def encoder(self) -> Any:
         """The query encoder (the default model is loaded on first access)."""
         if self._encoder is None:
-            from hseg.encoders import DEFAULT_MODEL
-
             self._check_encoder_name(DEFAULT_MODEL)  # before paying for the model load
             with self._encoder_lock:
                 if self._encoder is None:
-                    self._encoder = _as_encoder(None)
+                    self._encoder = as_encoder(None)
         return self._encoder
 
     @property
@@ -830,11 +829,6 @@ class HierarchicalStore:
         """:meth:`delete` in a worker thread."""
         return await asyncio.to_thread(self.delete, doc_id)
 
-
-def _as_encoder(encoder: Any) -> Any:
-    from hseg.encoders import as_encoder
-
-    return as_encoder(encoder)
 
 
 def _query_text(query: Any, text: str | None, name: str) -> str | None:
