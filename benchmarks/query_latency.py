@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a sourc
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id  # noqa: E402
+from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 
 logger = logging.getLogger("query_latency")
@@ -96,14 +96,14 @@ def synthetic_doc(doc_id: str, rng: np.random.Generator, n_clusters: int, n_segm
         for j in range(n_segments):
             i = c * n_segments + j
             text = f"{doc_id} segment {i}. "
-            seg = Segment(unit_id(doc_id, "segment", pos, pos + len(text)), doc_id, i, pos, pos + len(text), text,
+            seg = Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, i, pos, pos + len(text), text,
                           int(tokens[i]), i, i + 1, vecs[i])
             pos += len(text)
             members.append(seg)
         mean = vecs[c * n_segments:(c + 1) * n_segments].mean(axis=0)  # the members' vectors
         mean /= np.linalg.norm(mean)
         start, end = members[0].start, members[-1].end
-        clusters.append(Cluster(unit_id(doc_id, "cluster", start, end), doc_id, c, start, end,
+        clusters.append(Cluster(chunk_id(doc_id, "cluster", start, end), doc_id, c, start, end,
                                 "".join(s.text for s in members), sum(s.token_count for s in members),
                                 tuple(members), mean))
         segments.extend(members)
@@ -162,13 +162,13 @@ def openstax_docs(pieces: list[tuple[str, str]], vectors: np.ndarray, per_cluste
             for i in idx[start:start + per_cluster]:
                 text = pieces[i][1] + "\n"
                 n = len(segments) + len(members)
-                members.append(Segment(unit_id(doc_id, "segment", pos, pos + len(text)), doc_id, n, pos,
+                members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, n, pos,
                                        pos + len(text), text, max(1, len(text) // 4), n, n + 1, vectors[i]))
                 pos += len(text)
             weights = np.array([s.token_count for s in members], dtype=np.float32)
             mean = (vectors[idx[start:start + per_cluster]] * weights[:, None]).sum(axis=0)
             mean /= np.linalg.norm(mean)
-            clusters.append(Cluster(unit_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, c,
+            clusters.append(Cluster(chunk_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, c,
                                     members[0].start, members[-1].end, "".join(s.text for s in members),
                                     sum(s.token_count for s in members), tuple(members), mean))
             segments.extend(members)
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             qs = np.concatenate([rand, near])
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
             texts = [f"q{i}" for i in range(len(qs))]
-            store._encoder = LookupEncoder(store.encoder_name or "synthetic", dict(zip(texts, qs)))
+            store.encoder = LookupEncoder(store.encoder_name or "synthetic", dict(zip(texts, qs)))
             label = f"synthetic store, {store.count():,} records, {where}"
         elif args.store == "openstax":
             store = open_store(stack, args, OPENSTAX_COLLECTION)
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             texts = questions(str(DATA / "textbook_qa" / "questions_term.csv"), args.queries)
             qs = np.asarray(real_encoder.encode(texts), dtype=np.float32)
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-            store._encoder = LookupEncoder(real_encoder.name, dict(zip(texts, qs)))
+            store.encoder = LookupEncoder(real_encoder.name, dict(zip(texts, qs)))
             label = f"openstax: {store.count():,} records of real text, {where}"
             print(lexical_costs(store))
         else:
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             texts = questions(args.questions, args.queries)
             qs = np.asarray(store.encoder.encode(texts), dtype=np.float32)
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-            store._encoder = LookupEncoder(store.encoder.name, dict(zip(texts, qs)))
+            store.encoder = LookupEncoder(store.encoder.name, dict(zip(texts, qs)))
             label = f"{Path(args.path).name}: {store.count():,} records (hseg index), {where}"
         store.search(qs[0], budget_tokens=1024, unit="auto")  # the unit index's one-time completeness check
         if args.lexical_weight:  # the lexical index's first check (a server's client builds its cache)

@@ -4,7 +4,7 @@ The adapter only translates: :class:`hseg.chunking.chunker.HierarchicalChunker` 
 :class:`hseg.chunking.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
 (``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
 occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
-(:func:`hseg.chunking.records.unit_metadata`), as on the store's records.
+(:func:`hseg.chunking.records.chunk_metadata`), as on the store's records.
 
 Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose ``source``
 (``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
@@ -27,17 +27,17 @@ from langchain_text_splitters import TextSplitter
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.config import ChunkerConfig
-from hseg.chunking.records import unit_metadata, user_metadata
+from hseg.chunking.records import chunk_metadata, user_metadata
 from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
 
-def _meta(source: Mapping[str, Any] | None, chunking: Chunking, unit: Cluster | Segment,
+def _meta(source: Mapping[str, Any] | None, chunking: Chunking, chunk: Cluster | Segment,
           add_start_index: bool) -> dict[str, Any]:
     # deep copy: chunks of one document must not share mutable metadata values
-    meta = {**copy.deepcopy(user_metadata(source)), **unit_metadata(chunking, unit)}
+    meta = {**copy.deepcopy(user_metadata(source)), **chunk_metadata(chunking, chunk)}
     if add_start_index:  # LangChain's TextSplitter key, on request as there (always == hseg_start)
-        meta["start_index"] = unit.start
+        meta["start_index"] = chunk.start
     return meta
 
 

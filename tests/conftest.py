@@ -54,7 +54,7 @@ def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=1
     """
     import numpy as np
 
-    from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id
+    from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id
 
     sizes = ([max_segments] * n_clusters if segment_vectors is not None
              else [int(x) for x in rng.integers(1, max_segments + 1, n_clusters)])
@@ -72,13 +72,13 @@ def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=1
             else:
                 vec = rng.standard_normal(dim).astype(np.float32)
             vec = vec / np.linalg.norm(vec)
-            members.append(Segment(unit_id(doc_id, "segment", pos, pos + len(text)), doc_id, idx, pos,
+            members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, idx, pos,
                                    pos + len(text), text, 1 + len(text) // 4, idx, idx + 1, vec))
             pos += len(text)
             idx += 1
         mean = np.mean([s.embedding for s in members], axis=0)
         start, end = members[0].start, members[-1].end
-        clusters.append(Cluster(unit_id(doc_id, "cluster", start, end), doc_id, ci, start, end,
+        clusters.append(Cluster(chunk_id(doc_id, "cluster", start, end), doc_id, ci, start, end,
                                 "".join(s.text for s in members), sum(s.token_count for s in members),
                                 tuple(members), (mean / np.linalg.norm(mean)).astype(np.float32)))
         segments.extend(members)

@@ -25,17 +25,17 @@ from llama_index.core.schema import MetadataMode, NodeRelationship  # noqa: E402
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
 from hseg.chunking.chunker import HierarchicalChunker  # noqa: E402
-from hseg.chunking.chunks import unit_id  # noqa: E402
+from hseg.chunking.chunks import chunk_id  # noqa: E402
 from hseg.chunking.records import (  # noqa: E402
     ENCODER_KEY,
     KINDS,
     METADATA_KEYS,
     RESERVED_PREFIX,
+    chunk_metadata,
     listed_segment_ids,
     metadata_keys,
     metadata_table,
     records_for,
-    unit_metadata,
     user_metadata,
 )
 from hseg.retrieval.hits import SearchHit  # noqa: E402
@@ -88,10 +88,10 @@ def test_declaration_is_well_formed():
 def test_unit_metadata_names_a_foreign_unit(texts):
     chunker = HierarchicalChunker(encoder=HashingEncoder(), **SMALL)
     a, b = chunker.chunk(texts["book"], "a"), chunker.chunk(texts["other"], "b")
-    assert unit_metadata(a, a.segments[0])["hseg_prev_id"] == ""
+    assert chunk_metadata(a, a.segments[0])["hseg_prev_id"] == ""
     for unit in (b.segments[0], b.clusters[0], "seg-1"):
         with pytest.raises(ValueError, match="unit"):
-            unit_metadata(a, unit)
+            chunk_metadata(a, unit)
 
 
 def test_user_metadata_drops_only_hseg_keys():
@@ -167,7 +167,7 @@ def check_result_metadata(docs, texts: dict[str, str], unit: str) -> None:
         if unit == "cluster":
             assert d.id == m["hseg_cluster_id"]
         else:  # a passage, one segment or many: its id follows from its span alone
-            assert d.id == unit_id(m["hseg_doc_id"], "passage", m["hseg_start"], m["hseg_end"])
+            assert d.id == chunk_id(m["hseg_doc_id"], "passage", m["hseg_start"], m["hseg_end"])
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +220,7 @@ def test_one_segment_passage_gets_a_passage_id(core_store):
     assert single
     for h in single:
         rid, meta = result_for(h)
-        assert rid == unit_id(h.doc_id, "passage", h.start, h.end) != h.segment_ids[0]
+        assert rid == chunk_id(h.doc_id, "passage", h.start, h.end) != h.segment_ids[0]
         assert json.loads(meta["hseg_segment_ids"]) == h.segment_ids
 
 

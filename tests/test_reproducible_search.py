@@ -24,7 +24,7 @@ _CHILD = r"""
 import json, sys
 import numpy as np
 import chromadb
-from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id
+from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id
 from hseg.store import HierarchicalStore
 
 rng = np.random.default_rng(27)
@@ -39,11 +39,11 @@ def document(d):
             text = f"{doc_id} segment {idx}. " + "x" * int(rng.integers(200, 800)) + "\n"
             vec = topic + 3.0 * rng.standard_normal(dim)
             vec = (vec / np.linalg.norm(vec)).astype(np.float32)
-            members.append(Segment(unit_id(doc_id, "segment", pos, pos + len(text)), doc_id, idx, pos,
+            members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, idx, pos,
                                    pos + len(text), text, len(text) // 4, idx, idx + 1, vec))
             pos, idx = pos + len(text), idx + 1
         mean = np.mean([s.embedding for s in members], axis=0)
-        clusters.append(Cluster(unit_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, ci,
+        clusters.append(Cluster(chunk_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, ci,
                                 members[0].start, members[-1].end, "".join(s.text for s in members),
                                 sum(s.token_count for s in members), tuple(members),
                                 (mean / np.linalg.norm(mean)).astype(np.float32)))

@@ -515,7 +515,7 @@ def test_end_to_end_real_chunker(tmp_path, encoder, example_text):
 @pytest.mark.model
 def test_end_to_end_real_model_paragraph_chunking(tmp_path, encoder, example_text):
     """Real MiniLM + on-disk Chroma with a paragraph chunking (independent of the segmenter)."""
-    from hseg.chunking.chunks import Chunking, Cluster, Segment, unit_id
+    from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id
 
     cut = example_text.find("\n\n", 12000)  # a third of the file keeps the test quick on CPU
     example_text = example_text if cut < 0 else example_text[: cut + 2]
@@ -528,14 +528,14 @@ def test_end_to_end_real_model_paragraph_chunking(tmp_path, encoder, example_tex
         pos = end
     texts = [example_text[a:b] for a, b in bounds]
     vecs = encoder.encode(texts)
-    segs = [Segment(unit_id("ex", "segment", a, b), "ex", i, a, b, example_text[a:b], len(example_text[a:b]) // 4,
+    segs = [Segment(chunk_id("ex", "segment", a, b), "ex", i, a, b, example_text[a:b], len(example_text[a:b]) // 4,
                     i, i + 1, vecs[i]) for i, (a, b) in enumerate(bounds)]
     clusters = []
     for ci, i in enumerate(range(0, len(segs), 3)):
         members = tuple(segs[i:i + 3])
         mean = np.mean([s.embedding for s in members], axis=0)
         a, b = members[0].start, members[-1].end
-        clusters.append(Cluster(unit_id("ex", "cluster", a, b), "ex", ci, a, b, example_text[a:b],
+        clusters.append(Cluster(chunk_id("ex", "cluster", a, b), "ex", ci, a, b, example_text[a:b],
                                 sum(s.token_count for s in members), members, mean / np.linalg.norm(mean)))
     chunking = Chunking("ex", example_text, tuple(segs), tuple(clusters))
     store = HierarchicalStore("e2e", path=str(tmp_path / "db"), encoder=encoder)

@@ -24,7 +24,14 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import cluster_segments
 from hseg.chunking.config import RUNTIME_FIELDS, ChunkerConfig
-from hseg.chunking.records import ENCODER_KEY, HEADING_PATH_KEY, heading_path, metadata_keys, records_for, unit_metadata
+from hseg.chunking.records import (
+    ENCODER_KEY,
+    HEADING_PATH_KEY,
+    chunk_metadata,
+    heading_path,
+    metadata_keys,
+    records_for,
+)
 from hseg.cli.options import add_chunker_options
 from hseg.text.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
 from tests.fakes import HashingEncoder
@@ -441,7 +448,7 @@ def test_metadata_carries_the_heading_path(chunker):
     result = chunker.chunk(MARKDOWN, "orbits")
     records = records_for(result)
     for unit in (*result.segments, *result.clusters):
-        assert heading_path(unit_metadata(result, unit)) == unit.heading_path
+        assert heading_path(chunk_metadata(result, unit)) == unit.heading_path
     assert any(heading_path(r.metadata) == ("Orbits of the planets", "Delta plains") for r in records)
     assert json.loads(records[0].metadata[HEADING_PATH_KEY]) == ["Orbits of the planets"]
 

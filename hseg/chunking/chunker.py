@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunking.chunks import Chunking, Cluster, Segment, default_doc_id, unit_id
+from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id, default_doc_id
 from hseg.chunking.clustering import ClusterPlan, cluster_segments, mean_vector, search_k, split_over_cap
 from hseg.chunking.config import ChunkerConfig
 from hseg.chunking.records import check_unicode
@@ -274,7 +274,7 @@ class HierarchicalChunker:
         token_counts = count_many(self.count_tokens, texts)
         segments = [
             Segment(
-                id=unit_id(doc_id, "segment", a, b),
+                id=chunk_id(doc_id, "segment", a, b),
                 doc_id=doc_id,
                 index=i,
                 start=a,
@@ -319,7 +319,7 @@ class HierarchicalChunker:
             a, b = segs[0].start, segs[-1].end
             out.append(
                 Cluster(
-                    id=unit_id(doc_id, "cluster", a, b),
+                    id=chunk_id(doc_id, "cluster", a, b),
                     doc_id=doc_id,
                     index=i,
                     start=a,

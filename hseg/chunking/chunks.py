@@ -27,14 +27,15 @@ import numpy as np
 
 from hseg.text.structure import Heading, common_prefix
 
-__all__ = ["Segment", "Cluster", "Chunking", "unit_id", "is_cluster_id", "default_doc_id"]
+__all__ = ["Segment", "Cluster", "Chunking", "chunk_id", "is_cluster_id", "default_doc_id"]
 
 
-def unit_id(doc_id: str, level: str, start: int, end: int) -> str:
-    """Deterministic id of a segment or cluster: ``"<level>-<20 hex>"`` over doc id and span.
+def chunk_id(doc_id: str, level: str, start: int, end: int) -> str:
+    """Deterministic id of a chunk (a segment or cluster) or of a passage of adjacent segments:
+    ``"<level>-<20 hex>"`` over doc id, level and span.
 
     Example:
-        >>> unit_id("doc", "cluster", 0, 10) == unit_id("doc", "cluster", 0, 10)
+        >>> chunk_id("doc", "cluster", 0, 10) == chunk_id("doc", "cluster", 0, 10)
         True
     """
     digest = hashlib.sha1(f"{doc_id}\x00{level}\x00{start}\x00{end}".encode()).hexdigest()
@@ -42,10 +43,10 @@ def unit_id(doc_id: str, level: str, start: int, end: int) -> str:
 
 
 def is_cluster_id(record_id: str) -> bool:
-    """True for an id :func:`unit_id` made for a cluster (a segment's never is).
+    """True for an id :func:`chunk_id` made for a cluster (a segment's never is).
 
     Example:
-        >>> is_cluster_id(unit_id("doc", "cluster", 0, 10)), is_cluster_id(unit_id("doc", "segment", 0, 10))
+        >>> is_cluster_id(chunk_id("doc", "cluster", 0, 10)), is_cluster_id(chunk_id("doc", "segment", 0, 10))
         (True, False)
     """
     return record_id.startswith("clu-")

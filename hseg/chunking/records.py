@@ -5,7 +5,7 @@ Each cluster (parent) becomes one **cluster record** (the mean-pooled cluster ve
 vector; ``document`` = segment text).
 
 The ``hseg_*`` keys are declared once, in :data:`METADATA_KEYS`: on chunks (cluster and segment
-records, built by :func:`unit_metadata`) and on search results (built by
+records, built by :func:`chunk_metadata`) and on search results (built by
 :func:`hseg.retrieval.results.result_for`). The LangChain splitter's Documents and the LlamaIndex parser's
 nodes carry the same keys and values as the records; the README's metadata table is
 :func:`metadata_table`. Scalar values only (lists are JSON strings), schema version
@@ -39,7 +39,7 @@ __all__ = [
     "metadata_keys",
     "metadata_table",
     "Record",
-    "unit_metadata",
+    "chunk_metadata",
     "user_metadata",
     "hidden_from_model",
     "BOOKKEEPING_KEYS",
@@ -341,47 +341,50 @@ def _jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------- records
 
 
-def _vector(unit: Any, what: str) -> np.ndarray:
-    if unit.embedding is None:
-        raise ValueError(f"{what} {unit.id!r} has no embedding; chunk with an encoder before storing")
-    vec = np.asarray(unit.embedding, dtype=np.float32).reshape(-1)
+def _vector(chunk: Any, what: str) -> np.ndarray:
+    if chunk.embedding is None:
+        raise ValueError(f"{what} {chunk.id!r} has no embedding; chunk with an encoder before storing")
+    vec = np.asarray(chunk.embedding, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(vec))
     if not np.isfinite(norm) or norm == 0.0:
-        raise ValueError(f"{what} {unit.id!r}: embedding is zero or not finite")
+        raise ValueError(f"{what} {chunk.id!r}: embedding is zero or not finite")
     return vec
 
 
-def unit_metadata(chunking: Chunking, unit: Cluster | Segment) -> dict[str, Any]:
+def chunk_metadata(chunking: Chunking, chunk: Cluster | Segment) -> dict[str, Any]:
     """The ``hseg_*`` metadata of one cluster or segment of ``chunking``: its keys are
     ``metadata_keys(level)``; store records, LangChain Documents and LlamaIndex nodes all carry it.
 
-    Raises ``ValueError`` naming ``unit`` when it is not a cluster or segment of ``chunking``.
+    Raises ``ValueError`` naming ``chunk`` when it is not a cluster or segment of ``chunking``.
 
     Example:
-        >>> meta = unit_metadata(chunking, chunking.segments[0])  # doctest: +SKIP
+        >>> meta = chunk_metadata(chunking, chunking.segments[0])  # doctest: +SKIP
         >>> meta["hseg_level"], meta["hseg_prev_id"], meta["hseg_start"]  # doctest: +SKIP
         ('segment', '', 0)
     """
-    level = "cluster" if isinstance(unit, Cluster) else "segment"
-    units = chunking.clusters if level == "cluster" else chunking.segments
-    if not isinstance(unit, (Cluster, Segment)) or not 0 <= unit.index < len(units) or units[unit.index] is not unit:
-        raise ValueError(f"unit must be a cluster or segment of the chunking of {chunking.doc_id!r}, got {unit!r:.80}")
+    level = "cluster" if isinstance(chunk, Cluster) else "segment"
+    chunks = chunking.clusters if level == "cluster" else chunking.segments
+    if not isinstance(chunk, (Cluster, Segment)) or not 0 <= chunk.index < len(chunks) \
+            or chunks[chunk.index] is not chunk:
+        raise ValueError(f"chunk must be a cluster or segment of the chunking of {chunking.doc_id!r}, "
+                         f"got {chunk!r:.80}")
     # segments tile the document in cluster order, so a segment's cluster is the last one starting at or before it
-    cluster = unit if isinstance(unit, Cluster) else \
-        chunking.clusters[bisect.bisect_right(chunking.clusters, unit.start, key=lambda c: c.start) - 1]
+    cluster = chunk if isinstance(chunk, Cluster) else \
+        chunking.clusters[bisect.bisect_right(chunking.clusters, chunk.start, key=lambda c: c.start) - 1]
     meta: dict[str, Any] = {
         "hseg_doc_id": chunking.doc_id, "hseg_cluster_id": cluster.id, "hseg_cluster_index": cluster.index,
         "hseg_cluster_tokens": int(cluster.token_count), "hseg_schema": SCHEMA_VERSION, "hseg_level": level,
-        "hseg_index": unit.index, "hseg_start": unit.start, "hseg_end": unit.end, "hseg_tokens": int(unit.token_count),
-        HEADING_PATH_KEY: encode_heading_path(unit.heading_path),
+        "hseg_index": chunk.index, "hseg_start": chunk.start, "hseg_end": chunk.end,
+        "hseg_tokens": int(chunk.token_count),
+        HEADING_PATH_KEY: encode_heading_path(chunk.heading_path),
     }
-    if isinstance(unit, Cluster):
-        meta["hseg_n_segments"] = len(unit.segments)
-        meta["hseg_segment_ids"] = json.dumps(unit.segment_ids)
-    else:  # neighbours in the document, for the neighbour term of unit="auto" ("" at the edges)
+    if isinstance(chunk, Cluster):
+        meta["hseg_n_segments"] = len(chunk.segments)
+        meta["hseg_segment_ids"] = json.dumps(chunk.segment_ids)
+    else:  # neighbours in the document, for the neighbour term of chunk="auto" ("" at the edges)
         segs = chunking.segments
-        meta["hseg_prev_id"] = segs[unit.index - 1].id if unit.index > 0 else ""
-        meta["hseg_next_id"] = segs[unit.index + 1].id if unit.index + 1 < len(segs) else ""
+        meta["hseg_prev_id"] = segs[chunk.index - 1].id if chunk.index > 0 else ""
+        meta["hseg_next_id"] = segs[chunk.index + 1].id if chunk.index + 1 < len(segs) else ""
     return meta
 
 
@@ -416,7 +419,7 @@ def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
     """All records of one document: per cluster, the cluster record then its segment records.
 
-    Each record's metadata is the flattened ``metadata`` plus :func:`unit_metadata` plus, when the
+    Each record's metadata is the flattened ``metadata`` plus :func:`chunk_metadata` plus, when the
     chunking names its encoder (``chunking.info["encoder"]``, set by the chunker), ``hseg_encoder``:
     a record carries a vector, and the key says whose, wherever the record is written. Raises
     ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or of a
@@ -437,13 +440,13 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
     records: list[Record] = []
     dim: int | None = None
     for cluster in chunking.clusters:
-        units: tuple[Cluster | Segment, ...] = (cluster, *cluster.segments)
-        for unit in units:
-            level = "cluster" if unit is cluster else "segment"
-            vec = _vector(unit, level)
+        chunks: tuple[Cluster | Segment, ...] = (cluster, *cluster.segments)
+        for chunk in chunks:
+            level = "cluster" if chunk is cluster else "segment"
+            vec = _vector(chunk, level)
             if dim is None:
                 dim = vec.shape[0]
             elif vec.shape[0] != dim:
-                raise ValueError(f"{level} {unit.id!r}: embedding dimension {vec.shape[0]} != {dim}")
-            records.append(Record(unit.id, vec, unit.text, {**user, **unit_metadata(chunking, unit)}))
+                raise ValueError(f"{level} {chunk.id!r}: embedding dimension {vec.shape[0]} != {dim}")
+            records.append(Record(chunk.id, vec, chunk.text, {**user, **chunk_metadata(chunking, chunk)}))
     return records

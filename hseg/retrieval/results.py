@@ -5,7 +5,7 @@ LangChain retriever's ``Document`` and the LlamaIndex retriever's ``TextNode`` c
 the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.chunking.records.METADATA_KEYS`.
 
 Ids: a whole parent (``unit="cluster"``) is its cluster id; a passage (``unit="segment"`` or
-``"auto"``) is ``unit_id(doc_id, "passage", start, end)``, also when it is one segment or a whole
+``"auto"``) is ``chunk_id(doc_id, "passage", start, end)``, also when it is one segment or a whole
 cluster, so a result's id depends only on what was returned and how (its unit and span).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hseg.chunking.chunks import unit_id
+from hseg.chunking.chunks import chunk_id
 from hseg.chunking.records import BOOKKEEPING_KEYS, HEADING_PATH_KEY, encode_heading_path, user_metadata
 from hseg.retrieval.hits import SearchHit
 
@@ -35,7 +35,7 @@ def result_id(hit: SearchHit) -> str:
     """
     if hit.unit == "cluster":
         return hit.cluster_id
-    return unit_id(hit.doc_id, "passage", int(hit.start), int(hit.end))
+    return chunk_id(hit.doc_id, "passage", int(hit.start), int(hit.end))
 
 
 def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
+from hseg.store.connection import remote_errors
+from hseg.store.reading import ids_without_vectors
+from hseg.store.unit_index import UnitIndex
 
-__all__ = ["is_complete", "tiled_length", "completeness"]
+__all__ = ["is_complete", "tiled_length", "completeness", "documents_missing_vectors"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
@@ -83,3 +86,19 @@ def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: 
     return {"documents_complete": len(records) - len(incomplete), "documents_incomplete": len(incomplete),
             "incomplete_documents": sorted(incomplete)[:20],
             "unit_index_segments": None if units is None else covered, "segments_total": segments}
+
+
+def documents_missing_vectors(collection: Any, unit_index: UnitIndex | None,
+                              records: Mapping[str, Sequence[str]]) -> set[str]:
+    """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
+    in ``collection`` or in its unit index: metadata alone does not make a document searchable."""
+    owner = {rid: doc for doc, rids in records.items() for rid in rids}
+    with remote_errors(collection, "reading the collection's vectors"):
+        bad = {owner[rid] for rid in ids_without_vectors(collection, list(owner))}
+        if unit_index is not None:
+            units = unit_index.unit_ids([d for d in records if d not in bad])
+            unit_owner = {uid: doc for doc, uids in units.items() for uid in uids}
+            companion = unit_index.existing
+            if unit_owner and companion is not None:
+                bad |= {unit_owner[u] for u in ids_without_vectors(companion, list(unit_owner))}
+    return bad

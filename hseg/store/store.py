@@ -1,7 +1,9 @@
-"""What the store is: :class:`HierarchicalStore`, the one object users hold. It opens a collection
-(:mod:`hseg.store.connection`), writes documents whole (:mod:`hseg.store.writing`), keeps the
-unit index in step, reads records page by page, and searches (:mod:`hseg.retrieval.parents`,
-:mod:`hseg.retrieval.passages`)."""
+"""What the store is: :class:`HierarchicalStore`, the one object users hold, a facade over the
+rooms of this package. It opens a collection (:mod:`hseg.store.connection`), checks the encoder
+(:mod:`hseg.store.encoder_binding`), writes and deletes whole documents with their unit and lexical
+index rows (:mod:`hseg.store.documents`), reads records page by page (:mod:`hseg.store.reading`,
+:mod:`hseg.store.stats`), and searches (:mod:`hseg.store.searching`, which plans the reads of
+:mod:`hseg.retrieval`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -17,20 +18,15 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode, records_for
-from hseg.encoders import DEFAULT_MODEL, canonical_model_name
+from hseg.chunking.records import ENCODER_KEY, Record, records_for
 from hseg.encoders.factory import as_encoder
 from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.lexical_query import lexical_query
-from hseg.retrieval.parents import DEFAULT_OVERSAMPLE, parents_plan
-from hseg.retrieval.passages import units_plan
-from hseg.retrieval.plans import Plan, run_many, run_one
+from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
+from hseg.retrieval.plans import run_many, run_one
 from hseg.retrieval.settings import SearchSettings
-from hseg.retrieval.unit_vectors import UnitKey
-from hseg.store.completeness import completeness
+from hseg.store.completeness import documents_missing_vectors
 from hseg.store.connection import (
     DEFAULT_HNSW,
-    check_encoder,
     check_schema,
     collection_space,
     connect_errors,
@@ -41,10 +37,14 @@ from hseg.store.connection import (
     open_unit_index,
     remote_errors,
 )
+from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, write_documents
+from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.freshness import FreshReads, persist_directory
-from hseg.store.reading import get_by_documents, ids_without_vectors, level_stats, pages
+from hseg.store.reading import get_by_documents, pages
+from hseg.store.searching import SearchPlanner, search_settings
+from hseg.store.searching import query_text as query_text_of
+from hseg.store.stats import collection_stats
 from hseg.store.unit_index import UnitIndex
-from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
 __all__ = ["HierarchicalStore"]
 
@@ -133,36 +133,32 @@ class HierarchicalStore:
 
     def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool,
               hnsw: Mapping[str, Any]) -> None:
-        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
-            raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
         space = collection_space(collection)
         if space != "cosine":
             raise ValueError(
                 f"collection {collection.name!r} uses the {space!r} distance space; hseg needs 'cosine' "
                 "(the space is fixed at creation: create a new collection)"
             )
-        meta = collection.metadata or {}
-        check_schema(collection.name, meta.get("hseg_schema"))
+        check_schema(collection.name, (collection.metadata or {}).get("hseg_schema"))
         self.collection = collection
         self.client = client
         self.oversample = oversample
         self.allow_encoder_mismatch = allow_mismatch
-        self._encoder = None
-        self._encoder_lock = threading.Lock()
-        self._dimension: int | None = None  # the collection's vector dimension, read once it holds a record
-        if encoder is not None:
-            self._encoder = as_encoder(encoder)
-            self._check_encoder_name(self._encoder.name)
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
         hnsw = dict(hnsw)
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size) if has_unit_index(collection) else None
         self.lexical_index = open_lexical_index(collection, self.max_batch_size)
-        self._warned_no_text = False
+        self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
+        self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
         # an embedded client never reloads its vector index: searches must notice other processes' writes
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
                                                            self._reader_of)
+
+    @property
+    def _indexes(self) -> Indexes:
+        return Indexes(self.unit_index, self.lexical_index)
 
     def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
         """A search's view of a private client's collections (never written through)."""
@@ -174,11 +170,14 @@ class HierarchicalStore:
         """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
         return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
 
-    def _fresh_writing(self) -> AbstractContextManager[None]:
-        """This store's own writes, which its fresh reads must not take for another process's."""
-        return nullcontext() if self._fresh is None else self._fresh.writing()
+    @contextlib.contextmanager
+    def _writing(self, action: str) -> Iterator[None]:
+        """Around one of this store's writes: its fresh reads must not take it for another process's,
+        and a lost server is named in the error."""
+        with nullcontext() if self._fresh is None else self._fresh.writing(), remote_errors(self.collection, action):
+            yield
 
-    # ----------------------------------------------------------------- the lexical index
+    # ----------------------------------------------------------------- the indexes
 
     def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int:
         """Rebuild the lexical (BM25) index of these documents (default: all) from the stored records;
@@ -192,7 +191,7 @@ class HierarchicalStore:
             >>> store.sync_lexical_index()  # doctest: +SKIP
             2134
         """
-        index = self._lexical("rebuilding the lexical index")
+        index = self.planner.lexical("rebuilding the lexical index")
         with remote_errors(self.collection, "rebuilding the lexical index"):
             return int(index.sync(None if doc_ids is None else list(doc_ids)))
 
@@ -205,20 +204,6 @@ class HierarchicalStore:
         with remote_errors(self.collection, "reading the lexical index"):
             self.lexical_index.ensure_fresh()
             return dict(self.lexical_index.documents(doc_ids))
-
-    def _lexical(self, action: str) -> Any:
-        if self.lexical_index is None:
-            raise ValueError(f"collection {self.collection.name!r}: {action} needs a lexical index, which a store "
-                             "wrapping an object that is not a chromadb collection does not have")
-        return self.lexical_index
-
-    def _lexical_writing(self, doc_ids: Sequence[str]) -> Any:
-        """The lexical index's bracket around one write of these documents (nothing without one)."""
-        if self.lexical_index is None:
-            return contextlib.nullcontext()
-        return self.lexical_index.writing(doc_ids)
-
-    # ----------------------------------------------------------------- the unit index
 
     @property
     def unit_weights(self) -> tuple[float, float] | None:
@@ -242,32 +227,24 @@ class HierarchicalStore:
         docs = list(self.doc_ids() if doc_ids is None else doc_ids)
         # the records it reads may have been written around hseg's checks (a ChromaVectorStore): refuse
         # to index vectors of two models together, before writing each batch
-        reference = [self._query_encoder_name()]
+        binding = self.encoder_binding
+        reference = [binding.query_name()]
 
         def check(metadatas: list[dict[str, Any]]) -> None:
-            reference[0] = self._check_record_encoders(metadatas, reference[0])
+            reference[0] = binding.check_records(metadatas, reference[0])
 
-        with self._fresh_writing(), remote_errors(self.collection, "rebuilding the unit index"):
+        with self._writing("rebuilding the unit index"):
             written = self.unit_index.sync(docs, check=check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
-            if self.encoder_name is None and reference[0] is not None:
-                self._record_collection_meta(reference[0])  # e.g. a collection made by ChromaVectorStore
+            if binding.recorded is None and reference[0] is not None:
+                binding.record(reference[0])  # e.g. a collection made by ChromaVectorStore
         return written
 
     def documents_missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
         """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
         in the collection or in the unit index: metadata alone does not make a document searchable."""
-        owner = {rid: doc for doc, rids in records.items() for rid in rids}
-        with remote_errors(self.collection, "reading the collection's vectors"):
-            bad = {owner[rid] for rid in ids_without_vectors(self.collection, list(owner))}
-            if self.unit_index is not None:
-                units = self.unit_index.unit_ids([d for d in records if d not in bad])
-                unit_owner = {uid: doc for doc, uids in units.items() for uid in uids}
-                companion = self.unit_index.existing
-                if unit_owner and companion is not None:
-                    bad |= {unit_owner[u] for u in ids_without_vectors(companion, list(unit_owner))}
-        return bad
+        return documents_missing_vectors(self.collection, self.unit_index, records)
 
     def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
         """``{doc id: ids of the segments the unit index holds}`` for these documents."""
@@ -281,81 +258,16 @@ class HierarchicalStore:
     @property
     def encoder(self) -> Any:
         """The query encoder (the default model is loaded on first access)."""
-        if self._encoder is None:
-            self._check_encoder_name(DEFAULT_MODEL)  # before paying for the model load
-            with self._encoder_lock:
-                if self._encoder is None:
-                    self._encoder = as_encoder(None)
-        return self._encoder
+        return self.encoder_binding.encoder
+
+    @encoder.setter
+    def encoder(self, encoder: Any) -> None:
+        self.encoder_binding.encoder = encoder
 
     @property
     def encoder_name(self) -> str | None:
         """The encoder name recorded in the collection, if any."""
-        name = (self.collection.metadata or {}).get("hseg_encoder")
-        return None if name is None else str(name)
-
-    def _check_encoder_name(self, name: str) -> None:
-        try:
-            check_encoder(self.collection.name, self.encoder_name, name, allow_mismatch=self.allow_encoder_mismatch)
-        except ValueError:
-            if self.collection.count() > 0:
-                raise
-            # a collection that holds nothing binds no encoder (say, one left by a failed first run):
-            # the next write records the new one
-
-    def _query_encoder_name(self) -> str | None:
-        """The model of this store's query vectors as far as it is known: its encoder's, else the one
-        the collection records."""
-        return str(self._encoder.name) if self._encoder is not None else self.encoder_name
-
-    def _check_record_encoders(self, metadatas: Iterable[Mapping[str, Any]], expected: str | None) -> str | None:
-        """Refuse records whose ``hseg_encoder`` names another model than ``expected`` (or, with none,
-        than the first record that names one): one collection holds the vectors of one model, and a
-        writer around hseg's own checks (a LlamaIndex ``IngestionPipeline`` into a ``ChromaVectorStore``)
-        can break that. Returns ``expected`` or the name found. Records without the key pass."""
-        if self.allow_encoder_mismatch:
-            return expected
-        first_doc = None
-        same: dict[str, bool] = {}  # names seen: the same model as expected? (canonical names stat paths)
-        for meta in metadatas:
-            name = meta.get(ENCODER_KEY)
-            if not name or name == expected:
-                continue
-            name = str(name)
-            if expected is None:
-                expected, first_doc = name, meta.get("hseg_doc_id")
-                continue
-            if name not in same:
-                same[name] = canonical_model_name(name) == canonical_model_name(expected)
-            if not same[name]:
-                if first_doc is not None:
-                    against = f"document {first_doc!r} holds vectors of {expected!r}"
-                elif self._encoder is not None:
-                    against = f"this store embeds queries with {expected!r}"
-                else:
-                    against = f"the collection was built with {expected!r}"
-                raise ValueError(
-                    f"collection {self.collection.name!r}: document {meta.get('hseg_doc_id')!r} holds vectors of "
-                    f"encoder {name!r}, but {against}; one collection must hold the vectors of one model (these were "
-                    "written around hseg's checks, e.g. by an IngestionPipeline into a ChromaVectorStore whose parser "
-                    "used another encoder): delete the document and add it again with the collection's encoder, or "
-                    "pass allow_encoder_mismatch=True if both names are one model"
-                )
-        return expected
-
-    def _record_collection_meta(self, encoder_name: str | None, *, replace: bool = False) -> None:
-        meta = dict(self.collection.metadata or {})
-        wanted: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
-        if encoder_name is not None and ("hseg_encoder" not in meta or replace):
-            wanted["hseg_encoder"] = encoder_name
-        if all(meta.get(k) == v for k, v in wanted.items()):
-            return
-        # modify() replaces the metadata and refuses hnsw:* keys (the space lives in the configuration)
-        merged = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}
-        merged.update(wanted)
-        self.collection.modify(metadata=merged)
-
-    # ----------------------------------------------------------------- server errors
+        return self.encoder_binding.recorded
 
     # ----------------------------------------------------------------- writes
 
@@ -396,6 +308,7 @@ class HierarchicalStore:
         every stored record its chunking lacks, whichever version wrote them. ``hseg index`` does not
         skip such a document as unchanged (records of another text, other settings or another
         chunking make it incomplete: :func:`hseg.ingest.is_complete`), so re-running it cleans up.
+        The order of the writes, and what a crash leaves: :mod:`hseg.store.documents`.
 
         ``on_written(doc_ids)`` is told, after each write call, which documents now have all their
         records stored (their unit-index records follow at the end of the ``add``): what a caller
@@ -405,111 +318,29 @@ class HierarchicalStore:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
             57
         """
-        items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
-        for i, item in enumerate(items):
-            if not isinstance(item, Chunking):
-                raise ValueError(f"chunkings[{i}] must be a Chunking (from HierarchicalChunker), "
-                                 f"got {type(item).__name__}")
-        if metadatas is None or isinstance(metadatas, Mapping):
-            metas: list[Any] = [metadatas] * len(items)
-        elif isinstance(metadatas, (str, bytes)):
-            raise ValueError(f"metadatas must be a dict, a list of dicts or None, got {type(metadatas).__name__}")
-        else:
-            metas = list(metadatas)
-            if len(metas) != len(items):
-                raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
-        items, metas = dedupe(items, metas)
+        items, metas = chunkings_to_add(chunkings, metadatas)
         doc_ids = [c.doc_id for c in items]
         per_doc = [records_for(ch, md) for ch, md in zip(items, metas)]
         records = [r for recs in per_doc for r in recs]
+        binding = self.encoder_binding
         with remote_errors(self.collection, "reading the collection"):
-            self._check_dimension(records)
-        enc_name = self._ingest_encoder_name(items)
+            binding.check_dimension(records)
+        enc_name = binding.of_chunkings(items)
         if enc_name is not None:
-            self._check_encoder_name(enc_name)
+            binding.check_name(enc_name)
             for r in records:  # a chunking made without the chunker does not name its encoder: the store's
                 r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
-        with self._fresh_writing():
-            self._write(items, doc_ids, per_doc, records, enc_name, on_written)
-        return len(records)
-
-    def _write(self, items: list[Chunking], doc_ids: list[str], per_doc: list[list[Record]], records: list[Record],
-               enc_name: str | None, on_written: Callable[[list[str]], None] | None) -> None:
-        """The writes of :meth:`add`, once everything is checked."""
-        with remote_errors(self.collection, "reading the collection"):
+        with self._writing(f"writing {len(doc_ids)} documents"):
             old = self._existing(doc_ids)
-            batch = self.max_batch_size()
-            recorded = self.encoder_name
-            if enc_name is not None and recorded is not None and self.collection.count() == 0 \
-                    and canonical_model_name(recorded) != canonical_model_name(enc_name):
-                self._record_collection_meta(enc_name, replace=True)  # an empty collection takes the new encoder
-        new_ids = {r.id for r in records}
-        stale = [rid for rid in old if rid not in new_ids]
-        done: list[str] = []  # documents whose every record is written
-        # order: Chroma's records, the unit index, the lexical rows, then the stale records go (after the
-        # indexes dropped them); the outer context names the server for the lexical journal's calls
-        with remote_errors(self.collection, f"recording the write of {len(doc_ids)} documents"), \
-                self._lexical_writing(doc_ids):
-            for part, complete, partial in write_batches(per_doc, doc_ids, batch):
-                if part:
-                    with remote_errors(self.collection, write_failure(len(doc_ids), done, partial)):
-                        self.collection.upsert(
-                            ids=[r.id for r in part],
-                            embeddings=[r.embedding for r in part],
-                            documents=[r.document for r in part],
-                            # upsert merges metadata: a key the document no longer has is removed by sending None
-                            metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
-                                       for r in part],
-                        )
-                done += complete
-                if on_written is not None and complete:
-                    on_written(list(complete))
-            with remote_errors(self.collection, f"writing the unit index of {len(doc_ids)} documents"):
-                if self.unit_index is not None:
-                    self.unit_index.write(records, doc_ids)  # also drops the index's records of stale segments
-                if self.lexical_index is not None:
-                    self.lexical_index.write(records, doc_ids)
-            with remote_errors(self.collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
-                delete_ids(self.collection, stale, batch)
-                self._record_collection_meta(enc_name)
-                if self.unit_index is not None:
-                    self.unit_index.after_write()
+            binding.adopt_if_empty(enc_name)
+            stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
+                                    on_written)
+            binding.record(enc_name)
         logger.info("add: %d documents, %d records upserted, %d stale records deleted",
-                    len(items), len(records), len(stale))
-
-    def _ingest_encoder_name(self, items: list[Chunking]) -> str | None:
-        """The encoder of what is being added: the chunkings' (each records its own), checked against
-        the store's encoder and against each other; ``None`` when neither tells."""
-        names = {canonical_model_name(str(c.info["encoder"])) for c in items if c.info.get("encoder")}
-        if len(names) > 1 and not self.allow_encoder_mismatch:
-            raise ValueError(f"chunkings: made with different encoders {sorted(names)}; one collection holds the "
-                             "vectors of one encoder")
-        own = canonical_model_name(str(self._encoder.name)) if self._encoder is not None else None
-        for name in names:
-            if own is not None and name != own and not self.allow_encoder_mismatch:
-                raise ValueError(f"chunkings: made with encoder {name!r}, but this store embeds queries with "
-                                 f"{own!r}; chunk with the store's encoder, or allow_encoder_mismatch=True")
-        return own or (names.pop() if len(names) == 1 else None)
-
-    def _check_dimension(self, records: list[Record]) -> None:
-        dims = {r.embedding.shape[0] for r in records}
-        if len(dims) > 1:
-            raise ValueError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
-        have = self._collection_dimension() if dims else None
-        if have is not None and have != next(iter(dims)):
-            raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
-
-    def _collection_dimension(self, collection: Any = None) -> int | None:
-        """The dimension of the collection's vectors (``None`` while it holds none), read from one
-        record the first time it is known and kept: Chroma fixes it with the first write."""
-        if self._dimension is None:
-            got = (collection if collection is not None else self.collection).get(limit=1, include=["embeddings"])
-            emb = got.get("embeddings")
-            if emb is not None and len(emb):
-                self._dimension = len(emb[0])
-        return self._dimension
+                    len(items), len(records), stale)
+        return len(records)
 
     def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents."""
@@ -537,19 +368,27 @@ class HierarchicalStore:
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with self._fresh_writing(), remote_errors(self.collection, f"deleting document {doc_id!r}"), \
-                self._lexical_writing([doc_id]):
-            # the indexes first: they never name a record the collection lacks
-            if self.lexical_index is not None:
-                self.lexical_index.delete([doc_id])
-            if self.unit_index is not None:
-                self.unit_index.delete([doc_id])
+        with self._writing(f"deleting document {doc_id!r}"):
             ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
-            delete_ids(self.collection, ids, self.max_batch_size())
-            if self.unit_index is not None:
-                self.unit_index.after_write()
+            delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
         logger.info("delete: %d records of document %r", len(ids), doc_id)
         return len(ids)
+
+    def delete_where(self, where: Mapping[str, Any]) -> int:
+        """Remove every record matching a Chroma ``where`` (e.g. another writer's document key);
+        returns how many were removed. The documents' unit-index records go first.
+
+        Example:
+            >>> store.delete_where({"document_id": "report"})  # doctest: +SKIP
+            12
+        """
+        if not isinstance(where, Mapping) or not where:
+            raise ValueError(f"where must be a non-empty dict, got {where!r}")
+        with self._writing(f"deleting records where {dict(where)}"):
+            got = self.collection.get(where=dict(where), include=["metadatas"])
+            docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
+            delete_documents(self.collection, self._indexes, docs, got["ids"], self.max_batch_size())
+        return len(got["ids"])
 
     # ----------------------------------------------------------------- reads
 
@@ -601,59 +440,14 @@ class HierarchicalStore:
         records and unit-index records all there; :func:`hseg.store.completeness.completeness`), and
         ``record_encoders``, the records counted by the encoder their ``hseg_encoder`` names (more than
         one, or another than ``encoder``, means vectors of several models were written into the
-        collection); read page by page. Vectors are not read here: ``hseg index`` checks them when it
-        skips a document.
+        collection); read page by page (:func:`hseg.store.stats.collection_stats`). Vectors are not
+        read here: ``hseg index`` checks them when it skips a document.
 
         Example:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        by_doc: dict[str, dict[str, dict[str, Any]]] = {}
-        metas = []
-        encoders: dict[str, int] = {}
-        for rid, m in self.iter_metadatas():
-            metas.append(m)
-            if "hseg_doc_id" in m:
-                by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
-            if m.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
-                encoders[str(m[ENCODER_KEY])] = encoders.get(str(m[ENCODER_KEY]), 0) + 1
-        units: dict[str, set[str]] | None = None
-        if self.unit_index is not None:
-            units = {}
-            companion = self.unit_index.existing  # a read: an index nobody created yet is an empty one
-            with remote_errors(self.collection, "reading the unit index"):
-                for got in ([] if companion is None else pages(companion, None, ["metadatas"], 5000)):
-                    for uid, m in zip(got["ids"], got["metadatas"]):
-                        units.setdefault(str((m or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
-        meta = self.collection.metadata or {}
-        return {"collection": self.collection.name, "encoder": meta.get("hseg_encoder"),
-                "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units),
-                "record_encoders": encoders,
-                "unit_index_records": None if self.unit_index is None else self.unit_index.count()}
-
-    def delete_where(self, where: Mapping[str, Any]) -> int:
-        """Remove every record matching a Chroma ``where`` (e.g. another writer's document key);
-        returns how many were removed. The documents' unit-index records go first.
-
-        Example:
-            >>> store.delete_where({"document_id": "report"})  # doctest: +SKIP
-            12
-        """
-        if not isinstance(where, Mapping) or not where:
-            raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with self._fresh_writing(), remote_errors(self.collection, f"deleting records where {dict(where)}"):
-            got = self.collection.get(where=dict(where), include=["metadatas"])
-            docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
-            with self._lexical_writing(docs):
-                # the indexes first: they never name a record the collection lacks
-                if self.lexical_index is not None:
-                    self.lexical_index.delete(docs)
-                if self.unit_index is not None:
-                    self.unit_index.delete(docs)
-                delete_ids(self.collection, got["ids"], self.max_batch_size())
-                if self.unit_index is not None:
-                    self.unit_index.after_write()
-        return len(got["ids"])
+        return collection_stats(self.collection, self.unit_index)
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
@@ -704,13 +498,13 @@ class HierarchicalStore:
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
             >>> hybrid = store.search("tides", budget_tokens=1024, unit="auto", lexical_weight=0.3)  # doctest: +SKIP
         """
-        chosen = _settings(settings, k, fields)
-        text = _query_text(query, query_text, "query_text")
+        chosen = search_settings(settings, k, fields)
+        text = query_text_of(query, query_text, "query_text")
         with self._reading() as (collection, units):
-            vec = self._query_vector(query, collection=collection)
+            vec = self.encoder_binding.query_vector(query, collection=collection)
             with remote_errors(self.collection, "search"):
-                self._lexical_ready(chosen)
-                hits = run_one(self._plan(vec, chosen, collection, units, text))
+                self.planner.ready(chosen)
+                hits = run_one(self.planner.plan(vec, chosen, collection, units, text))
         self._check_hits(hits)
         return hits
 
@@ -740,14 +534,16 @@ class HierarchicalStore:
         if query_texts is not None and (isinstance(query_texts, str) or len(query_texts) != len(queries)):
             raise ValueError(f"query_texts must be a list with one entry per query ({len(queries)}), "
                              f"got {query_texts!r:.80}")
-        chosen = _settings(settings, k, fields)
-        texts = [_query_text(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
+        chosen = search_settings(settings, k, fields)
+        texts = [query_text_of(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
                  for i, q in enumerate(queries)]
+        binding = self.encoder_binding
         with self._reading() as (collection, units):
-            vectors = [self._query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
+            vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
             with remote_errors(self.collection, "search"):
-                self._lexical_ready(chosen)
-                answers = run_many([self._plan(v, chosen, collection, units, t) for v, t in zip(vectors, texts)])
+                self.planner.ready(chosen)
+                answers = run_many([self.planner.plan(v, chosen, collection, units, t)
+                                    for v, t in zip(vectors, texts)])
         self._check_hits([h for hits in answers for h in hits])
         return answers
 
@@ -755,57 +551,8 @@ class HierarchicalStore:
         """Refuse an answer with a hit whose vectors another model made than the queries'. A document is
         written whole with one encoder, so the ranking of an answer with no such hit is that of the
         query model's records alone; checking the hits costs no read."""
-        self._check_record_encoders((h.metadata for h in hits), self._query_encoder_name())
-
-    def _lexical_ready(self, settings: SearchSettings) -> None:
-        """Bring the lexical index in step before a search that uses it (once per call)."""
-        if settings.lexical_weight:
-            self._lexical("a search with lexical_weight > 0").ensure_fresh()
-
-    def _plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None,
-              text: str | None = None) -> Plan[list[SearchHit]]:
-        """The reads of one search (see :mod:`hseg.retrieval.plans`) of ``collection``, its unit index and,
-        with a lexical weight, the lexical index."""
-        lexical = None
-        if settings.lexical_weight and text is not None:
-            lexical = lexical_query(self._lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
-        elif settings.lexical_weight and not self._warned_no_text:
-            self._warned_no_text = True  # a vector has no words: the dense side is all there is to search
-            logger.warning("collection %r: a vector query without query_text= is searched densely, without its "
-                           "lexical_weight=%g; give its text to search it hybrid", self.collection.name,
-                           settings.lexical_weight)
-        if settings.resolved_unit == "cluster":
-            return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
-        index = None
-        if settings.resolved_unit == "auto" and units is not None:
-            index = units.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical)
-
-    def _query_vector(self, query: Any, what: str = "query", *, collection: Any = None) -> np.ndarray:
-        if isinstance(query, str):
-            if not query.strip():
-                raise ValueError(f"{what} must be a non-blank string or a vector, got {query!r}")
-            # before the encoder, whose tokenizer fails on a lone surrogate with a bare TypeError
-            check_unicode(what, query, why="the encoder takes valid Unicode only")
-            vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
-        else:
-            vec = np.asarray(query, dtype=np.float32)
-            if vec.ndim == 2 and vec.shape[0] == 1:
-                vec = vec[0]
-            if vec.ndim != 1 or vec.size == 0:
-                raise ValueError(f"{what} must be a string or a 1-D vector, got shape {vec.shape}")
-        norm = float(np.linalg.norm(vec))
-        if not np.isfinite(norm) or norm == 0.0:
-            raise ValueError(f"{what}: vector is zero or not finite")
-        # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
-        with remote_errors(self.collection, "search"):
-            have = self._collection_dimension(collection)
-        if have is not None and vec.size != have:
-            source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
-            raise ValueError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
-                             f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
-                             "model that embedded the collection")
-        return vec / norm
+        binding = self.encoder_binding
+        binding.check_records((h.metadata for h in hits), binding.query_name())
 
     # ----------------------------------------------------------------- async
 
@@ -828,22 +575,3 @@ class HierarchicalStore:
     async def adelete(self, doc_id: str) -> int:
         """:meth:`delete` in a worker thread."""
         return await asyncio.to_thread(self.delete, doc_id)
-
-
-
-def _query_text(query: Any, text: str | None, name: str) -> str | None:
-    """The words of a query for the lexical side: a string query's own, else ``text`` (may be ``None``)."""
-    if text is not None and not isinstance(text, str):
-        raise ValueError(f"{name} must be a string or None, got {type(text).__name__}")
-    if isinstance(query, str):
-        if text is not None and text != query:
-            raise ValueError(f"{name}: give it only beside a vector query (a string query is its own text)")
-        return query
-    return text
-
-
-def _settings(settings: SearchSettings | None, k: int | None, fields: dict[str, Any]) -> SearchSettings:
-    """The settings of one call: ``settings`` with ``k`` and ``fields`` over it."""
-    if k is not None:
-        fields = {**fields, "k": k}
-    return SearchSettings.resolve(settings, **fields)

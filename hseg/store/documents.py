@@ -1,0 +1,127 @@
+"""Whole documents in and out of a store: the collection's records and the two indexes beside it
+(the unit index, :mod:`hseg.store.unit_index`, and the lexical index, :mod:`hseg.store.lexical_index`),
+written and deleted in the one order that keeps every index from naming a record the collection
+lacks.
+
+A write: the collection's records (documents packed whole into upsert calls,
+:func:`hseg.store.writing.write_batches`), then the unit index, then the lexical rows, and only then
+the records the documents no longer have. A delete: the indexes first, then the records. The
+lexical index's :meth:`~hseg.store.lexical_index.LexicalIndex.writing` brackets both, so a write cut
+short by a crash is found and repaired on the next open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hseg.chunking.chunks import Chunking
+from hseg.chunking.records import Record
+from hseg.store.connection import remote_errors
+from hseg.store.lexical_index import LexicalIndex
+from hseg.store.unit_index import UnitIndex
+from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
+
+__all__ = ["Indexes", "chunkings_to_add", "write_documents", "delete_documents"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """The indexes kept beside a collection; either may be absent (a store over an object that is
+    not a chromadb collection has neither)."""
+
+    unit: UnitIndex | None
+    lexical: LexicalIndex | None
+
+    def writing(self, doc_ids: Sequence[str]) -> contextlib.AbstractContextManager[Any]:
+        """The lexical index's bracket around one write of these documents (nothing without one)."""
+        return contextlib.nullcontext() if self.lexical is None else self.lexical.writing(doc_ids)
+
+    def write(self, records: list[Record], doc_ids: Sequence[str]) -> None:
+        """Both indexes' rows of these whole documents, after the collection's records are written."""
+        if self.unit is not None:
+            self.unit.write(records, doc_ids)  # also drops the index's records of stale segments
+        if self.lexical is not None:
+            self.lexical.write(records, doc_ids)
+
+    def forget(self, doc_ids: Sequence[str]) -> None:
+        """Both indexes' rows of these documents, before the collection's records go."""
+        if self.lexical is not None:
+            self.lexical.delete(doc_ids)
+        if self.unit is not None:
+            self.unit.delete(doc_ids)
+
+    def after_write(self) -> None:
+        """Record that the unit index and the collection are in step again."""
+        if self.unit is not None:
+            self.unit.after_write()
+
+
+def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
+                     metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
+                     ) -> tuple[list[Chunking], list[Any]]:
+    """The documents of one ``add`` and their metadata, one each, checked and without repeats
+    (:func:`hseg.store.writing.dedupe`)."""
+    items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
+    for i, item in enumerate(items):
+        if not isinstance(item, Chunking):
+            raise ValueError(f"chunkings[{i}] must be a Chunking (from HierarchicalChunker), "
+                             f"got {type(item).__name__}")
+    if metadatas is None or isinstance(metadatas, Mapping):
+        metas: list[Any] = [metadatas] * len(items)
+    elif isinstance(metadatas, (str, bytes)):
+        raise ValueError(f"metadatas must be a dict, a list of dicts or None, got {type(metadatas).__name__}")
+    else:
+        metas = list(metadatas)
+        if len(metas) != len(items):
+            raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
+    return dedupe(items, metas)
+
+
+def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record]], doc_ids: list[str],
+                    old: Mapping[str, Mapping[str, Any]], batch: int,
+                    on_written: Callable[[list[str]], None] | None = None) -> int:
+    """Upsert these documents' records (``per_doc``, one list per id of ``doc_ids``) and their index
+    rows, then delete the records of ``old`` (``{record id: stored metadata}`` of these documents)
+    they no longer have; returns how many were deleted. ``on_written`` hears which documents each
+    upsert call completed."""
+    records = [r for recs in per_doc for r in recs]
+    new_ids = {r.id for r in records}
+    stale = [rid for rid in old if rid not in new_ids]
+    done: list[str] = []  # documents whose every record is written
+    # the outer context names the server for the lexical journal's calls
+    with remote_errors(collection, f"recording the write of {len(doc_ids)} documents"), indexes.writing(doc_ids):
+        for part, complete, partial in write_batches(per_doc, doc_ids, batch):
+            if part:
+                with remote_errors(collection, write_failure(len(doc_ids), done, partial)):
+                    collection.upsert(
+                        ids=[r.id for r in part],
+                        embeddings=[r.embedding for r in part],
+                        documents=[r.document for r in part],
+                        # upsert merges metadata: a key the document no longer has is removed by sending None
+                        metadatas=[{**{k: None for k in old.get(r.id, {}) if k not in r.metadata}, **r.metadata}
+                                   for r in part],
+                    )
+            done += complete
+            if on_written is not None and complete:
+                on_written(list(complete))
+        with remote_errors(collection, f"writing the unit index of {len(doc_ids)} documents"):
+            indexes.write(records, doc_ids)
+        with remote_errors(collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
+            delete_ids(collection, stale, batch)
+            indexes.after_write()
+    return len(stale)
+
+
+def delete_documents(collection: Any, indexes: Indexes, doc_ids: Sequence[str], ids: Sequence[str],
+                     batch: int) -> None:
+    """Delete the records ``ids`` of these documents, their index rows first."""
+    with indexes.writing(doc_ids):
+        indexes.forget(doc_ids)
+        delete_ids(collection, ids, batch)
+        indexes.after_write()

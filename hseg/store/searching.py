@@ -1,0 +1,88 @@
+"""What one search of a store reads: its settings, the query's words, and the plan over the
+collection, the unit index and the lexical index that :mod:`hseg.retrieval.plans` runs (one search
+or many together)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import lexical_query
+from hseg.retrieval.parents import parents_plan
+from hseg.retrieval.passages import units_plan
+from hseg.retrieval.plans import Plan
+from hseg.retrieval.settings import SearchSettings
+from hseg.store.lexical_index import LexicalIndex
+from hseg.store.unit_index import UnitIndex
+
+__all__ = ["search_settings", "query_text", "SearchPlanner"]
+
+logger = logging.getLogger(__name__)
+
+
+def search_settings(settings: SearchSettings | None, k: int | None, fields: Mapping[str, Any]) -> SearchSettings:
+    """The settings of one call: ``settings`` (default: the defaults) with ``k`` and ``fields`` over it."""
+    if k is not None:
+        fields = {**fields, "k": k}
+    return SearchSettings.resolve(settings, **fields)
+
+
+def query_text(query: Any, text: str | None, name: str) -> str | None:
+    """The words of a query for the lexical side: a string query's own, else ``text`` (may be ``None``)."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{name} must be a string or None, got {type(text).__name__}")
+    if isinstance(query, str):
+        if text is not None and text != query:
+            raise ValueError(f"{name}: give it only beside a vector query (a string query is its own text)")
+        return query
+    return text
+
+
+class SearchPlanner:
+    """Plans the searches of the collection named ``collection_name``: whole parents
+    (:func:`hseg.retrieval.parents.parents_plan`, asking Chroma for ``ceil(oversample * k)`` records
+    first) or passages (:func:`hseg.retrieval.passages.units_plan`), with ``lexical_index`` when a
+    search gives the lexical side a weight."""
+
+    def __init__(self, collection_name: str, lexical_index: LexicalIndex | None, oversample: float) -> None:
+        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
+            raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
+        self.collection_name = collection_name
+        self.lexical_index = lexical_index
+        self.oversample = oversample
+        self._warned_no_text = False
+
+    def lexical(self, action: str) -> LexicalIndex:
+        """The lexical index, or a ``ValueError`` saying that ``action`` needs one."""
+        if self.lexical_index is None:
+            raise ValueError(f"collection {self.collection_name!r}: {action} needs a lexical index, which a store "
+                             "wrapping an object that is not a chromadb collection does not have")
+        return self.lexical_index
+
+    def ready(self, settings: SearchSettings) -> None:
+        """Bring the lexical index in step before a search that uses it (once per call)."""
+        if settings.lexical_weight:
+            self.lexical("a search with lexical_weight > 0").ensure_fresh()
+
+    def plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None,
+             text: str | None = None) -> Plan[list[SearchHit]]:
+        """The reads of one search of ``collection`` (and its unit index ``units``) for the unit
+        query vector ``vec`` and the query's words ``text``."""
+        lexical = None
+        if settings.lexical_weight and text is not None:
+            lexical = lexical_query(self.lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
+        elif settings.lexical_weight and not self._warned_no_text:
+            self._warned_no_text = True  # a vector has no words: the dense side is all there is to search
+            logger.warning("collection %r: a vector query without query_text= is searched densely, without its "
+                           "lexical_weight=%g; give its text to search it hybrid", self.collection_name,
+                           settings.lexical_weight)
+        if settings.resolved_unit == "cluster":
+            return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
+        index = None
+        if settings.resolved_unit == "auto" and units is not None:
+            index = units.usable(settings.cluster_weight, settings.neighbour_weight)
+        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical)

@@ -1,0 +1,48 @@
+"""What a store holds, as ``hseg stats`` reports it: counts and sizes of the records, which
+documents are whole, the unit index's coverage, and the encoders the records name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hseg.chunking.records import ENCODER_KEY
+from hseg.retrieval.unit_vectors import UnitKey
+from hseg.store.completeness import completeness
+from hseg.store.connection import remote_errors
+from hseg.store.reading import level_stats, pages
+from hseg.store.unit_index import UnitIndex
+
+__all__ = ["collection_stats"]
+
+#: records per ``get`` while reading metadata
+_PAGE = 5000
+
+
+def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str, Any]:
+    """The figures of :meth:`hseg.store.HierarchicalStore.stats` for ``collection`` and its unit
+    index, read page by page (vectors are not read)."""
+    by_doc: dict[str, dict[str, dict[str, Any]]] = {}
+    metas = []
+    encoders: dict[str, int] = {}
+    with remote_errors(collection, "reading the collection"):
+        for got in pages(collection, None, ["metadatas"], _PAGE):
+            for rid, raw in zip(got["ids"], got["metadatas"]):
+                m = dict(raw or {})
+                metas.append(m)
+                if "hseg_doc_id" in m:
+                    by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+                if m.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
+                    encoders[str(m[ENCODER_KEY])] = encoders.get(str(m[ENCODER_KEY]), 0) + 1
+    units: dict[str, set[str]] | None = None
+    if unit_index is not None:
+        units = {}
+        companion = unit_index.existing  # a read: an index nobody created yet is an empty one
+        with remote_errors(collection, "reading the unit index"):
+            for got in ([] if companion is None else pages(companion, None, ["metadatas"], _PAGE)):
+                for uid, m in zip(got["ids"], got["metadatas"]):
+                    units.setdefault(str((m or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
+    meta = collection.metadata or {}
+    return {"collection": collection.name, "encoder": meta.get("hseg_encoder"),
+            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units),
+            "record_encoders": encoders,
+            "unit_index_records": None if unit_index is None else unit_index.count()}
