@@ -17,6 +17,11 @@ __all__ = ["collection_stats"]
 #: records per ``get`` while reading metadata
 _PAGE = 5000
 
+#: what the counts and the completeness rules read of a record's metadata: the rest (user metadata,
+#: texts of listed ids, ...) is not kept, so a large store's stats hold a few keys per record
+_KEPT = ("hseg_level", "hseg_doc_id", "hseg_tokens", "hseg_cluster_index", "hseg_start", "hseg_end",
+         "hseg_segment_ids")
+
 
 def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str, Any]:
     """The figures of :meth:`hseg.store.HierarchicalStore.stats` for ``collection`` and its unit
@@ -27,12 +32,13 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
     with remote_errors(collection, "reading the collection"):
         for got in pages(collection, None, ["metadatas"], _PAGE):
             for rid, raw in zip(got["ids"], got["metadatas"]):
-                m = dict(raw or {})
+                m = {k: raw[k] for k in _KEPT if k in raw} if raw else {}
+                if raw and raw.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
+                    name = str(raw[ENCODER_KEY])
+                    encoders[name] = encoders.get(name, 0) + 1
                 metas.append(m)
                 if "hseg_doc_id" in m:
                     by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
-                if m.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
-                    encoders[str(m[ENCODER_KEY])] = encoders.get(str(m[ENCODER_KEY]), 0) + 1
     units: dict[str, set[str]] | None = None
     if unit_index is not None:
         units = {}
