@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from tests.fakes import HashingEncoder, synthetic_book
 REPO = Path(__file__).resolve().parents[1]
 FAKE = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
 CHILD = r"""
-import sys
+import os, signal, sys
 sys.path.insert(0, {repo!r})
 from hseg.cli import main
 from hseg.encoders import factory
@@ -28,10 +29,19 @@ from tests.fakes import HashingEncoder
 
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 real_add = HierarchicalStore.add
+# with HSEG_TEST_HOLD_AFTER_ADD=N the N-th write, once done, waits for the parent's signal: however
+# late the parent acts (a busy machine), the run is still under way when the signal comes
+hold_after = int(os.environ.get("HSEG_TEST_HOLD_AFTER_ADD", "0"))
+adds = 0
 
 def add(self, chunkings, metadatas=None, **kwargs):
+    global adds
     print("ADD", flush=True)
-    return real_add(self, chunkings, metadatas, **kwargs)
+    done = real_add(self, chunkings, metadatas, **kwargs)
+    adds += 1
+    if adds == hold_after:
+        signal.pause()
+    return done
 
 HierarchicalStore.add = add
 sys.exit(main(sys.argv[1:]))
@@ -152,7 +162,8 @@ def test_ctrl_c_says_what_was_stored_and_that_a_rerun_finishes(tmp_path):
     script = _child(tmp_path)
     files = _docs(tmp_path, 12)
     proc = subprocess.Popen([sys.executable, str(script), "index", "docs", "--db", "db", "--batch-docs", "2", *FAKE],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HSEG_TEST_HOLD_AFTER_ADD": "3"})
     try:
         seen = 0
         deadline = time.monotonic() + 120

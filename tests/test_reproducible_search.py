@@ -72,7 +72,8 @@ def _rankings() -> dict:
     env = dict(os.environ)
     root = str(Path(hseg.__file__).resolve().parents[1])  # this checkout's hseg, not an installed one
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120)
+    # a bound against a hang only, so generous: a busy machine stretches a fresh interpreter's imports
+    done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 

@@ -229,9 +229,10 @@ def test_long_unpunctuated_line_is_capped_quickly() -> None:
         calls += 1
         return word_count(s)
 
-    t0 = time.perf_counter()
+    # CPU time, which other jobs on a busy machine do not stretch as they do the wall clock (~0.15 s here)
+    t0 = time.process_time()
     spans = split_sentences(text, max_tokens=128, count_tokens=counting)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert_valid(text, spans)
     assert all(word_count(s.of(text)) <= 128 for s in spans)
     assert len(spans) == math.ceil(60_000 / 128)  # greedy: every piece but the last is full

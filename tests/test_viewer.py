@@ -165,7 +165,8 @@ def run_chromium(binary: str, profile: Path, *args: str) -> subprocess.Completed
            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
            *args]
     # bytes, decoded without newline translation: the DOM dump must keep the document's CRs
-    done = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+    # a bound against a hang only, so generous: a busy machine stretches a headless browser's start
+    done = subprocess.run(cmd, capture_output=True, timeout=600, check=False)
     return subprocess.CompletedProcess(cmd, done.returncode, done.stdout.decode("utf-8"),
                                        done.stderr.decode("utf-8", "replace"))
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from hseg.cli.chroma import CliError
@@ -92,20 +94,74 @@ def index_with_ray(args: argparse.Namespace, files: Sequence[Any], chunker: Any,
     summary.seconds["reading"] += time.perf_counter() - start
     if not texts:
         return summary
-    started = _connect(ray, args)
-    try:
-        dataset = ray.data.from_items([{"id": d, "text": t, "source": d} for d, t in texts.items()])
-        config = _worker_config(chunker, encoder_name)
-        workers = args.workers or default_workers(ray, num_gpus=args.num_gpus)
-        # a batch goes to one worker: smaller batches when there are too few documents for all
-        batch_docs = max(1, min(args.batch_docs, -(-len(texts) // workers)))
-        done = index_dataset(dataset, host=args.host, port=args.port or 8000, collection=args.collection,
-                             config=config, num_workers=workers, num_gpus=args.num_gpus, batch_docs=batch_docs,
-                             force=args.force, show_progress=not args.quiet, report=report)
-    finally:
-        if started:
-            ray.shutdown()
+    with _ray_quiet(args.quiet):
+        started = _connect(ray, args)
+        try:
+            dataset = ray.data.from_items([{"id": d, "text": t, "source": d} for d, t in texts.items()])
+            config = _worker_config(chunker, encoder_name)
+            workers = args.workers or default_workers(ray, num_gpus=args.num_gpus)
+            # a batch goes to one worker: smaller batches when there are too few documents for all
+            batch_docs = max(1, min(args.batch_docs, -(-len(texts) // workers)))
+            done = index_dataset(dataset, host=args.host, port=args.port or 8000, collection=args.collection,
+                                 config=config, num_workers=workers, num_gpus=args.num_gpus, batch_docs=batch_docs,
+                                 force=args.force, show_progress=not args.quiet, report=report)
+        finally:
+            if started:
+                ray.shutdown()
     return summary.merge(done)
+
+
+@contextmanager
+def _ray_quiet(quiet: bool) -> Iterator[None]:
+    """With ``--quiet``, nothing of Ray's own logging reaches the terminal while the job runs; hseg's
+    lines (files that failed, the summary) still do. Ray keeps all of it in its session's log files
+    (``/tmp/ray/session_latest/logs``), where a failed job is looked into.
+
+    Three sources, each silenced where it is written:
+
+    - the ``ray`` loggers: ``ray.init(logging_level=...)`` (:func:`_connect`);
+    - Ray Data's ``ray.data`` logger, which does not propagate and has a console handler of its
+      own (configured when ``ray.data`` is imported): that handler's level is raised for the job,
+      its file handler is left alone;
+    - Ray's C++ core in this process, which writes to file descriptor 2 directly: an error-level
+      line for every pool of actors Ray Data starts (``core_worker.cc``: constructor arguments "in
+      the object store and max_restarts > 0"), which reads like a failure. No setting silences only
+      that: ``RAY_BACKEND_LOG_LEVEL=fatal`` makes Ray log, at INFO, that the level was set, and
+      lowers what its daemons write to their log files too. So descriptor 2 points to the null
+      device for the job and ``sys.stderr``, when it wrote there, to a copy of the old one.
+    """
+    if not quiet:
+        yield
+        return
+    consoles = [h for h in logging.getLogger("ray.data").handlers
+                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    levels = [h.level for h in consoles]
+    python_stderr = sys.stderr
+    try:
+        on_fd2 = python_stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # replaced by a StringIO, or closed: not the terminal's
+        on_fd2 = False
+    python_stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for handler in consoles:
+            handler.setLevel(logging.CRITICAL)
+        if on_fd2:
+            sys.stderr = open(saved, "w", encoding=python_stderr.encoding, errors=python_stderr.errors,  # noqa: SIM115
+                              buffering=1, closefd=False)
+        os.dup2(null, 2)
+        yield
+    finally:
+        if on_fd2:
+            sys.stderr.flush()
+            sys.stderr.close()  # closefd=False: the descriptor stays open
+            sys.stderr = python_stderr
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+        for handler, level in zip(consoles, levels):
+            handler.setLevel(level)
 
 
 def _worker_config(chunker: Any, encoder_name: str | None) -> Any:
@@ -126,12 +182,9 @@ def _connect(ray: Any, args: argparse.Namespace) -> bool:
     already connected (it was not this command's to start, nor to stop)."""
     if ray.is_initialized():
         return False
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False} if args.quiet else {}
-    if args.quiet:
-        # Ray's C++ core logs to stderr on its own (an error-level line at shutdown that reads like a
-        # failure); its level comes from the environment, read when the driver's core worker starts
-        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
-        logging.getLogger("ray").setLevel(logging.ERROR)
+    # --quiet: neither the ray loggers' warnings (a token-auth notice at every start) nor the workers'
+    # output forwarded to this terminal; the rest of Ray's output is held back by _ray_quiet
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False} if args.quiet else {}
     if args.ray == LOCAL:
         cpus = max(os.cpu_count() or 1, args.workers or 1)  # --workers beyond the cores is the user's call
         ray.init(num_cpus=cpus, include_dashboard=False, **quiet)

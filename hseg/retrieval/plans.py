@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one"]
+__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one", "MISSING_VECTOR_ERRORS", "is_missing_vector"]
 
 T = TypeVar("T")
 
@@ -149,6 +149,18 @@ def _get(reads: list[Get]) -> list[dict[str, list[Any]]]:
     return answers
 
 
+#: what Chroma's embedded engine (its local HNSW reader) says when the vector index of a client's view
+#: lacks a record's vector: "Error finding id" when the index's id map lacks the id, "Error getting
+#: embedding" when the map has it and the index data loaded with the view does not (seen with a
+#: view opened while another client of the same database was persisting its index)
+MISSING_VECTOR_ERRORS = ("error finding id", "error getting embedding")
+
+
+def is_missing_vector(exc: BaseException) -> bool:
+    """Whether ``exc`` is Chroma failing a read because the vector index lacks some record's vector."""
+    return any(text in str(exc).lower() for text in MISSING_VECTOR_ERRORS)
+
+
 def _get_present(read: Get, ids: list[str]) -> dict[str, Any]:
     """``collection.get`` of ``ids``, answering for those whose vector the collection's index holds.
 
@@ -161,7 +173,7 @@ def _get_present(read: Get, ids: list[str]) -> dict[str, Any]:
     try:
         return dict(read.collection.get(ids=ids, where=where, where_document=wdoc, include=list(read.include)))
     except Exception as exc:  # chromadb's InternalError("Error finding id ...")
-        if "finding id" not in str(exc).lower() or "embeddings" not in read.include:
+        if not is_missing_vector(exc) or "embeddings" not in read.include:
             raise
         if len(ids) == 1:
             return {"ids": [], **{f: [] for f in read.include}}

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hseg.retrieval.plans import is_missing_vector
+
 __all__ = ["pages", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE", "ids_without_vectors"]
 
 T = TypeVar("T")
@@ -102,7 +104,7 @@ def ids_without_vectors(collection: Any, ids: Sequence[str], batch: int = 1000) 
         try:
             collection.get(ids=list(part), include=["embeddings"])
         except Exception as exc:  # chromadb raises InternalError("Error finding id ...")
-            if "finding id" not in str(exc).lower():
+            if not is_missing_vector(exc):
                 raise
             if len(part) == 1:
                 missing.add(part[0])
