@@ -191,6 +191,53 @@ def test_a_search_leaves_out_records_whose_vectors_its_view_lacks(tmp_path, monk
     assert refused  # the searches did ask for vectors the view lacked
 
 
+@pytest.mark.parametrize("message", MISSING_VECTOR)
+def test_a_search_that_meets_a_torn_view_reads_again_through_a_newer_one(tmp_path, monkeypatch, message):
+    """A reader that opens its private view while another writer is saving its vector index gets a
+    torn index, on which a kNN fails as a whole (what made the eight-readers test fail ~1 run in 15).
+    The search discards that view and answers through one opened after it; a store's own collections
+    are never discarded, and a kNN that keeps failing fails after a bounded number of views."""
+    enc = HashingEncoder()
+    path = str(tmp_path / "db")
+    chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling")
+    reader = HierarchicalStore("hseg", path=path, encoder=enc)
+    writer = HierarchicalStore("hseg", path=path, encoder=enc)  # another writer: the reader's own view goes stale
+    writer.add(chunker.chunk(synthetic_book(2500, seed=1), "a.md"))
+    expected = [(h.cluster_id, h.start, h.end) for h in writer.search("river flood trade", k=3)]
+    real_query = type(reader.collection).query
+    torn = {"left": 1}
+
+    def query(self, *args, **kwargs):  # Chroma's kNN on a view whose index lacks a vector its metadata names
+        if self is not reader.collection and self is not writer.collection and torn["left"] > 0:
+            torn["left"] -= 1
+            raise chromadb.errors.InternalError(message.format("seg-0123"))
+        return real_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(reader.collection), "query", query)
+    hits = reader.search("river flood trade", k=3)
+    assert [(h.cluster_id, h.start, h.end) for h in hits] == expected
+    assert reader._fresh.reopened == 2 and torn["left"] == 0  # the torn view, then a newer one
+
+    torn["left"] = 100  # every view torn: the search fails, after a bounded number of them
+    writer.add(chunker.chunk(synthetic_book(2500, seed=2), "b.md"))
+    with pytest.raises(chromadb.errors.InternalError):
+        reader.search("river flood trade", k=3)
+    assert 2 < reader._fresh.reopened <= 2 + 5
+
+    calls = []  # the store's own collections (no other writer since): an error there is not a torn view
+    own = HierarchicalStore("own", path=str(tmp_path / "own"), encoder=enc)
+    own.add(chunker.chunk(synthetic_book(2500, seed=3), "c.md"))
+
+    def failing(self, *args, **kwargs):
+        calls.append(self)
+        raise chromadb.errors.InternalError(message.format("seg-0123"))
+
+    monkeypatch.setattr(type(reader.collection), "query", failing)
+    with pytest.raises(chromadb.errors.InternalError):
+        own.search("river flood trade", k=3)
+    assert calls == [own.collection]
+
+
 # --------------------------------------------------------------------------- two creators on a server (item 3)
 
 RACER = r"""

@@ -152,6 +152,19 @@ class FreshReads:
                 if self._view is None and before is not None and before == self._seen:
                     self._seen = self.log.read()
 
+    def discard(self, collections: tuple[Any, Any]) -> bool:
+        """Retire the view whose collections a search found torn (a kNN failed on a missing vector),
+        so the next :meth:`reading` opens another; ``False`` when ``collections`` are not a private
+        view's (the store's own collections are not reopened)."""
+        with self._lock:
+            view = self._view
+            if view is None or view.collections is not collections:
+                return False
+            self._view, self._seen = None, None
+            view.retired = True
+            view.stop_if_unused()
+        return True
+
     def _open(self) -> _View:
         from chromadb.api import ServerAPI
         from chromadb.api.models.Collection import Collection

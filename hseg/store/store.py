@@ -11,9 +11,10 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from hseg.chunking.records import ENCODER_KEY, Record, records_for
 from hseg.encoders.factory import as_encoder
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
-from hseg.retrieval.plans import run_many, run_one
+from hseg.retrieval.plans import is_missing_vector, run_many, run_one
 from hseg.retrieval.settings import SearchSettings
 from hseg.store.completeness import documents_missing_vectors
 from hseg.store.connection import (
@@ -51,6 +52,13 @@ __all__ = ["HierarchicalStore"]
 logger = logging.getLogger(__name__)
 
 _FALLBACK_BATCH = 1000  # when a wrapped collection does not tell us its client's limit
+
+#: reads of one search through newer views when a view turns out torn (see :meth:`HierarchicalStore._read`),
+#: and the pause before each (times its number): a writer's save of its vector index takes milliseconds
+_TORN_VIEW_TRIES = 4
+_TORN_VIEW_WAIT_S = 0.05
+
+T = TypeVar("T")
 
 
 class HierarchicalStore:
@@ -169,6 +177,23 @@ class HierarchicalStore:
     def _reading(self) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
         """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
         return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
+
+    def _read(self, run: Callable[[Any, UnitIndex | None], T]) -> T:
+        """``run(collection, unit index)`` on the view a search reads. A private view that another
+        writer's save left torn (a kNN failing on a missing vector, :mod:`hseg.store.freshness`) is
+        discarded and ``run`` goes again on one opened later, a bounded number of times."""
+        for attempt in range(1, _TORN_VIEW_TRIES + 1):
+            with self._reading() as view:
+                try:
+                    return run(*view)
+                except Exception as exc:
+                    if self._fresh is None or attempt == _TORN_VIEW_TRIES or not is_missing_vector(exc) \
+                            or not self._fresh.discard(view):
+                        raise
+                    logger.info("%s: a search met a view saved half way by another writer (%s); reading again "
+                                "through a newer one", self.collection.name, exc)
+            time.sleep(_TORN_VIEW_WAIT_S * attempt)  # the writer's save is under way: give it a moment
+        raise AssertionError("unreachable")  # the last try returns or raises
 
     @contextlib.contextmanager
     def _writing(self, action: str) -> Iterator[None]:
@@ -500,11 +525,14 @@ class HierarchicalStore:
         """
         chosen = search_settings(settings, k, fields)
         text = query_text_of(query, query_text, "query_text")
-        with self._reading() as (collection, units):
+
+        def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
             vec = self.encoder_binding.query_vector(query, collection=collection)
             with remote_errors(self.collection, "search"):
                 self.planner.ready(chosen)
-                hits = run_one(self.planner.plan(vec, chosen, collection, units, text))
+                return run_one(self.planner.plan(vec, chosen, collection, units, text))
+
+        hits = self._read(run)
         self._check_hits(hits)
         return hits
 
@@ -538,12 +566,14 @@ class HierarchicalStore:
         texts = [query_text_of(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
                  for i, q in enumerate(queries)]
         binding = self.encoder_binding
-        with self._reading() as (collection, units):
+
+        def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
             vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
             with remote_errors(self.collection, "search"):
                 self.planner.ready(chosen)
-                answers = run_many([self.planner.plan(v, chosen, collection, units, t)
-                                    for v, t in zip(vectors, texts)])
+                return run_many([self.planner.plan(v, chosen, collection, units, t) for v, t in zip(vectors, texts)])
+
+        answers = self._read(run)
         self._check_hits([h for hits in answers for h in hits])
         return answers
 
