@@ -10,7 +10,9 @@ Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a rea
 - ``hseg_auto_<T>_hybrid`` / ``hseg_sc_<T>_hybrid`` / ``hseg_seg_<T>_hybrid``: the same with the
   lexical (BM25) score, ``lexical_weight`` = :data:`HYBRID_WEIGHT`.
 
-``<T>`` is the target cluster size in tokens (256, 512, 1024). All methods share the run's
+``<T>`` is the target cluster size in tokens (256, 512, 1024). Methods without ``_hybrid`` or
+``+lex<W>`` search with the product's default ``lexical_weight`` (0.2 since issue 27: hybrid);
+``+lex0`` makes one dense. All methods share the run's
 caching encoder, so each sentence is encoded once for all sizes. ``<name>@<segmenter>`` (see
 :func:`variant`) runs a method with other segmenter weights, e.g. ``hseg_auto_512@old.pt``, and
 ``<name>+lex<W>`` with ``lexical_weight=W``, e.g. ``hseg_auto_512+lex0.3``.
@@ -118,11 +120,13 @@ def default_method(retrieval_cls: Any) -> Callable[..., Any]:
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     register("hseg_default", default_method(retrieval_cls))
     for t in TARGETS:
-        SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"mode": "segment+cluster"})
-        SPECS[f"hseg_c_{t}"] = (t, "cluster", {"mode": "cluster"})
+        # unit="cluster" named: with a budget and no unit the store answers with the auto unit
+        SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})
+        SPECS[f"hseg_c_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "cluster"})
         SPECS[f"hseg_seg_{t}"] = (t, "segment", {"unit": "segment"})
         SPECS[f"hseg_auto_{t}"] = (t, "segment", {"unit": "auto"})
-        SPECS[f"hseg_sc_{t}_hybrid"] = (t, "cluster", {"mode": "segment+cluster", "lexical_weight": HYBRID_WEIGHT})
+        SPECS[f"hseg_sc_{t}_hybrid"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster",
+                                                      "lexical_weight": HYBRID_WEIGHT})
         SPECS[f"hseg_seg_{t}_hybrid"] = (t, "segment", {"unit": "segment", "lexical_weight": HYBRID_WEIGHT})
         SPECS[f"hseg_auto_{t}_hybrid"] = (t, "segment", {"unit": "auto", "lexical_weight": HYBRID_WEIGHT})
     for name, (target, level, search) in SPECS.items():
