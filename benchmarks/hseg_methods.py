@@ -36,22 +36,68 @@ HYBRID_WEIGHT = 0.3
 SPECS: dict[str, tuple[int, str, dict[str, Any]]] = {}
 
 
+def _flavoured_chunker(flavour: str | None) -> Any:
+    """The chunker class of a flavour (:data:`FLAVOURS`): what is embedded as a segment's vector."""
+    from hseg.chunking.chunker import HierarchicalChunker
+
+    if flavour is None:
+        return HierarchicalChunker
+    if flavour not in FLAVOURS:
+        raise ValueError(f"unknown flavour {flavour!r}; known: {sorted(FLAVOURS)}")
+    if flavour.startswith("seg"):  # finer segments: the ones over N tokens cut at their weakest gap
+        import functools
+
+        return functools.partial(HierarchicalChunker, max_segment_tokens=int(flavour[3:]))
+
+    class Flavoured(HierarchicalChunker):
+        def _segments(self, text, doc_id, spans, ends, vectors, strength, tokens, headings=()):  # type: ignore[no-untyped-def]
+            import dataclasses
+
+            import numpy as np
+
+            segments, vecs = super()._segments(text, doc_id, spans, ends, vectors, strength, tokens, headings)
+            paths = [" > ".join(s.heading_path) for s in segments]
+            if flavour == "ctxmean":  # the path as one more sentence of the segment's token-weighted mean
+                distinct = sorted({p for p in paths if p})
+                pv = dict(zip(distinct, self.encoder.encode(distinct))) if distinct else {}
+                weights = [self.count_tokens(p) if p else 0 for p in paths]
+                new = [v if not p else (v * s.token_count + pv[p] * w)
+                       for v, p, s, w in zip(vecs, paths, segments, weights)]
+            else:  # "enc": the segment text encoded; "ctxenc": its heading path, a blank line, the text
+                texts = [(p + "\n\n" if p and flavour == "ctxenc" else "") + s.text.strip()
+                         for p, s in zip(paths, segments)]
+                new = list(self.encoder.encode(texts))
+            out = np.stack([np.asarray(v, dtype=np.float32) / np.linalg.norm(v) for v in new])
+            return [dataclasses.replace(s, embedding=v) for s, v in zip(segments, out)], out
+
+    return Flavoured
+
+
+#: chunker flavours a method name can ask for with ``~<flavour>`` (issue 27, round 4): ``enc`` the
+#: segment text encoded instead of the mean of its sentence vectors; ``ctxenc`` the same with the
+#: heading path in front ("Chapter > Section\n\ntext"); ``ctxmean`` the heading path as one more
+#: sentence of the token-weighted mean (no second encoder pass). Clusters are means of these vectors.
+#: ``seg64`` / ``seg96``: finer units, segments cut to at most 64 / 96 tokens (default: half the target).
+FLAVOURS = ("enc", "ctxenc", "ctxmean", "seg64", "seg96")
+
+
 @lru_cache(maxsize=8)
-def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None) -> Any:
+def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None,
+           flavour: str | None = None) -> Any:
     import chromadb
 
-    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter)
+    chunker = _flavoured_chunker(flavour)(encoder=encoder, target_tokens=target, segmenter=segmenter)
     chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
     store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
     store.add(chunkings)
     return store, chunkings
 
 
-def _setup(corpora: dict[str, str], target: int, encoder: Any, segmenter: str | None = None):
-    return _store(tuple(sorted(corpora.items())), target, encoder, segmenter)
+def _setup(corpora: dict[str, str], target: int, encoder: Any, segmenter: str | None = None,
+           flavour: str | None = None):
+    return _store(tuple(sorted(corpora.items())), target, encoder, segmenter, flavour)
 
 
 def _chunks(hits: list[Any], corpora: dict[str, str]) -> list[Chunk]:
@@ -85,7 +131,7 @@ def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: 
 
 
 def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | None = None,
-                 **search: Any) -> Callable[..., Any]:
+                 flavour: str | None = None, **search: Any) -> Callable[..., Any]:
     """A method answering every setting with ``store.search(**search)``; ``level`` names the units
     the index is made of (``"cluster"`` for parents, ``"segment"`` for passages); ``segmenter``
     (a name or a weights file) replaces the default segmenter.
@@ -95,7 +141,7 @@ def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | N
     fraction of the cost of ranking DEFAULT_DEPTH parents per query.
     """
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
-        store, chunkings = _setup(corpora, target, encoder, segmenter)
+        store, chunkings = _setup(corpora, target, encoder, segmenter, flavour)
         longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k,
                                             [q.question for q in queries], **search)
         return retrieval_cls(longest, _units(chunkings, level), per_setting)
@@ -134,18 +180,22 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 
 
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
-    """The method ``<hseg method>@<segmenter>``: the hseg method chunking with that segmenter (a
-    registered name or a saved weights file), to compare segmenters query by query
-    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``); ``<hseg method>+lex<W>``: the
-    method with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``None`` for other names."""
-    base, plus, weight = name.partition("+lex")
-    if plus:
-        if base not in SPECS:
-            return None
-        target, level, search = SPECS[base]
-        return store_method(target, level, retrieval_cls, **{**search, "lexical_weight": float(weight)})
-    base, sep, segmenter = name.partition("@")
-    if not sep or base not in SPECS or not segmenter:
+    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][@<segmenter>]``:
+    ``~<flavour>`` chunks with that flavour (:data:`FLAVOURS`, ``hseg_auto_256~ctxenc``); ``+lex<W>``
+    searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``@<segmenter>`` chunks with that
+    segmenter (a registered name or a saved weights file), to compare segmenters query by query
+    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``). ``None`` for other names."""
+    rest, at, segmenter = name.partition("@")
+    if at and not segmenter:
+        return None
+    rest, plus, weight = rest.partition("+lex")
+    base, tilde, flavour = rest.partition("~")
+    if base not in SPECS or (tilde and flavour not in FLAVOURS) or not (at or plus or tilde):
         return None
     target, level, search = SPECS[base]
-    return store_method(target, level, retrieval_cls, segmenter=segmenter, **search)
+    if plus:
+        try:
+            search = {**search, "lexical_weight": float(weight)}
+        except ValueError:
+            return None
+    return store_method(target, level, retrieval_cls, segmenter=segmenter or None, flavour=flavour or None, **search)
