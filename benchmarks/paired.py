@@ -72,9 +72,15 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
     return lists
 
 
-def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int]) -> list[str]:
+def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int],
+            cache: dict[str, dict[str, list]] | None = None) -> list[str]:
+    """The table of one pair; ``cache`` keeps each method's lists for the run's other pairs."""
     size = chunk_sizes(counter())
-    lists = {m: ranked_lists(m, corpora, queries, encoder, ks, budgets) for m in (a, b)}
+    cache = {} if cache is None else cache
+    for m in (a, b):
+        if m not in cache:
+            cache[m] = ranked_lists(m, corpora, queries, encoder, ks, budgets)
+    lists = {m: cache[m] for m in (a, b)}
     settings = [(f"k={k}", lambda r, k=k: list(r[:k])) for k in ks]
     settings += [(f"B={n}", lambda r, n=n: budget(r, n, [size(c) for c in r])) for n in budgets]
     lines = [f"| setting | {a} | {b} | A − B | wins A/B | sign p | 95% CI |", "|---|---|---|---|---|---|---|"]
@@ -115,9 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hseg.encoders import CachingEncoder, as_encoder
 
     encoder = CachingEncoder(as_encoder())
+    cache: dict[str, dict[str, list]] = {}  # a method in several pairs runs once
     for a, b in pairs:
         print(f"\n### {a} (A) vs {b} (B), {len(queries)} queries\n")
-        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets)))
+        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets, cache)), flush=True)
     return 0
 
 
