@@ -73,8 +73,9 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
 
 
 def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int],
-            cache: dict[str, dict[str, list]] | None = None) -> list[str]:
-    """The table of one pair; ``cache`` keeps each method's lists for the run's other pairs."""
+            cache: dict[str, dict[str, list]] | None = None, per_corpus: bool = False) -> list[str]:
+    """The table of one pair; ``cache`` keeps each method's lists for the run's other pairs;
+    ``per_corpus`` adds a row per corpus under each setting (means and wins; the index stays pooled)."""
     size = chunk_sizes(counter())
     cache = {} if cache is None else cache
     for m in (a, b):
@@ -93,6 +94,10 @@ def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budget
         lo, hi = bootstrap_interval(d)
         lines.append(f"| {setting} | {xa.mean() * 100:.1f} | {xb.mean() * 100:.1f} | {d.mean() * 100:+.2f} | "
                      f"{wins}/{losses} | {sign_test(wins, losses):.2f} | [{lo * 100:+.2f}, {hi * 100:+.2f}] |")
+        for cid in sorted({q.corpus_id for q in queries}) if per_corpus else ():
+            m = np.array([q.corpus_id == cid for q in queries])
+            lines.append(f"| {setting} {cid} | {xa[m].mean() * 100:.1f} | {xb[m].mean() * 100:.1f} | "
+                         f"{d[m].mean() * 100:+.2f} | {int((d[m] > 1e-9).sum())}/{int((d[m] < -1e-9).sum())} | | |")
     return lines
 
 
@@ -106,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--corpora", nargs="+", default=None)
     p.add_argument("--budgets", nargs="+", type=int, default=[1024, 2048, 4096])
     p.add_argument("--ks", nargs="+", type=int, default=[5])
+    p.add_argument("--per-corpus", action="store_true", help="a row per corpus under each setting")
     args = p.parse_args(argv)
     if len(args.pairs) % 2:
         p.error("--pairs takes method names two by two")
@@ -124,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache: dict[str, dict[str, list]] = {}  # a method in several pairs runs once
     for a, b in pairs:
         print(f"\n### {a} (A) vs {b} (B), {len(queries)} queries\n")
-        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets, cache)), flush=True)
+        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets, cache,
+                                       args.per_corpus)), flush=True)
     return 0
 
 
