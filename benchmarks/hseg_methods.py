@@ -180,22 +180,27 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 
 
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
-    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][@<segmenter>]``:
+    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]``:
     ``~<flavour>`` chunks with that flavour (:data:`FLAVOURS`, ``hseg_auto_256~ctxenc``); ``+lex<W>``
-    searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``@<segmenter>`` chunks with that
-    segmenter (a registered name or a saved weights file), to compare segmenters query by query
+    searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``+nb<V>`` with ``neighbour_weight=V``
+    (the auto unit; other weights than the unit index's are searched on the gathered path);
+    ``@<segmenter>`` chunks with that segmenter (a registered name or a saved weights file), to
+    compare segmenters query by query
     (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``). ``None`` for other names."""
     rest, at, segmenter = name.partition("@")
     if at and not segmenter:
         return None
+    rest, nb, nb_weight = rest.partition("+nb")
     rest, plus, weight = rest.partition("+lex")
     base, tilde, flavour = rest.partition("~")
-    if base not in SPECS or (tilde and flavour not in FLAVOURS) or not (at or plus or tilde):
+    if base not in SPECS or (tilde and flavour not in FLAVOURS) or not (at or plus or tilde or nb):
         return None
     target, level, search = SPECS[base]
-    if plus:
-        try:
+    try:
+        if plus:
             search = {**search, "lexical_weight": float(weight)}
-        except ValueError:
-            return None
+        if nb:
+            search = {**search, "neighbour_weight": float(nb_weight)}
+    except ValueError:
+        return None
     return store_method(target, level, retrieval_cls, segmenter=segmenter or None, flavour=flavour or None, **search)
