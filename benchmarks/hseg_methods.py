@@ -10,7 +10,9 @@ Each corpus is chunked by :class:`hseg.HierarchicalChunker` and written to a rea
 - ``hseg_auto_<T>_hybrid`` / ``hseg_sc_<T>_hybrid`` / ``hseg_seg_<T>_hybrid``: the same with the
   lexical (BM25) score, ``lexical_weight`` = :data:`HYBRID_WEIGHT`.
 
-``<T>`` is the target cluster size in tokens (256, 512, 1024). All methods share the run's
+``<T>`` is the target cluster size in tokens (256, 512, 1024). Methods without ``_hybrid`` or
+``+lex<W>`` search with the product's default ``lexical_weight`` (0.2 since issue 27: hybrid);
+``+lex0`` makes one dense. All methods share the run's
 caching encoder, so each sentence is encoded once for all sizes. ``<name>@<segmenter>`` (see
 :func:`variant`) runs a method with other segmenter weights, e.g. ``hseg_auto_512@old.pt``, and
 ``<name>+lex<W>`` with ``lexical_weight=W``, e.g. ``hseg_auto_512+lex0.3``.
@@ -34,22 +36,68 @@ HYBRID_WEIGHT = 0.3
 SPECS: dict[str, tuple[int, str, dict[str, Any]]] = {}
 
 
+def _flavoured_chunker(flavour: str | None) -> Any:
+    """The chunker class of a flavour (:data:`FLAVOURS`): what is embedded as a segment's vector."""
+    from hseg.chunking.chunker import HierarchicalChunker
+
+    if flavour is None:
+        return HierarchicalChunker
+    if flavour not in FLAVOURS:
+        raise ValueError(f"unknown flavour {flavour!r}; known: {sorted(FLAVOURS)}")
+    if flavour.startswith("seg"):  # finer segments: the ones over N tokens cut at their weakest gap
+        import functools
+
+        return functools.partial(HierarchicalChunker, max_segment_tokens=int(flavour[3:]))
+
+    class Flavoured(HierarchicalChunker):
+        def _segments(self, text, doc_id, spans, ends, vectors, strength, tokens, headings=()):
+            import dataclasses
+
+            import numpy as np
+
+            segments, vecs = super()._segments(text, doc_id, spans, ends, vectors, strength, tokens, headings)
+            paths = [" > ".join(s.heading_path) for s in segments]
+            if flavour == "ctxmean":  # the path as one more sentence of the segment's token-weighted mean
+                distinct = sorted({p for p in paths if p})
+                pv = dict(zip(distinct, self.encoder.encode(distinct))) if distinct else {}
+                weights = [self.count_tokens(p) if p else 0 for p in paths]
+                new = [v if not p else (v * s.token_count + pv[p] * w)
+                       for v, p, s, w in zip(vecs, paths, segments, weights)]
+            else:  # "enc": the segment text encoded; "ctxenc": its heading path, a blank line, the text
+                texts = [(p + "\n\n" if p and flavour == "ctxenc" else "") + s.text.strip()
+                         for p, s in zip(paths, segments)]
+                new = list(self.encoder.encode(texts))
+            out = np.stack([np.asarray(v, dtype=np.float32) / np.linalg.norm(v) for v in new])
+            return [dataclasses.replace(s, embedding=v) for s, v in zip(segments, out)], out
+
+    return Flavoured
+
+
+#: chunker flavours a method name can ask for with ``~<flavour>`` (issue 27, round 4): ``enc`` the
+#: segment text encoded instead of the mean of its sentence vectors; ``ctxenc`` the same with the
+#: heading path in front ("Chapter > Section\n\ntext"); ``ctxmean`` the heading path as one more
+#: sentence of the token-weighted mean (no second encoder pass). Clusters are means of these vectors.
+#: ``seg64`` / ``seg96``: finer units, segments cut to at most 64 / 96 tokens (default: half the target).
+FLAVOURS = ("enc", "ctxenc", "ctxmean", "seg64", "seg96")
+
+
 @lru_cache(maxsize=8)
-def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None) -> Any:
+def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, segmenter: str | None = None,
+           flavour: str | None = None) -> Any:
     import chromadb
 
-    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter)
+    chunker = _flavoured_chunker(flavour)(encoder=encoder, target_tokens=target, segmenter=segmenter)
     chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
     store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
     store.add(chunkings)
     return store, chunkings
 
 
-def _setup(corpora: dict[str, str], target: int, encoder: Any, segmenter: str | None = None):
-    return _store(tuple(sorted(corpora.items())), target, encoder, segmenter)
+def _setup(corpora: dict[str, str], target: int, encoder: Any, segmenter: str | None = None,
+           flavour: str | None = None):
+    return _store(tuple(sorted(corpora.items())), target, encoder, segmenter, flavour)
 
 
 def _chunks(hits: list[Any], corpora: dict[str, str]) -> list[Chunk]:
@@ -83,7 +131,7 @@ def _per_setting(store: Any, qv: Any, corpora: dict[str, str], budgets: Any, k: 
 
 
 def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | None = None,
-                 **search: Any) -> Callable[..., Any]:
+                 flavour: str | None = None, **search: Any) -> Callable[..., Any]:
     """A method answering every setting with ``store.search(**search)``; ``level`` names the units
     the index is made of (``"cluster"`` for parents, ``"segment"`` for passages); ``segmenter``
     (a name or a weights file) replaces the default segmenter.
@@ -93,7 +141,7 @@ def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | N
     fraction of the cost of ranking DEFAULT_DEPTH parents per query.
     """
     def method(corpora: dict[str, str], queries: list[Query], encoder: Any, *, budgets=(), k=5) -> Any:
-        store, chunkings = _setup(corpora, target, encoder, segmenter)
+        store, chunkings = _setup(corpora, target, encoder, segmenter, flavour)
         longest, per_setting = _per_setting(store, query_vectors(encoder, queries), corpora, budgets, k,
                                             [q.question for q in queries], **search)
         return retrieval_cls(longest, _units(chunkings, level), per_setting)
@@ -118,11 +166,13 @@ def default_method(retrieval_cls: Any) -> Callable[..., Any]:
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     register("hseg_default", default_method(retrieval_cls))
     for t in TARGETS:
-        SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"mode": "segment+cluster"})
-        SPECS[f"hseg_c_{t}"] = (t, "cluster", {"mode": "cluster"})
+        # unit="cluster" named: with a budget and no unit the store answers with the auto unit
+        SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})
+        SPECS[f"hseg_c_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "cluster"})
         SPECS[f"hseg_seg_{t}"] = (t, "segment", {"unit": "segment"})
         SPECS[f"hseg_auto_{t}"] = (t, "segment", {"unit": "auto"})
-        SPECS[f"hseg_sc_{t}_hybrid"] = (t, "cluster", {"mode": "segment+cluster", "lexical_weight": HYBRID_WEIGHT})
+        SPECS[f"hseg_sc_{t}_hybrid"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster",
+                                                      "lexical_weight": HYBRID_WEIGHT})
         SPECS[f"hseg_seg_{t}_hybrid"] = (t, "segment", {"unit": "segment", "lexical_weight": HYBRID_WEIGHT})
         SPECS[f"hseg_auto_{t}_hybrid"] = (t, "segment", {"unit": "auto", "lexical_weight": HYBRID_WEIGHT})
     for name, (target, level, search) in SPECS.items():
@@ -130,18 +180,27 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 
 
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
-    """The method ``<hseg method>@<segmenter>``: the hseg method chunking with that segmenter (a
-    registered name or a saved weights file), to compare segmenters query by query
-    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``); ``<hseg method>+lex<W>``: the
-    method with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``None`` for other names."""
-    base, plus, weight = name.partition("+lex")
-    if plus:
-        if base not in SPECS:
-            return None
-        target, level, search = SPECS[base]
-        return store_method(target, level, retrieval_cls, **{**search, "lexical_weight": float(weight)})
-    base, sep, segmenter = name.partition("@")
-    if not sep or base not in SPECS or not segmenter:
+    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]``:
+    ``~<flavour>`` chunks with that flavour (:data:`FLAVOURS`, ``hseg_auto_256~ctxenc``); ``+lex<W>``
+    searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``+nb<V>`` with ``neighbour_weight=V``
+    (the auto unit; other weights than the unit index's are searched on the gathered path);
+    ``@<segmenter>`` chunks with that segmenter (a registered name or a saved weights file), to
+    compare segmenters query by query
+    (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``). ``None`` for other names."""
+    rest, at, segmenter = name.partition("@")
+    if at and not segmenter:
+        return None
+    rest, nb, nb_weight = rest.partition("+nb")
+    rest, plus, weight = rest.partition("+lex")
+    base, tilde, flavour = rest.partition("~")
+    if base not in SPECS or (tilde and flavour not in FLAVOURS) or not (at or plus or tilde or nb):
         return None
     target, level, search = SPECS[base]
-    return store_method(target, level, retrieval_cls, segmenter=segmenter, **search)
+    try:
+        if plus:
+            search = {**search, "lexical_weight": float(weight)}
+        if nb:
+            search = {**search, "neighbour_weight": float(nb_weight)}
+    except ValueError:
+        return None
+    return store_method(target, level, retrieval_cls, segmenter=segmenter or None, flavour=flavour or None, **search)

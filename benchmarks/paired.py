@@ -72,9 +72,16 @@ def ranked_lists(name: str, corpora: dict[str, str], queries: list[Query], encod
     return lists
 
 
-def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int]) -> list[str]:
+def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budgets: Sequence[int],
+            cache: dict[str, dict[str, list]] | None = None, per_corpus: bool = False) -> list[str]:
+    """The table of one pair; ``cache`` keeps each method's lists for the run's other pairs;
+    ``per_corpus`` adds a row per corpus under each setting (means and wins; the index stays pooled)."""
     size = chunk_sizes(counter())
-    lists = {m: ranked_lists(m, corpora, queries, encoder, ks, budgets) for m in (a, b)}
+    cache = {} if cache is None else cache
+    for m in (a, b):
+        if m not in cache:
+            cache[m] = ranked_lists(m, corpora, queries, encoder, ks, budgets)
+    lists = {m: cache[m] for m in (a, b)}
     settings = [(f"k={k}", lambda r, k=k: list(r[:k])) for k in ks]
     settings += [(f"B={n}", lambda r, n=n: budget(r, n, [size(c) for c in r])) for n in budgets]
     lines = [f"| setting | {a} | {b} | A − B | wins A/B | sign p | 95% CI |", "|---|---|---|---|---|---|---|"]
@@ -87,6 +94,11 @@ def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budget
         lo, hi = bootstrap_interval(d)
         lines.append(f"| {setting} | {xa.mean() * 100:.1f} | {xb.mean() * 100:.1f} | {d.mean() * 100:+.2f} | "
                      f"{wins}/{losses} | {sign_test(wins, losses):.2f} | [{lo * 100:+.2f}, {hi * 100:+.2f}] |")
+        for cid in sorted({q.corpus_id for q in queries}) if per_corpus else ():
+            sel = np.array([q.corpus_id == cid for q in queries])
+            lines.append(f"| {setting} {cid} | {xa[sel].mean() * 100:.1f} | {xb[sel].mean() * 100:.1f} | "
+                         f"{d[sel].mean() * 100:+.2f} | {int((d[sel] > 1e-9).sum())}/{int((d[sel] < -1e-9).sum())} "
+                         "| | |")
     return lines
 
 
@@ -100,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--corpora", nargs="+", default=None)
     p.add_argument("--budgets", nargs="+", type=int, default=[1024, 2048, 4096])
     p.add_argument("--ks", nargs="+", type=int, default=[5])
+    p.add_argument("--per-corpus", action="store_true", help="a row per corpus under each setting")
     args = p.parse_args(argv)
     if len(args.pairs) % 2:
         p.error("--pairs takes method names two by two")
@@ -115,9 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hseg.encoders import CachingEncoder, as_encoder
 
     encoder = CachingEncoder(as_encoder())
+    cache: dict[str, dict[str, list]] = {}  # a method in several pairs runs once
     for a, b in pairs:
         print(f"\n### {a} (A) vs {b} (B), {len(queries)} queries\n")
-        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets)))
+        print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets, cache,
+                                       args.per_corpus)), flush=True)
     return 0
 
 

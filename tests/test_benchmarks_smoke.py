@@ -188,3 +188,24 @@ def test_peers_rank_the_whole_small_index_deterministically(benchmarks_without_m
         retrieval.check_ranked(name, corpora, queries, first.ranked[:-1])
         if "bm25" in name:
             assert first.ranked[-1] == first.units[: retrieval.DEPTH], name
+
+
+def test_hseg_method_names_and_flavours_without_the_model(benchmarks_without_model, tmp_path, capsys):
+    """``<method>~<flavour>+lex<W>@<segmenter>`` names resolve (and nothing else does); the paper's
+    parents are asked for as parents at a budget; a flavoured method runs in ``paired.py --per-corpus``."""
+    retrieval, paired = benchmarks_without_model
+    import hseg_methods
+
+    for name in ("hseg_auto_256~ctxenc", "hseg_auto_256~seg96+lex0", "hseg_sc_256+lex0.2", "hseg_seg_256@texttiling",
+                 "hseg_auto_256~enc+lex0.3@texttiling", "hseg_auto_256+lex0.2+nb0.4"):
+        assert retrieval.resolve_method(name) is not None, name
+    for name in ("hseg_auto_256~nope", "hseg_auto_256+lexx", "hseg_auto_256+nbx", "hseg_default~enc",
+                 "lc_recursive_200_0~enc", "hseg_auto_256@"):
+        assert retrieval.resolve_method(name) is None, name
+    assert hseg_methods.SPECS["hseg_sc_256"][2]["unit"] == "cluster" == hseg_methods.SPECS["hseg_c_256"][2]["unit"]
+    data = tmp_path / "data"
+    tiny_eval(data)
+    assert paired.main(["hseg_auto_256~ctxmean", "hseg_auto_256", "--data", str(data), "--budgets", "1024",
+                        "--ks", "5", "--per-corpus"]) == 0
+    out = capsys.readouterr().out
+    assert "| B=1024 alpha |" in out and "| B=1024 beta |" in out

@@ -127,6 +127,18 @@ class CountingCollection:
         return attr
 
 
+def test_searches_returning_records_are_batched_by_their_results():
+    """A call's searches return at most RESULTS_PER_CALL records' contents (SQLite bounds the variables
+    of the statement that reads them); distance-only searches and gets go READS_PER_CALL at a time."""
+    from hseg.retrieval.plans import READS_PER_CALL, RESULTS_PER_CALL, Get, Knn, _per_call
+
+    v = np.zeros(4, dtype=np.float32)
+    assert _per_call(Knn(None, v, 500)) == READS_PER_CALL == _per_call(Get(None, ("a",)))
+    assert _per_call(Knn(None, v, 500, include=("metadatas", "distances"))) == RESULTS_PER_CALL // 500
+    assert _per_call(Knn(None, v, 10, include=("documents",))) == READS_PER_CALL
+    assert _per_call(Knn(None, v, 10 * RESULTS_PER_CALL, include=("documents",))) == 1
+
+
 def _summary(hits):
     return [(h.cluster_id, h.unit, h.segment_ids, h.start, h.end, h.text, h.score, h.token_count, h.matched_id)
             for h in hits]
@@ -141,6 +153,7 @@ def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_col
 
         monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
         monkeypatch.setattr(hseg.retrieval.plans, "READS_PER_CALL", 4)  # groups split over several calls
+        monkeypatch.setattr(hseg.retrieval.plans, "RESULTS_PER_CALL", 9)  # and searches of records by results
     rng = np.random.default_rng(11)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=5, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))

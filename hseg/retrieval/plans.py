@@ -36,6 +36,10 @@ T = TypeVar("T")
 #: reads answered by one Chroma call at the most: a ``get`` of the union of a few hundred searches'
 #: ids stays far below SQLite's bound on the variables of one statement, and a server request small
 READS_PER_CALL = 256
+#: records a ``query`` with more than distances may return in one call: Chroma reads the metadata and
+#: documents of all of them in one SQLite statement, whose variables are bounded (256 searches of a
+#: few hundred results each failed with "too many SQL variables" on the gathered hybrid path)
+RESULTS_PER_CALL = 8192
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,12 +104,21 @@ def run_many(plans: Sequence[Plan[T]]) -> list[T]:
         for i, read in waiting.items():
             groups.setdefault(read.group(), []).append(i)
         for members in groups.values():
-            for start in range(0, len(members), READS_PER_CALL):
-                part = members[start:start + READS_PER_CALL]
+            per_call = _per_call(waiting[members[0]])
+            for start in range(0, len(members), per_call):
+                part = members[start:start + per_call]
                 answers = _answer([waiting.pop(i) for i in part])
                 for i, answer in zip(part, answers):
                     _advance(plans, i, answer, waiting, results)
     return results
+
+
+def _per_call(read: Read) -> int:
+    """Reads of ``read``'s group answered by one call: :data:`READS_PER_CALL`, fewer for searches
+    that return records' contents (:data:`RESULTS_PER_CALL` results at the most, at least one search)."""
+    if isinstance(read, Knn) and set(read.include) - {"distances"}:
+        return max(1, min(READS_PER_CALL, RESULTS_PER_CALL // max(1, read.n)))
+    return READS_PER_CALL
 
 
 def _advance(plans: Sequence[Plan[Any]], i: int, answer: Any, waiting: dict[int, Read], results: list[Any]) -> None:
