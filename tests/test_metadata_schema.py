@@ -85,13 +85,13 @@ def test_declaration_is_well_formed():
         metadata_keys("passage")
 
 
-def test_unit_metadata_names_a_foreign_unit(texts):
+def test_chunk_metadata_names_a_foreign_chunk(texts):
     chunker = HierarchicalChunker(encoder=HashingEncoder(), **SMALL)
     a, b = chunker.chunk(texts["book"], "a"), chunker.chunk(texts["other"], "b")
     assert chunk_metadata(a, a.segments[0])["hseg_prev_id"] == ""
-    for unit in (b.segments[0], b.clusters[0], "seg-1"):
-        with pytest.raises(ValueError, match="unit"):
-            chunk_metadata(a, unit)
+    for chunk in (b.segments[0], b.clusters[0], "seg-1"):
+        with pytest.raises(ValueError, match="chunk must be a cluster or segment"):
+            chunk_metadata(a, chunk)
 
 
 def test_user_metadata_drops_only_hseg_keys():
