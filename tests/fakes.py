@@ -95,3 +95,35 @@ def siblings_and_neighbours(segs, parent, scores):
         near = [scores[j] for j in (i - 1, i + 1) if 0 <= j < len(segs) and segs[j].doc_id == s.doc_id]
         neighbour.append(np.mean(near) if near else scores[i])
     return siblings, neighbour
+
+
+#: a script that runs ``hseg`` (``sys.argv``) with the hashing encoder and says ``ADD`` before each
+#: write, for tests that interrupt a CLI run in its own process (format it with ``repo=``)
+CLI_CHILD = r"""
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from hseg import ingest
+from hseg.encoders import factory
+from hseg.cli import main
+from hseg.store import HierarchicalStore
+from tests.fakes import HashingEncoder
+
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+real_add = HierarchicalStore.add
+# with HSEG_TEST_HOLD_AFTER_ADD=N the N-th write, once done, waits for the parent's signal: however
+# late the parent acts (a busy machine), the signal lands in that write or right after it, never later
+hold_after = int(os.environ.get("HSEG_TEST_HOLD_AFTER_ADD", "0"))
+adds = 0
+
+def add(self, chunkings, metadatas=None, **kwargs):
+    global adds
+    print("ADD", flush=True)  # the parent kills us right after this line: mid-write
+    done = real_add(self, chunkings, metadatas, **kwargs)
+    adds += 1
+    if adds == hold_after:
+        signal.pause()
+    return done
+
+HierarchicalStore.add = add
+sys.exit(main(sys.argv[1:]))
+"""

@@ -15,37 +15,11 @@ import pytest
 
 from hseg.cli import main
 from hseg.encoders import factory
+from tests.fakes import CLI_CHILD as CHILD
 from tests.fakes import HashingEncoder, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
-CHILD = r"""
-import os, signal, sys
-sys.path.insert(0, {repo!r})
-from hseg.cli import main
-from hseg.encoders import factory
-from hseg.store import HierarchicalStore
-from tests.fakes import HashingEncoder
-
-factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
-real_add = HierarchicalStore.add
-# with HSEG_TEST_HOLD_AFTER_ADD=N the N-th write, once done, waits for the parent's signal: however
-# late the parent acts (a busy machine), the run is still under way when the signal comes
-hold_after = int(os.environ.get("HSEG_TEST_HOLD_AFTER_ADD", "0"))
-adds = 0
-
-def add(self, chunkings, metadatas=None, **kwargs):
-    global adds
-    print("ADD", flush=True)
-    done = real_add(self, chunkings, metadatas, **kwargs)
-    adds += 1
-    if adds == hold_after:
-        signal.pause()
-    return done
-
-HierarchicalStore.add = add
-sys.exit(main(sys.argv[1:]))
-"""
 BOOKKEEPING = ("content_sha256", "chunk_settings")
 
 

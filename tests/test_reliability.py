@@ -35,6 +35,7 @@ from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.retrieval.unit_vectors import UnitKey, companion_name
 from hseg.store import SCHEMA_VERSION, HierarchicalStore, flatten_metadata, records_for
 from hseg.text.sentences import split_sentences
+from tests.fakes import CLI_CHILD as CHILD
 from tests.fakes import HashingEncoder, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
@@ -686,36 +687,6 @@ def test_a_write_lost_mid_add_names_the_server_and_what_was_written(chunker, mon
         store.add(results)
     docs = stored_documents(store.collection)
     assert set(docs) == {"d0", "d1"} and all(document_problems(r) == [] for r in docs.values())
-
-
-CHILD = r"""
-import os, signal, sys
-sys.path.insert(0, {repo!r})
-from hseg import ingest
-from hseg.encoders import factory
-from hseg.cli import main
-from hseg.store import HierarchicalStore
-from tests.fakes import HashingEncoder
-
-factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
-real_add = HierarchicalStore.add
-# with HSEG_TEST_HOLD_AFTER_ADD=N the N-th write, once done, waits for the parent's signal: however
-# late the parent acts (a busy machine), the signal lands in that write or right after it, never later
-hold_after = int(os.environ.get("HSEG_TEST_HOLD_AFTER_ADD", "0"))
-adds = 0
-
-def add(self, chunkings, metadatas=None, **kwargs):
-    global adds
-    print("ADD", flush=True)  # the parent kills us right after this line: mid-write
-    done = real_add(self, chunkings, metadatas, **kwargs)
-    adds += 1
-    if adds == hold_after:
-        signal.pause()
-    return done
-
-HierarchicalStore.add = add
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 def _run_child(script: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
