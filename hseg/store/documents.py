@@ -13,7 +13,6 @@ short by a crash is found and repaired on the next open.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +25,6 @@ from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
 __all__ = ["Indexes", "chunkings_to_add", "write_documents", "delete_documents"]
-
-logger = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class Indexes:

@@ -160,9 +160,7 @@ class FreshReads:
             view = self._view
             if view is None or view.collections is not collections:
                 return False
-            self._view, self._seen = None, None
-            view.retired = True
-            view.stop_if_unused()
+            self._replace(None, None)
         return True
 
     def _open(self) -> _View:
@@ -188,7 +186,9 @@ class FreshReads:
                     "searches read through a client opened after that write", self.path)
         return _View(system, collections)
 
-    def _replace(self, view: _View, position: int) -> None:
+    def _replace(self, view: _View | None, position: int | None) -> None:
+        """Read through ``view`` (``None``: no private view; ``position`` ``None``: open one at the
+        next search) and retire the previous view once no search uses it."""
         old, self._view, self._seen = self._view, view, position
         if old is not None:
             old.retired = True
@@ -196,8 +196,5 @@ class FreshReads:
 
     def close(self) -> None:
         with self._lock:
-            if self._view is not None:
-                self._view.retired = True
-                self._view.stop_if_unused()
-                self._view = None
+            self._replace(None, self._seen)
         self.log.close()
