@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
 import uuid
 
@@ -287,3 +288,45 @@ def test_query_terms_drop_english_stop_words_but_keep_other_languages():
     with pytest.raises(ValueError, match="text"):
         query_terms(None)  # type: ignore[arg-type]
     assert np.isfinite(0.0)
+
+
+def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_mode(tmp_path):
+    """Two stores opening one fresh index file while one of them writes: switching a file to WAL
+    during another connection's write fails at once ("database is locked", SQLite's busy timeout does
+    not apply), which failed the two-writers test 1 run in 5. The set-up now waits on the writer lock."""
+    import fcntl
+    import sqlite3
+    import threading
+
+    from hseg.store.lexical_index import _Database
+
+    path = tmp_path / "index.sqlite"
+    other = sqlite3.connect(str(path), isolation_level=None)  # a file not yet in WAL, being written
+    other.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+    lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # as a writer of the index holds it
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO meta VALUES ('k', 'v')")
+    opened: list[object] = []
+
+    def open_index() -> None:
+        try:
+            opened.append(_Database(path))
+        except Exception as exc:  # pragma: no cover - the failure this test guards against
+            opened.append(exc)
+
+    thread = threading.Thread(target=open_index)
+    thread.start()
+    thread.join(timeout=0.5)
+    still_waiting = thread.is_alive()
+    other.execute("COMMIT")
+    other.close()
+    os.close(lock_fd)  # releases the writer lock
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert still_waiting, f"the open did not wait for the writer: {opened}"
+    db = opened[0]
+    assert isinstance(db, _Database), db
+    assert db.rows("PRAGMA journal_mode")[0][0] == "wal"
+    assert db.rows("SELECT value FROM meta WHERE key = 'k'") == [("v",)]
+    db.close()
