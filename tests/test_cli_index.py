@@ -261,7 +261,9 @@ def test_server_down_is_one_clear_line(argv, fake, capsys):
     port = free_port()
     start = time.monotonic()
     assert main([*argv, "--host", "127.0.0.1", "--port", str(port)]) == 1
-    assert time.monotonic() - start < 15
+    # a guard against retrying for minutes (0.05 s measured), not a timing claim: wide enough that a
+    # busy machine never trips it
+    assert time.monotonic() - start < 120
     _one_line_error(capsys.readouterr().err, f"127.0.0.1:{port}", "cannot reach the Chroma server")
 
 
