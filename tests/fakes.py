@@ -100,8 +100,9 @@ def siblings_and_neighbours(segs, parent, scores):
 #: a script that runs ``hseg`` (``sys.argv``) with the hashing encoder and says ``ADD`` before each
 #: write, for tests that interrupt a CLI run in its own process (format it with ``repo=``)
 CLI_CHILD = r"""
-import os, sys, time
+import faulthandler, os, signal, sys, time
 sys.path.insert(0, {repo!r})
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that times out asks for our stacks
 from hseg import ingest
 from hseg.encoders import factory
 from hseg.cli import main
@@ -131,3 +132,24 @@ def add(self, chunkings, metadatas=None, **kwargs):
 HierarchicalStore.add = add
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def stuck_child_report(proc) -> str:
+    """What a CLI child (:data:`CLI_CHILD`) that did not exit was doing: its signal masks and every
+    thread's stack (the child dumps them on SIGUSR1); kills it."""
+    import signal
+    import subprocess
+
+    status = ""
+    try:
+        with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
+            status = "".join(line for line in fh if line.startswith(("State", "Sig", "Shd", "Threads")))
+    except OSError:
+        pass
+    proc.send_signal(signal.SIGUSR1)
+    try:
+        _, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate(timeout=30)
+    return f"child {proc.pid} did not exit:\n{status}\n{(err or '')[-6000:]}"

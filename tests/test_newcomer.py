@@ -16,7 +16,7 @@ import pytest
 from hseg.cli import main
 from hseg.encoders import factory
 from tests.fakes import CLI_CHILD as CHILD
-from tests.fakes import HashingEncoder, synthetic_book
+from tests.fakes import HashingEncoder, stuck_child_report, synthetic_book
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE = ["--encoder", HashingEncoder.name, "--segmenter", "texttiling", "--quiet"]
@@ -147,7 +147,10 @@ def test_ctrl_c_says_what_was_stored_and_that_a_rerun_finishes(tmp_path):
                 break
             seen += line.startswith("ADD")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(stuck_child_report(proc))
     finally:
         proc.kill()
     assert proc.returncode == 130, err
