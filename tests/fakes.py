@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
+import subprocess
 from collections.abc import Sequence
 
 import numpy as np
@@ -123,8 +125,8 @@ def add(self, chunkings, metadatas=None, **kwargs):
     adds += 1
     if adds == hold_after:
         # not signal.pause(): a signal that lands after the interpreter's last look at its signal flag
-        # and before pause() starts is missed, and pause() then waits for ever (the Ctrl-C test hung 1
-        # run in 20 on a busy machine). A short sleep returns, and the loop's jump runs the handler.
+        # and before pause() starts is missed, and pause() then waits for ever. A short sleep returns,
+        # and the loop's jump runs the handler.
         for _ in range(6000):  # bounded: 5 minutes, then the write returns as if never held
             time.sleep(0.05)
     return done
@@ -137,9 +139,6 @@ sys.exit(main(sys.argv[1:]))
 def stuck_child_report(proc) -> str:
     """What a CLI child (:data:`CLI_CHILD`) that did not exit was doing: its signal masks and every
     thread's stack (the child dumps them on SIGUSR1); kills it."""
-    import signal
-    import subprocess
-
     status = ""
     try:
         with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:

@@ -293,7 +293,7 @@ def test_query_terms_drop_english_stop_words_but_keep_other_languages():
 def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_mode(tmp_path):
     """Two stores opening one fresh index file while one of them writes: switching a file to WAL
     during another connection's write fails at once ("database is locked", SQLite's busy timeout does
-    not apply), which failed the two-writers test 1 run in 5. The set-up now waits on the writer lock."""
+    not apply), which failed 7 of 40 loops of the two-writers test. The set-up now waits on the writer lock."""
     import fcntl
     import sqlite3
     import threading

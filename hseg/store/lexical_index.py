@@ -165,7 +165,7 @@ class _Database:
         self._memory_writer = threading.Lock()
         # Set up under the writer lock: switching a file to WAL while another connection (another
         # store on the same path, in this process or another) is writing fails at once with "database
-        # is locked" (SQLite does not wait on its busy timeout there); 1 run in 5 of two writers did.
+        # is locked" (SQLite does not wait on its busy timeout there): 7 of 40 two-writer loops did.
         with self.lock, self.writer():
             if path is not None:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
