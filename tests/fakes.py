@@ -105,6 +105,12 @@ CLI_CHILD = r"""
 import faulthandler, os, signal, sys, time
 sys.path.insert(0, {repo!r})
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that times out asks for our stacks
+# Ctrl-C from a terminal reaches a foreground run, where SIGINT raises KeyboardInterrupt. A suite started
+# in the background by a non-interactive shell (`nohup pytest ... &`) has SIGINT ignored (POSIX: without
+# job control, asynchronous commands ignore SIGINT and SIGQUIT), every child inherits that, and Python
+# then leaves it ignored: the Ctrl-C test hung in such runs (the child's SigIgn held SIGINT). The child
+# says what a terminal user has instead of inheriting it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from hseg import ingest
 from hseg.encoders import factory
 from hseg.cli import main
