@@ -21,8 +21,9 @@ caching encoder, so each sentence is encoded once for all sizes. ``<name>@<segme
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from functools import lru_cache
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache, wraps
 from typing import Any
 
 from evaluation import Chunk, Query, query_vectors
@@ -163,8 +164,38 @@ def default_method(retrieval_cls: Any) -> Callable[..., Any]:
     return store_method(target, level, retrieval_cls)
 
 
+@contextmanager
+def rest_of_budget_off() -> Iterator[None]:
+    """Inside the block, rule 5 of the auto unit is off (:mod:`hseg.retrieval.selection`: the rest of a
+    budget continues the passages): searches return the passages as the walk took them, the default
+    before round 6, for before/after comparisons in one process."""
+    import hseg.retrieval.passages as passages
+
+    def as_taken(collection: Any, hits: Any, *rest: Any) -> Any:
+        return hits
+        yield  # a plan with no reads
+
+    real = passages._continued
+    passages._continued = as_taken  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        passages._continued = real
+
+
+def walk_only(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` under :func:`rest_of_budget_off` (``benchmarks/paired.py hseg_default hseg_default_walk``)."""
+    @wraps(method)  # the harness reads the signature (budget-aware methods)
+    def method_walk_only(*args: Any, **kwargs: Any) -> Any:
+        with rest_of_budget_off():
+            return method(*args, **kwargs)
+
+    return method_walk_only
+
+
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     register("hseg_default", default_method(retrieval_cls))
+    register("hseg_default_walk", walk_only(default_method(retrieval_cls)))
     for t in TARGETS:
         # unit="cluster" named: with a budget and no unit the store answers with the auto unit
         SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})

@@ -238,6 +238,19 @@ def calls(store: HierarchicalStore, adapters: bool,
         for b in BUDGETS:
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=b, unit="auto")
+        from hseg_methods import rest_of_budget_off
+
+        def walk_only(**settings: Any) -> Callable[[np.ndarray, str], Any]:
+            search = hybrid(**settings)
+
+            def call(q: np.ndarray, text: str) -> Any:
+                with rest_of_budget_off():
+                    return search(q, text)
+            return call
+
+        for b in BUDGETS:  # the same without rule 5 (the passages as the walk took them): its cost, in this run
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), walk only"] = walk_only(
+                budget_tokens=b, unit="auto")
         for unit in ("segment", "cluster"):
             out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=1024, unit=unit)

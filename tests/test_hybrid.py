@@ -63,7 +63,30 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
         cluster_score=np.array([cos(parent[s.id].embedding, q) for s in segs]), siblings=siblings,
         neighbour_score=np.array(neighbour), neighbour_weight=0.2, lexical_score=lexical, lexical_weight=lam * scale)
     taken = select_auto(cands, budget, max_units=k, cluster_weight=0.5)
-    return [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
+    passages = [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
+    return passages if budget is None else continued(segs, passages, budget)
+
+
+def continued(segs, passages, budget):
+    """Rule 5 by hand: in rounds, each passage in order takes the segment after it in its document
+    while that fits the rest of the budget and is not taken already."""
+    at = {(s.doc_id, s.index): s for s in segs}
+    by_id = {s.id: s for s in segs}
+    taken = {sid for p in passages for sid in p}
+    left = budget - sum(by_id[sid].token_count for sid in taken)
+    out = [list(p) for p in passages]
+    stopped = [False] * len(out)
+    while not all(stopped):
+        for i, passage in enumerate(out):
+            last = by_id[passage[-1]]
+            after = at.get((last.doc_id, last.index + 1))
+            if stopped[i] or after is None or after.id in taken or after.token_count > left:
+                stopped[i] = True
+                continue
+            passage.append(after.id)
+            taken.add(after.id)
+            left -= after.token_count
+    return out
 
 
 def expected_parents(chunkings, kept, q, lex, lam, mode, budget, k):
@@ -152,6 +175,12 @@ def test_a_document_filter_applies_to_the_lexical_candidates(chroma_collection_n
     assert taken and all("glacier" in texts[s] for s in taken)
     assert sorted(taken) == sorted(s for s in texts if "glacier" in texts[s])
     assert any(lex[s] > 0 for s in taken)
+    # the auto unit obeys it too, in its neighbours and clusters' segments (the gathered path; these two
+    # reads once left it out) and in its continuations (rule 5): a budget this size takes every match
+    for lam in (1.0, 0.0):
+        hits = store.search(q, budget_tokens=10_000, unit="auto", lexical_weight=lam, query_text="tide moon",
+                            where_document={"$contains": "glacier"})
+        assert sorted(s for h in hits for s in h.segment_ids) == sorted(s for s in texts if "glacier" in texts[s])
 
 
 def test_weight_zero_is_the_dense_search_and_the_weight_moves_lexical_matches_up(chroma_collection_name):

@@ -330,3 +330,21 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     assert db.rows("PRAGMA journal_mode")[0][0] == "wal"
     assert db.rows("SELECT value FROM meta WHERE key = 'k'") == [("v",)]
     db.close()
+
+
+def test_following_lists_the_segments_after_one_while_their_tokens_fit(chroma_collection_name, chunker):
+    store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    chunking = chunker.chunk(book(3, 12_000), doc_id="d")
+    store.add([chunking, chunker.chunk(book(4), doc_id="e")])
+    segs = chunking.segments
+    assert len(segs) > 12  # longer than one page of positions (8)
+    index = store.lexical_index
+    everything = sum(s.token_count for s in segs)
+    assert [r.segment_id for r in index.following([segs[0].id], everything)[segs[0].id]] == [s.id for s in segs[1:]]
+    assert index.following([segs[-1].id], everything) == {segs[-1].id: []}  # the end of its document
+    fits = segs[2].token_count + segs[3].token_count
+    got = index.following([segs[1].id, "seg-unknown"], fits)
+    assert list(got) == [segs[1].id]  # an id the index lacks has no entry
+    assert [(r.segment_id, r.doc_id, r.position, r.tokens) for r in got[segs[1].id]] == \
+        [(s.id, "d", s.index, s.token_count) for s in segs[2:4]]
+    assert index.following([segs[1].id], fits - 1)[segs[1].id] == [got[segs[1].id][0]]

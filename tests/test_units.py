@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hseg.retrieval.selection import UnitCandidates, merge_runs_of_segments, select_auto
+from hseg.retrieval.selection import UnitCandidates, continue_passages, merge_runs_of_segments, select_auto
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder, siblings_and_neighbours
 
@@ -52,6 +54,36 @@ def test_floor_makes_the_walk_ask_for_more():
 def test_adjacent_segments_of_one_cluster_merge_into_a_passage():
     c = candidates([0.9, 0.8, 0.1, 0.7], ["a", "a", "a", "b"], {"a": 0, "b": 0}, [1, 1, 1, 1])
     assert merge_runs_of_segments(c, [0, 3, 1], 0.0) == [[0, 1], [3]]
+
+
+def test_the_rest_of_the_budget_continues_passages_in_rounds_in_rank_order():
+    following = [[("a1", 30), ("a2", 30)], [("b1", 20)], [("c1", 50)]]
+    # round 1: a1 (30), b1 (20), c1 does not fit (50 > 20 left) and stops; round 2: a2 does not fit (30 > 20)
+    assert continue_passages(following, 70) == [["a1"], ["b1"], []]
+    assert continue_passages(following, 90) == [["a1", "a2"], ["b1"], []]  # round 2: a2 fits the 40 left
+    assert continue_passages(following, 200) == [["a1", "a2"], ["b1"], ["c1"]]
+    assert continue_passages(following, 0) == [[], [], []]
+    # a segment already taken (the start of the next passage) ends a continuation
+    assert continue_passages([[("x", 5), ("y", 5)]], 100, taken={"y"}) == [["x"]]
+
+
+@given(st.lists(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(1, 40)), max_size=5), max_size=5),
+       st.integers(0, 150), st.sets(st.sampled_from("abcdefgh"), max_size=3))
+def test_continuations_fit_take_nothing_twice_and_follow_their_chains(following, left, taken):
+    size = {}
+    for chain in following:  # one size per segment id, as in a store
+        for sid, tokens in chain:
+            size.setdefault(sid, tokens)
+    following = [[(sid, size[sid]) for sid, _ in chain] for chain in following]
+    added = continue_passages(following, left, taken)
+    flat = [sid for more in added for sid in more]
+    assert len(flat) == len(set(flat)) and not set(flat) & taken
+    assert sum(size[sid] for sid in flat) <= left
+    for chain, more in zip(following, added):
+        assert [sid for sid, _ in chain[:len(more)]] == more  # a prefix of its own chain
+        if len(more) < len(chain):  # it stopped for a reason: taken, or too big for what was left at the end
+            sid, tokens = chain[len(more)]
+            assert sid in taken or sid in flat or tokens > left - sum(size[s] for s in flat)
 
 
 def brute_force(chunkings, q, budget, k, weight):

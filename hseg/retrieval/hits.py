@@ -26,7 +26,9 @@ class SearchHit:
         unit, segment_ids: ``"cluster"`` for a whole parent; for ``unit="segment"``/``"auto"``
             results, the hit is a passage of adjacent segments of the parent ``cluster_id``:
             ``text``/``start``/``end`` are the passage's and ``score`` is its best segment's
-            (fused) cosine.
+            (fused) cosine. An ``"auto"`` passage may go on with the segments after it in its
+            document, of any cluster, where the budget left room (rule 5 of
+            :mod:`hseg.retrieval.selection`); ``segment_ids`` then lists them too.
         heading_path: the markdown headings the hit's text lies under (the cluster's, or the
             common prefix of a passage's segments'; ``()`` for none or records without the key).
 

@@ -85,6 +85,8 @@ class LexicalSource(Protocol):
 
     def cluster_segments(self, cluster_ids: Iterable[str]) -> dict[str, list[str]]: ...
 
+    def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]: ...
+
 
 @dataclass
 class LexicalPage:

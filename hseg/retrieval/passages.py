@@ -25,6 +25,7 @@ previous text (or 0). With λ = 0 none of it runs: the three paths above, unchan
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,13 +36,14 @@ import numpy as np
 from hseg.chunking.chunks import is_cluster_id
 from hseg.chunking.records import heading_path, listed_segment_ids
 from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow
+from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.selection import (
     DEFAULT_WHOLE_CLUSTER_MIN,
     ClusterSize,
     Selection,
     UnitCandidates,
+    continue_passages,
     merge_runs,
     merge_runs_of_segments,
     select_auto,
@@ -55,14 +57,26 @@ __all__ = ["units_plan"]
 
 
 def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
-               unit_index: Any = None, lexical: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
+               unit_index: Any = None, lexical: LexicalQuery | None = None,
+               table: LexicalSource | None = None) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
     or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0), or ``None``: the dense
-    paths above, untouched.
+    paths above, untouched. ``table`` is the lexical index of a search with a lexical side (even
+    one whose query has no words to look up): with it, ``unit="auto"`` spends the rest of a budget
+    on the segments after its passages (rule 5 of :mod:`hseg.retrieval.selection`).
     """
+    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical)
+    if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
+        hits = yield from _continued(collection, hits, table, settings.budget_tokens, settings.where,
+                                     settings.where_document)
+    return hits
+
+
+def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
+              lexical: LexicalQuery | None) -> Plan[list[SearchHit]]:
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
@@ -82,6 +96,51 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
                                            cluster_weight, neighbour_weight))
     return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                                         cluster_weight, neighbour_weight))
+
+
+def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, budget: int,
+               where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
+    """``hits`` with the rest of ``budget`` spent on the segments after them (rule 5): their ids
+    and sizes from ``table``, their records from one ``get`` under the search's filters. A segment
+    the filters exclude, or whose record does not start where the passage ends (a document
+    rewritten since the table was read), ends its passage's continuation."""
+    left = budget - sum(h.token_count for h in hits)
+    if left <= 0 or not hits:
+        return hits
+    following = table.following([h.segment_ids[-1] for h in hits if h.segment_ids], left)
+    taken = {sid for h in hits for sid in h.segment_ids}
+    wanted = tuple(dict.fromkeys(r.segment_id for rows in following.values() for r in rows
+                                 if r.segment_id not in taken))
+    if not wanted:
+        return hits
+    got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
+    found = {rid: (dict(m or {}), d or "") for rid, m, d in zip(got["ids"], got["metadatas"], got["documents"])}
+    chains: list[list[tuple[str, int]]] = []
+    for h in hits:
+        chain: list[tuple[str, int]] = []
+        end = h.end
+        for row in following.get(h.segment_ids[-1], []) if h.segment_ids else []:
+            meta = found.get(row.segment_id, ({}, ""))[0]
+            if meta.get("hseg_doc_id") != h.doc_id or int(meta.get("hseg_start", -1)) != end:
+                break
+            chain.append((row.segment_id, int(meta["hseg_tokens"])))
+            end = int(meta["hseg_end"])
+        chains.append(chain)
+    added = continue_passages(chains, left, taken)
+    return [_extended(h, [(sid, *found[sid]) for sid in more]) if more else h for h, more in zip(hits, added)]
+
+
+def _extended(hit: SearchHit, after: list[tuple[str, dict[str, Any], str]]) -> SearchHit:
+    """``hit`` continued by the segments ``after`` it, ``(id, metadata, text)`` in document order;
+    its score and the segment that gave it are unchanged."""
+    return dataclasses.replace(
+        hit,
+        text=hit.text + "".join(text for _, _, text in after),  # segments tile their document: exact
+        end=int(after[-1][1]["hseg_end"]),
+        token_count=hit.token_count + sum(int(meta["hseg_tokens"]) for _, meta, _ in after),
+        segment_ids=[*hit.segment_ids, *(sid for sid, _, _ in after)],
+        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _ in after)]),
+    )
 
 
 # --------------------------------------------------------------------------- passages
@@ -478,9 +537,9 @@ def _gather(
         rows.update((yield from _fetch_scored(collection, q, [s for s in page.ids if s not in rows], where, wdoc)))
     if nweight:  # a segment next to a near one may rank high through its neighbour
         around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
-        # neighbour ids name segments (the schema), so only the caller's filter is passed: a level
+        # neighbour ids name segments (the schema), so only the caller's filters are passed: a level
         # filter on a get by ids made Chroma scan the metadata, about 30 ms a call on 2.7k records
-        rows.update((yield from _fetch_scored(collection, q, around, where)))
+        rows.update((yield from _fetch_scored(collection, q, around, where, wdoc)))
     cluster_score: dict[str, float] = {}
     nearest: set[str] = set()
     clu_floor = -np.inf
@@ -493,7 +552,7 @@ def _gather(
         # all segments of the nearest clusters (they may rank high through their cluster), by the ids
         # each cluster lists: a get by ids, where a filter on the cluster ids scanned the metadata
         listed = [sid for m in cmetas for sid in listed_segment_ids(m) if sid not in rows]
-        rows.update((yield from _fetch_scored(collection, q, listed, where)))
+        rows.update((yield from _fetch_scored(collection, q, listed, where, wdoc)))
         unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
         if unknown:
             got = yield Get(collection, tuple(unknown), ("embeddings",))

@@ -16,7 +16,12 @@ the context the cluster gives. This rule keeps both signals:
    as a whole, so the rest of it is taken too if that costs at most ``whole_cluster_share`` of the
    remaining budget (cheap when the rest is small, never a 500-token gamble on a small budget);
 4. taken segments that are adjacent in one cluster are returned as one passage, in the order of
-   their best fused score.
+   their best fused score;
+5. what the walk leaves of the budget (it stops at the first segment that does not fit) continues
+   the passages: in rounds, each passage in rank order takes the segment after it in its document
+   if it fits, until none does (:func:`continue_passages`). A reference often runs on past the
+   end of the segment that matched into text that, alone, is unlike the question; the walk never
+   reaches that text, and the rest of the budget would otherwise go unused.
 
 Tuned on the three development corpora of Chroma's evaluation (``benchmarks/RESULTS.md``):
 ``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
@@ -35,7 +40,7 @@ from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT
 
 __all__ = [
     "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
-    "merge_runs_of_segments",
+    "merge_runs_of_segments", "continue_passages",
 ]
 
 DEFAULT_WHOLE_CLUSTER_MIN = 3
@@ -219,3 +224,34 @@ def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_
     """:func:`merge_runs` of candidates ranked by their fused score."""
     keys = list(zip(cands.cluster, cands.position))
     return merge_runs(keys, taken, cands.fused(cluster_weight))
+
+
+def continue_passages(following: Sequence[Sequence[tuple[str, int]]], left: int,
+                      taken: set[str] | frozenset[str] = frozenset()) -> list[list[str]]:
+    """Rule 5 of the module docstring: what each passage takes of ``following[i]``, the ``(segment
+    id, tokens)`` after passage ``i`` in its document, in order, passages given in rank order.
+
+    In rounds, every passage takes its next segment if it fits the ``left`` tokens; a passage stops
+    at a segment that does not fit (``left`` only shrinks) or that is in ``taken`` (or taken by an
+    earlier passage in this call), so no segment is taken twice and the total never exceeds ``left``.
+
+    Example:
+        >>> continue_passages([[("a", 5), ("b", 5)], [("c", 3)]], 9)
+        [['a'], ['c']]
+    """
+    out: list[list[str]] = [[] for _ in following]
+    done = [False] * len(following)
+    seen = set(taken)
+    while not all(done):
+        for i, chain in enumerate(following):
+            if done[i]:
+                continue
+            at = len(out[i])
+            if at >= len(chain) or chain[at][0] in seen or chain[at][1] > left:
+                done[i] = True
+                continue
+            sid, tokens = chain[at]
+            out[i].append(sid)
+            seen.add(sid)
+            left -= tokens
+    return out

@@ -71,6 +71,8 @@ class SearchSettings:
             identical to a store without a lexical index; the default is 0.2 (hybrid). The query's
             text is needed: a string query, or ``query_text=`` beside a vector; a vector without
             text is searched densely, with a warning once per store (:mod:`hseg.retrieval.lexical_query`).
+            With a lexical side, ``unit="auto"`` also spends what its walk leaves of a budget on the
+            segments after its passages (rule 5 of :mod:`hseg.retrieval.selection`).
         where: a Chroma metadata filter, on segment and cluster records alike.
         where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
 

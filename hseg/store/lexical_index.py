@@ -88,6 +88,8 @@ _SCHEMA = (
     "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
     "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
+    # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
+    "CREATE INDEX IF NOT EXISTS segments_doc_position ON segments(doc_id, position)",
     "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
     "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
@@ -292,6 +294,44 @@ class LexicalIndex:
                                        f"WHERE id IN ({','.join('?' * len(part))})", list(part)):
                 out[fields[0]] = LexicalRow(*fields)
         return out
+
+    def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
+        """``{segment id: the segments after it in its document, in order}``, as long as their tokens
+        add up to at most ``max_tokens`` (those the index holds; a gap in the positions ends the list)."""
+        chains: dict[str, list[LexicalRow]] = {}
+        last: dict[str, tuple[str, int]] = {}  # a list still open: its document and the position it reached
+        for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
+            for sid, doc_id, position in self.db.rows(f"SELECT id, doc_id, position FROM segments WHERE id IN "
+                                                      f"({','.join('?' * len(part))})", list(part)):
+                chains[sid] = []
+                if max_tokens > 0:
+                    last[sid] = (doc_id, int(position))
+        total = dict.fromkeys(chains, 0)
+        page = 8  # positions read at a time, for all open lists in one statement: a passage rarely goes on longer
+        while last:
+            rows = []
+            for wanted in batched(list(last.items()), _SQL_IDS // 3):
+                pairs = " UNION ALL ".join("SELECT ?, ?, ?" for _ in wanted)
+                rows += self.db.rows(f"WITH open(sid, doc_id, after) AS ({pairs}) SELECT o.sid, n.id, n.doc_id, "
+                                     "n.cluster_id, n.position, n.tokens FROM open o JOIN segments n ON n.doc_id = "
+                                     "o.doc_id AND n.position > o.after AND n.position <= o.after + ? "
+                                     "ORDER BY o.sid, n.position",
+                                     [x for sid, (doc, after) in wanted for x in (sid, doc, after)] + [page])
+            grew = dict.fromkeys(last, 0)
+            ended: set[str] = set()
+            for sid, *fields in rows:
+                row = LexicalRow(*fields)
+                if sid in ended:
+                    continue
+                if row.position != last[sid][1] + 1 or total[sid] + row.tokens > max_tokens:
+                    ended.add(sid)
+                    continue
+                chains[sid].append(row)
+                total[sid] += row.tokens
+                last[sid] = (row.doc_id, row.position)
+                grew[sid] += 1
+            last = {sid: at for sid, at in last.items() if grew[sid] == page and sid not in ended}
+        return chains
 
     def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]:
         """The ``n`` best segments for an FTS5 MATCH expression with their BM25 scores, best first."""

@@ -85,4 +85,7 @@ class SearchPlanner:
         index = None
         if settings.resolved_unit == "auto" and units is not None:
             index = units.usable(settings.cluster_weight, settings.neighbour_weight)
-        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical)
+        # a search with a lexical side spends the rest of a budget on what follows its passages, read
+        # from the lexical index's table (made fresh by ready()); a dense one is left as the walk took it
+        table = self.lexical_index if settings.lexical_weight and text is not None else None
+        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table)
