@@ -131,7 +131,7 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 "than its queries'", vector=True),
     MetadataKey("hseg_unit", ("result",),
                 '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
-                "cluster)"),
+                'cluster; an `"auto"` passage may go on into the segments after it, where the budget left room)'),
     MetadataKey("hseg_score", ("result",),
                 "relevance on the cosine scale, higher is better: the best cosine of the cluster's vectors "
                 '(`"cluster"`), of the passage\'s segments (`"segment"`) or their fused score (`"auto"`); with '
