@@ -487,6 +487,43 @@ def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
 
 @pytest.mark.model
 @pytest.mark.shared_data
+def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeypatch):
+    """Rule 5 of the auto unit through LangChain with the real model: the walk's passages come back
+    as they were taken, some go on into the text after them, and none could go on further."""
+    import hseg.retrieval.passages
+
+    retriever, sources, questions = eval_retriever
+    got = retriever.store.collection.get(where={"hseg_level": "segment"}, include=["metadatas"])
+    starting = {(m["hseg_doc_id"], m["hseg_start"]): (rid, m["hseg_tokens"])
+                for rid, m in zip(got["ids"], got["metadatas"])}
+    answers = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
+
+    def as_taken(collection, hits, *rest):  # a read plan that reads nothing and returns the hits
+        return hits
+        yield
+
+    with monkeypatch.context() as patch:  # the same searches with rule 5 off: the walk's passages alone
+        patch.setattr(hseg.retrieval.passages, "_continued", as_taken)
+        walked = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
+    grew = 0
+    for q in questions:
+        docs, before = answers[q], walked[q]
+        assert [(d.metadata["hseg_start"], d.metadata["hseg_score"]) for d in docs] == \
+            [(d.metadata["hseg_start"], d.metadata["hseg_score"]) for d in before]
+        assert all(d.metadata["hseg_end"] >= b.metadata["hseg_end"] for d, b in zip(docs, before))
+        grew += sum(d.metadata["hseg_end"] > b.metadata["hseg_end"] for d, b in zip(docs, before))
+        left = 1024 - sum(d.metadata["hseg_tokens"] for d in docs)
+        taken = {s for d in docs for s in json.loads(d.metadata["hseg_segment_ids"])}
+        assert left >= 0
+        for d in docs:
+            assert sources[d.metadata["hseg_doc_id"]][d.metadata["hseg_start"]:d.metadata["hseg_end"]] == d.page_content
+            after = starting.get((d.metadata["hseg_doc_id"], d.metadata["hseg_end"]))
+            assert after is None or after[0] in taken or after[1] > left  # it could not go on
+    assert grew > 0
+
+
+@pytest.mark.model
+@pytest.mark.shared_data
 def test_e2e_batch_equals_invoke(eval_retriever):
     retriever, _, questions = eval_retriever
     for size in ({"k": 5}, {"unit": "auto", "budget_tokens": 1024}):
