@@ -298,14 +298,10 @@ class LexicalIndex:
     def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
         """``{segment id: the segments after it in its document, in order}``, as long as their tokens
         add up to at most ``max_tokens`` (those the index holds; a gap in the positions ends the list)."""
-        chains: dict[str, list[LexicalRow]] = {}
-        last: dict[str, tuple[str, int]] = {}  # a list still open: its document and the position it reached
-        for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
-            for sid, doc_id, position in self.db.rows(f"SELECT id, doc_id, position FROM segments WHERE id IN "
-                                                      f"({','.join('?' * len(part))})", list(part)):
-                chains[sid] = []
-                if max_tokens > 0:
-                    last[sid] = (doc_id, int(position))
+        start = self.rows(segment_ids)
+        chains: dict[str, list[LexicalRow]] = {sid: [] for sid in start}
+        # a list still open: its document and the position it reached
+        last = {sid: (row.doc_id, int(row.position)) for sid, row in start.items()} if max_tokens > 0 else {}
         total = dict.fromkeys(chains, 0)
         page = 8  # positions read at a time, for all open lists in one statement: a passage rarely goes on longer
         while last:
@@ -330,7 +326,7 @@ class LexicalIndex:
                 total[sid] += row.tokens
                 last[sid] = (row.doc_id, row.position)
                 grew[sid] += 1
-            last = {sid: at for sid, at in last.items() if grew[sid] == page and sid not in ended}
+            last = {sid: at for sid, at in last.items() if grew[sid] == page}  # a full page: read on
         return chains
 
     def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]:
