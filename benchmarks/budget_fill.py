@@ -12,7 +12,11 @@ spend the rest of the budget after the walk, without changing what the walk took
 * ``next``: for each taken segment, best first, its next segment in the document if it fits;
 * ``adjacent``: the same with the next, then the previous segment;
 * ``nearest``: of a taken segment's two untaken neighbours, the one with the higher fused score first;
-* ``ranked``: the walk goes on down the ranking, skipping what does not fit (a greedy knapsack).
+* ``ranked``: the walk goes on down the ranking, skipping what does not fit (a greedy knapsack);
+* ``next+tail`` / ``next+tailw`` (round 7): ``next``, then what is still left goes to a *part* of a
+  segment: each passage in rank order takes the longest run of whole sentences (``tailw``: whole
+  words) from the start of the segment after it that fits, so the budget is spent to within a
+  sentence and a passage may end inside a segment.
 
 Every rule repeats its pass until nothing more fits (a passage can grow by several segments). All
 run on exact fused scores computed here for every segment of the pooled index (the store's formula:
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +46,7 @@ from baselines import counter  # noqa: E402
 from evaluation import Chunk, budget, chunk_sizes, load_eval, score  # noqa: E402
 from paired import bootstrap_interval, sign_test  # noqa: E402
 
-RULES = ("next", "adjacent", "nearest", "ranked", "next+ranked")
+RULES = ("next", "adjacent", "nearest", "ranked", "next+ranked", "next+tail", "next+tailw")
 
 
 def parse_rule(rule: str) -> tuple[str, float]:
@@ -86,6 +91,36 @@ def fill(rule: str, order: list[int], fused: np.ndarray, tokens: Sequence[int], 
     return added
 
 
+def prefix_ends(text: str, words: bool) -> list[int]:
+    """Where a prefix of a segment's ``text`` may end: after each sentence, or (``words``) each word."""
+    if words:
+        return [m.end() for m in re.finditer(r"\S+", text)]
+    from hseg.text.sentences import split_sentences
+
+    return [span.end for span in split_sentences(text)]
+
+
+def tails(runs: list[list[int]], texts: Sequence[str], at: dict, doc: Sequence[str], position: Sequence[int],
+          taken: set[int], left: int, count, words: bool) -> dict[int, tuple[int, int]]:
+    """``{last segment of a run: (segment after it, characters of it taken)}``: each run in rank order takes
+    the longest prefix of its next untaken segment, cut by :func:`prefix_ends`, whose ``count`` fits ``left``."""
+    out: dict[int, tuple[int, int]] = {}
+    for run in runs:
+        j = at.get((doc[run[-1]], position[run[-1]] + 1))
+        if j is None or j in taken or left <= 0:
+            continue
+        best = used = 0
+        for end in prefix_ends(texts[j], words):
+            n = count(texts[j][:end])
+            if n > left:
+                break
+            best, used = end, n
+        if best:
+            out[run[-1]] = (j, best)
+            left -= used
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from hseg.encoders import CachingEncoder, as_encoder
     from hseg.retrieval.lexical_query import lexical_query
@@ -124,11 +159,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = list(zip(cluster, position))
     size = chunk_sizes(counter())
 
-    def answer(order: list[int], fused: np.ndarray, n: int, q) -> float:
+    texts = [s.text for _, s in segs]
+    count = counter()
+
+    def answer(order: list[int], fused: np.ndarray, n: int, q, tail: str | None = None, left: int = 0) -> float:
         runs = merge_runs(keys, order, fused)
-        chunks = [Chunk(doc[r[0]], segs[r[0]][1].start, segs[r[-1]][1].end,
-                        corpora[doc[r[0]]][segs[r[0]][1].start:segs[r[-1]][1].end]) for r in runs]
-        return score(q, budget(chunks, n, [size(c) for c in chunks]))[0]
+        cut = tails(runs, texts, at, doc, position, set(order), left, count, tail == "w") if tail is not None else {}
+        chunks = []
+        for r in runs:
+            start = segs[r[0]][1].start
+            end = segs[cut[r[-1]][0]][1].start + cut[r[-1]][1] if r[-1] in cut else segs[r[-1]][1].end
+            chunks.append(Chunk(doc[r[0]], start, end, corpora[doc[r[0]]][start:end]))
+        return score(q, budget(chunks, n, [size(c) for c in chunks]))[0]  # the harness recounts: no overrun
 
     for questions in args.questions:
         _, queries = load_eval(args.data, questions)
@@ -160,9 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         order += sel.taken[done:]
                         walks[b] = (order, n - sum(int(tokens[j]) for j in order))
                     order, left = walks[b]
-                    extra = fill(name, order, fused, tokens, at, doc, position, left) if name != "walk" and left > 0 \
+                    base, _, tail = name.partition("+tail")
+                    extra = fill(base, order, fused, tokens, at, doc, position, left) if name != "walk" and left > 0 \
                         else []
-                    recalls[rule].append(answer(order + extra, fused, n, q))
+                    rest = left - sum(int(tokens[j]) for j in extra)
+                    recalls[rule].append(answer(order + extra, fused, n, q, tail if "+tail" in name else None, rest))
             groups = {"pooled": np.ones(len(queries), dtype=bool)}
             if len(corpora) > 1:
                 groups |= {c: np.array([q.corpus_id == c for q in queries]) for c in sorted(corpora)}
