@@ -100,24 +100,24 @@ def prefix_ends(text: str, words: bool) -> list[int]:
     return [span.end for span in split_sentences(text)]
 
 
-def tails(runs: list[list[int]], texts: Sequence[str], at: dict, doc: Sequence[str], position: Sequence[int],
-          taken: set[int], left: int, count, words: bool) -> dict[int, tuple[int, int]]:
+def tails(runs: list[list[int]], prefixes, at: dict, doc: Sequence[str], position: Sequence[int],
+          taken: set[int], left: int, words: bool) -> dict[int, tuple[int, int]]:
     """``{last segment of a run: (segment after it, characters of it taken)}``: each run in rank order takes
-    the longest prefix of its next untaken segment, cut by :func:`prefix_ends`, whose ``count`` fits ``left``."""
+    the longest prefix of its next untaken segment whose tokens fit ``left``; ``prefixes(j, words)`` lists
+    segment ``j``'s ``(end, tokens)`` cuts (:func:`prefix_ends`) in order."""
     out: dict[int, tuple[int, int]] = {}
     for run in runs:
         j = at.get((doc[run[-1]], position[run[-1]] + 1))
         if j is None or j in taken or left <= 0:
             continue
-        best = used = 0
-        for end in prefix_ends(texts[j], words):
-            n = count(texts[j][:end])
+        best = None
+        for end, n in prefixes(j, words):
             if n > left:
                 break
-            best, used = end, n
+            best = end, n
         if best:
-            out[run[-1]] = (j, best)
-            left -= used
+            out[run[-1]] = (j, best[0])
+            left -= best[1]
     return out
 
 
@@ -157,14 +157,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for j, c in enumerate(cluster):
         members.setdefault(c, []).append(j)
     keys = list(zip(cluster, position))
-    size = chunk_sizes(counter())
-
-    texts = [s.text for _, s in segs]
     count = counter()
+    size = chunk_sizes(count)
+    cuts: dict[tuple[int, bool], list[tuple[int, int]]] = {}
+
+    def prefixes(j: int, words: bool) -> list[tuple[int, int]]:
+        """Segment ``j``'s prefix cuts with their token counts, computed once per run (every question reuses them)."""
+        if (j, words) not in cuts:
+            text = segs[j][1].text
+            cuts[j, words] = [(end, count(text[:end])) for end in prefix_ends(text, words)]
+        return cuts[j, words]
 
     def answer(order: list[int], fused: np.ndarray, n: int, q, tail: str | None = None, left: int = 0) -> float:
         runs = merge_runs(keys, order, fused)
-        cut = tails(runs, texts, at, doc, position, set(order), left, count, tail == "w") if tail is not None else {}
+        cut = tails(runs, prefixes, at, doc, position, set(order), left, tail == "w") if tail is not None else {}
         chunks = []
         for r in runs:
             start = segs[r[0]][1].start
@@ -202,11 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         order += sel.taken[done:]
                         walks[b] = (order, n - sum(int(tokens[j]) for j in order))
                     order, left = walks[b]
-                    base, _, tail = name.partition("+tail")
+                    base, plus_tail, tail = name.partition("+tail")
                     extra = fill(base, order, fused, tokens, at, doc, position, left) if name != "walk" and left > 0 \
                         else []
                     rest = left - sum(int(tokens[j]) for j in extra)
-                    recalls[rule].append(answer(order + extra, fused, n, q, tail if "+tail" in name else None, rest))
+                    recalls[rule].append(answer(order + extra, fused, n, q, tail if plus_tail else None, rest))
             groups = {"pooled": np.ones(len(queries), dtype=bool)}
             if len(corpora) > 1:
                 groups |= {c: np.array([q.corpus_id == c for q in queries]) for c in sorted(corpora)}
