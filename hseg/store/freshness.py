@@ -154,13 +154,18 @@ class FreshReads:
 
     def discard(self, collections: tuple[Any, Any]) -> bool:
         """Retire the view whose collections a search found torn (a kNN failed on a missing vector),
-        so the next :meth:`reading` opens another; ``False`` when ``collections`` are not a private
-        view's (the store's own collections are not reopened)."""
+        so that the search reads again through a newer one; ``False`` when ``collections`` are the
+        store's own (they are not reopened).
+
+        With many searches in flight, another one may already have replaced that view (the log moved
+        on, or it met the same tear): the next :meth:`reading` is then newer already, so this is
+        ``True`` as well."""
+        if collections[0] is self._shared()[0]:
+            return False
         with self._lock:
             view = self._view
-            if view is None or view.collections is not collections:
-                return False
-            self._replace(None, None)
+            if view is not None and view.collections is collections:
+                self._replace(None, None)
         return True
 
     def _open(self) -> _View:
