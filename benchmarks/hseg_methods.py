@@ -183,19 +183,35 @@ def rest_of_budget_off() -> Iterator[None]:
         passages._continued = real
 
 
-def walk_only(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method`` under :func:`rest_of_budget_off` (``benchmarks/paired.py hseg_default hseg_default_walk``)."""
+@contextmanager
+def cuts_off() -> Iterator[None]:
+    """Inside the block, rule 6 of the auto unit is off (no passage ends inside a segment): rule 5
+    alone spends the rest of a budget, the default of rounds 6 to 9."""
+    import hseg.retrieval.passages as passages
+
+    real = passages.cut_passages
+    passages.cut_passages = lambda nexts, *rest: [None] * len(nexts)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        passages.cut_passages = real
+
+
+def under(switch: Callable[[], Any], method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` run inside ``switch()`` (:func:`rest_of_budget_off`: ``benchmarks/paired.py
+    hseg_default hseg_default_walk``; :func:`cuts_off`: ``hseg_default hseg_default_no_cuts``)."""
     @wraps(method)  # the harness reads the signature (budget-aware methods)
-    def method_walk_only(*args: Any, **kwargs: Any) -> Any:
-        with rest_of_budget_off():
+    def method_under(*args: Any, **kwargs: Any) -> Any:
+        with switch():
             return method(*args, **kwargs)
 
-    return method_walk_only
+    return method_under
 
 
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     register("hseg_default", default_method(retrieval_cls))
-    register("hseg_default_walk", walk_only(default_method(retrieval_cls)))
+    register("hseg_default_walk", under(rest_of_budget_off, default_method(retrieval_cls)))
+    register("hseg_default_no_cuts", under(cuts_off, default_method(retrieval_cls)))
     for t in TARGETS:
         # unit="cluster" named: with a budget and no unit the store answers with the auto unit
         SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})

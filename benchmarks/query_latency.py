@@ -65,6 +65,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
+from hseg.text.sentences import split_sentences  # noqa: E402
 
 logger = logging.getLogger("query_latency")
 
@@ -162,8 +163,11 @@ def openstax_docs(pieces: list[tuple[str, str]], vectors: np.ndarray, per_cluste
             for i in idx[start:start + per_cluster]:
                 text = pieces[i][1] + "\n"
                 n = len(segments) + len(members)
+                # cuts at its sentence ends, sized as the segment is (rule 6 of the auto unit reads them)
+                ends = [span.end for span in split_sentences(text) if span.end < len(text)]
+                cuts = tuple((end, max(1, end // 4)) for end in ends)
                 members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, n, pos,
-                                       pos + len(text), text, max(1, len(text) // 4), n, n + 1, vectors[i]))
+                                       pos + len(text), text, max(1, len(text) // 4), n, n + 1, vectors[i], cuts=cuts))
                 pos += len(text)
             weights = np.array([s.token_count for s in members], dtype=np.float32)
             mean = (vectors[idx[start:start + per_cluster]] * weights[:, None]).sum(axis=0)
@@ -238,19 +242,21 @@ def calls(store: HierarchicalStore, adapters: bool,
         for b in BUDGETS:
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=b, unit="auto")
-        from hseg_methods import rest_of_budget_off
+        from hseg_methods import cuts_off, rest_of_budget_off
 
-        def walk_only(**settings: Any) -> Callable[[np.ndarray, str], Any]:
+        def switched(switch: Callable[[], Any], **settings: Any) -> Callable[[np.ndarray, str], Any]:
             search = hybrid(**settings)
 
             def call(q: np.ndarray, text: str) -> Any:
-                with rest_of_budget_off():
+                with switch():
                     return search(q, text)
             return call
 
-        for b in BUDGETS:  # the same without rule 5 (the passages as the walk took them): its cost, in this run
-            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), walk only"] = walk_only(
-                budget_tokens=b, unit="auto")
+        for b in BUDGETS:  # the same without rule 6, and without rules 5 and 6: their cost, in this run
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), no cuts"] = switched(
+                cuts_off, budget_tokens=b, unit="auto")
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), walk only"] = switched(
+                rest_of_budget_off, budget_tokens=b, unit="auto")
         for unit in ("segment", "cluster"):
             out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=1024, unit=unit)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -67,13 +68,16 @@ def build_synthetic_chunking(doc_id, rng, *, n_clusters=4, max_segments=4, dim=1
             else:
                 words = rng.choice(vocabulary, size=int(rng.integers(3, 12)))
                 text = f"{doc_id} segment {idx} " + " ".join(words) + ".\n"
+                # a cut after each word, sized as the segment is (rule 6 of the auto unit can end there)
+                cuts = tuple((m.end(), 1 + m.end() // 4) for m in re.finditer(r"[a-z]+(?= )", text))
             if segment_vectors is not None:
                 vec = np.asarray(segment_vectors[idx], dtype=np.float32)
             else:
                 vec = rng.standard_normal(dim).astype(np.float32)
             vec = vec / np.linalg.norm(vec)
             members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, idx, pos,
-                                   pos + len(text), text, 1 + len(text) // 4, idx, idx + 1, vec))
+                                   pos + len(text), text, 1 + len(text) // 4, idx, idx + 1, vec,
+                                   cuts=cuts if vocabulary is not None else ()))
             pos += len(text)
             idx += 1
         mean = np.mean([s.embedding for s in members], axis=0)

@@ -28,6 +28,11 @@ def check_invariants(result, text, chunker):
         assert text[unit.start : unit.end] == unit.text
     for a, b in zip(result.clusters, result.clusters[1:]):
         assert a.end == b.start and a.index + 1 == b.index
+    for s in result.segments:  # a cut after each of its sentences that ends before it does, sized exactly
+        assert len(s.cuts) in (s.sentence_end - s.sentence_start - 1, s.sentence_end - s.sentence_start)
+        for offset, tokens in s.cuts:
+            assert 0 < offset < len(s.text) and not s.text[offset - 1].isspace()
+            assert tokens == chunker.count_tokens(s.text[:offset])
     for c in result.clusters:
         assert c.token_count <= chunker.max_cluster_tokens or len(c.segments) == 1
         assert c.embedding is not None and abs(np.linalg.norm(c.embedding) - 1) < 1e-4
@@ -146,3 +151,13 @@ def test_default_segments_fit_twice_in_a_small_target(encoder, example_text):
     # the limit is applied to summed sentence sizes; the joined text can differ by a token per seam
     assert max(s.token_count for s in result.segments) <= 128 + 2
     assert np.mean([len(c.segments) for c in result.clusters]) >= 2
+
+
+@pytest.mark.parametrize("cuts", [((5, 1), (3, 2)), ((0, 1),), ((12, 1),), ((4, -1),), [(4, 1)], ((4.0, 1),),
+                                  ((4, 1, 2),), ((True, 1),)])
+def test_bad_cuts_are_refused_at_construction(cuts):
+    from hseg.chunking.chunks import Segment
+
+    with pytest.raises(ValueError, match="segment 0: cuts must be"):
+        Segment("s0", "d", 0, 0, 12, "One. Two. 3.", 4, 0, 3, cuts=cuts)
+    assert Segment("s0", "d", 0, 0, 12, "One. Two. 3.", 4, 0, 3, cuts=((4, 2), (9, 4))).cuts == ((4, 2), (9, 4))

@@ -47,6 +47,7 @@ def cos(v, q):
 
 def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
     segs = [s for ch in chunkings if ch.doc_id in kept for c in ch.clusters for s in c.segments]
+    by_id = {s.id: s for s in segs}
     parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
     seg = np.array([cos(s.embedding, q) for s in segs])
     lexical = np.array([lex[s.id] for s in segs])
@@ -54,7 +55,8 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
         score = seg + lam * lexical
         sel = walk(score, [parent[s.id].id for s in segs], [s.token_count for s in segs], {}, budget, max_units=k)
         keys = [(parent[s.id].id, s.index) for s in segs]
-        return [[segs[i].id for i in run] for run in merge_runs(keys, sel.taken, score)]
+        runs = [[segs[i] for i in run] for run in merge_runs(keys, sel.taken, score)]
+        return [[s.id for s in run] for run in runs], [run[-1].end for run in runs]
     siblings, neighbour = siblings_and_neighbours(segs, parent, seg)
     scale = 1.0 + 0.5 + 0.2
     cands = UnitCandidates(
@@ -64,12 +66,15 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
         neighbour_score=np.array(neighbour), neighbour_weight=0.2, lexical_score=lexical, lexical_weight=lam * scale)
     taken = select_auto(cands, budget, max_units=k, cluster_weight=0.5)
     passages = [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
-    return passages if budget is None else continued(segs, passages, budget)
+    if budget is None:
+        return passages, [by_id[p[-1]].end for p in passages]
+    return continued(segs, passages, budget)
 
 
 def continued(segs, passages, budget):
-    """Rule 5 by hand: in rounds, each passage in order takes the segment after it in its document
-    while that fits the rest of the budget and is not taken already."""
+    """Rules 5 and 6 by hand: in rounds, each passage in order takes the segment after it in its
+    document while that fits the rest of the budget and is not taken already; then each, in order,
+    takes the longest prefix of the untaken segment after it that ends at one of its cuts and fits."""
     at = {(s.doc_id, s.index): s for s in segs}
     by_id = {s.id: s for s in segs}
     taken = {sid for p in passages for sid in p}
@@ -86,9 +91,18 @@ def continued(segs, passages, budget):
             passage.append(after.id)
             taken.add(after.id)
             left -= after.token_count
-    return out
-
-
+    ends = [by_id[p[-1]].end for p in out]
+    for i, passage in enumerate(out):
+        last = by_id[passage[-1]]
+        after = at.get((last.doc_id, last.index + 1))
+        fitting = [(offset, tokens) for offset, tokens in (after.cuts if after else ()) if tokens <= left]
+        if after is None or after.id in taken or not fitting:
+            continue
+        passage.append(after.id)
+        taken.add(after.id)
+        ends[i] = after.start + fitting[-1][0]
+        left -= fitting[-1][1]
+    return out, ends
 def expected_parents(chunkings, kept, q, lex, lam, mode, budget, k):
     out = []
     for ch in chunkings:
@@ -136,14 +150,20 @@ def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name
         store.unit_index = None
     where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
     kept = {"doc0", "doc2"} if where else {ch.doc_id for ch in chunkings}
+    by_id = {s.id: s for ch in chunkings for s in ch.segments}
+    cut_short = 0
     for text, q, lex in questions(store, chunkings, rng):
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where, lexical_weight=lam,
                                 query_text=text)
-            assert [h.segment_ids for h in hits] == expected_passages(chunkings, kept, q, lex, lam, unit, budget, k), \
-                (text, budget, k)
+            passages, ends = expected_passages(chunkings, kept, q, lex, lam, unit, budget, k)
+            assert [h.segment_ids for h in hits] == passages, (text, budget, k)
+            assert [h.end for h in hits] == ends, (text, budget, k)  # rule 6: some end inside a segment
+            cut_short += sum(h.end != by_id[h.segment_ids[-1]].end for h in hits)
             for h in hits:
                 assert h.unit == unit and -1.0 <= h.score <= 1.0
+                assert h.text == next(ch.text for ch in chunkings if ch.doc_id == h.doc_id)[h.start:h.end]
+    assert (cut_short > 0) == (unit == "auto")  # rule 6 ran, and only where it applies
 
 
 @pytest.mark.parametrize("mode", ["segment+cluster", "cluster", "segment"])
@@ -247,4 +267,5 @@ def test_hybrid_on_a_server_store(chroma_server, chroma_collection_name):
     lex = lexical_scores(store, chunkings, QUESTIONS[0])
     kept = {ch.doc_id for ch in chunkings}
     hits = store.search(q, budget_tokens=150, unit="auto", lexical_weight=0.5, query_text=QUESTIONS[0])
-    assert [h.segment_ids for h in hits] == expected_passages(chunkings, kept, q, lex, 0.5, "auto", 150, None)
+    assert ([h.segment_ids for h in hits], [h.end for h in hits]) == \
+        expected_passages(chunkings, kept, q, lex, 0.5, "auto", 150, None)

@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import default_doc_id
-from hseg.chunking.records import metadata_keys
+from hseg.chunking.records import metadata_keys, sentence_cuts
 from hseg.store import HierarchicalStore
 from langchain_hseg import HierarchicalSegmentRetriever, HierarchicalSegmentTextSplitter
 from tests.fakes import HashingEncoder
@@ -488,24 +488,27 @@ def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
 @pytest.mark.model
 @pytest.mark.shared_data
 def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeypatch):
-    """Rule 5 of the auto unit through LangChain with the real model: the walk's passages come back
-    as they were taken, some go on into the text after them, and none could go on further."""
+    """Rules 5 and 6 of the auto unit through LangChain with the real model: the walk's passages
+    come back as they were taken, some go on into the text after them, some end at a sentence
+    inside a segment, and none could go on further."""
     import hseg.retrieval.passages
 
     retriever, sources, questions = eval_retriever
     got = retriever.store.collection.get(where={"hseg_level": "segment"}, include=["metadatas"])
-    starting = {(m["hseg_doc_id"], m["hseg_start"]): (rid, m["hseg_tokens"])
+    starting = {(m["hseg_doc_id"], m["hseg_start"]): (rid, m["hseg_tokens"], sentence_cuts(m))
                 for rid, m in zip(got["ids"], got["metadatas"])}
+    inside = {(m["hseg_doc_id"], m["hseg_start"] + offset): (rid, tokens, sentence_cuts(m), m["hseg_start"])
+              for rid, m in zip(got["ids"], got["metadatas"]) for offset, tokens in sentence_cuts(m)}
     answers = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
 
     def as_taken(collection, hits, *rest):  # a read plan that reads nothing and returns the hits
         return hits
         yield
 
-    with monkeypatch.context() as patch:  # the same searches with rule 5 off: the walk's passages alone
+    with monkeypatch.context() as patch:  # the same searches with rules 5 and 6 off: the walk's passages alone
         patch.setattr(hseg.retrieval.passages, "_continued", as_taken)
         walked = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
-    grew = 0
+    grew = cut = 0
     for q in questions:
         docs, before = answers[q], walked[q]
         assert [(d.metadata["hseg_start"], d.metadata["hseg_score"]) for d in docs] == \
@@ -516,10 +519,21 @@ def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeyp
         taken = {s for d in docs for s in json.loads(d.metadata["hseg_segment_ids"])}
         assert left >= 0
         for d in docs:
-            assert sources[d.metadata["hseg_doc_id"]][d.metadata["hseg_start"]:d.metadata["hseg_end"]] == d.page_content
-            after = starting.get((d.metadata["hseg_doc_id"], d.metadata["hseg_end"]))
-            assert after is None or after[0] in taken or after[1] > left  # it could not go on
-    assert grew > 0
+            doc_id, end = d.metadata["hseg_doc_id"], d.metadata["hseg_end"]
+            assert sources[doc_id][d.metadata["hseg_start"]:end] == d.page_content
+            after = starting.get((doc_id, end))
+            if after is not None:  # it ends where a segment starts: that one could not follow, nor its first sentences
+                assert after[0] in taken or (after[1] > left and (not after[2] or after[2][0][1] > left))
+            elif (doc_id, end) in inside and (doc_id, end) not in {(b.metadata["hseg_doc_id"], b.metadata["hseg_end"])
+                                                                    for b in before}:
+                segment, tokens, cuts, start = inside[(doc_id, end)]  # rule 6: it ends at a cut of its last segment
+                assert json.loads(d.metadata["hseg_segment_ids"])[-1] == segment
+                longer = [t for o, t in cuts if start + o > end]
+                assert not longer or longer[0] - tokens > left  # ... the longest that fitted
+                cut += 1
+            else:  # any other end is its document's
+                assert after is not None or (doc_id, end) in inside or end == len(sources[doc_id])
+    assert grew > 0 and cut > 0
 
 
 @pytest.mark.model

@@ -332,7 +332,8 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     db.close()
 
 
-def test_following_lists_the_segments_after_one_while_their_tokens_fit(chroma_collection_name, chunker):
+def test_following_lists_the_segments_after_one_while_their_tokens_fit_then_the_next(chroma_collection_name,
+                                                                                     chunker):
     store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
     chunking = chunker.chunk(book(3, 12_000), doc_id="d")
     store.add([chunking, chunker.chunk(book(4), doc_id="e")])
@@ -346,5 +347,6 @@ def test_following_lists_the_segments_after_one_while_their_tokens_fit(chroma_co
     got = index.following([segs[1].id, "seg-unknown"], fits)
     assert list(got) == [segs[1].id]  # an id the index lacks has no entry
     assert [(r.segment_id, r.doc_id, r.position, r.tokens) for r in got[segs[1].id]] == \
-        [(s.id, "d", s.index, s.token_count) for s in segs[2:4]]
-    assert index.following([segs[1].id], fits - 1)[segs[1].id] == [got[segs[1].id][0]]
+        [(s.id, "d", s.index, s.token_count) for s in segs[2:5]]  # the two that fit, then the first that does not
+    assert index.following([segs[1].id], fits - 1)[segs[1].id] == got[segs[1].id][:2]
+    assert index.following([segs[1].id], 0) == {segs[1].id: []}  # nothing left: nothing to cut either

@@ -248,3 +248,15 @@ def test_listed_segment_ids_reads_a_cluster_record_and_names_the_key_when_it_can
     for bad in ({}, {"hseg_segment_ids": "s1,s2"}, {"hseg_segment_ids": "[1, 2]"}, {"hseg_segment_ids": ["s1"]}):
         with pytest.raises(ValueError, match="hseg_segment_ids"):
             listed_segment_ids(bad)
+
+
+def test_sentence_cuts_read_back_and_bad_values_name_the_key():
+    from hseg.chunking.records import CUTS_KEY, sentence_cuts
+
+    meta = {"hseg_start": 100, "hseg_end": 140}
+    assert sentence_cuts(meta) == []  # a record written before the key existed is never cut
+    assert sentence_cuts({**meta, CUTS_KEY: "[]"}) == []
+    assert sentence_cuts({**meta, CUTS_KEY: "[[12,3],[30,8]]"}) == [(12, 3), (30, 8)]
+    for bad in ("[[12,3],[50,8]]", "[[30,3],[12,8]]", "[12, 3]", "{", "[[1,2,3]]", 7):
+        with pytest.raises(ValueError, match=CUTS_KEY):
+            sentence_cuts({**meta, CUTS_KEY: bad})

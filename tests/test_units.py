@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hseg.retrieval.selection import UnitCandidates, continue_passages, merge_runs_of_segments, select_auto
+from hseg.retrieval.selection import (
+    UnitCandidates,
+    continue_passages,
+    cut_passages,
+    merge_runs_of_segments,
+    select_auto,
+)
 from hseg.store import HierarchicalStore
 from tests.fakes import HashingEncoder, siblings_and_neighbours
 
@@ -84,6 +90,42 @@ def test_continuations_fit_take_nothing_twice_and_follow_their_chains(following,
         if len(more) < len(chain):  # it stopped for a reason: taken, or too big for what was left at the end
             sid, tokens = chain[len(more)]
             assert sid in taken or sid in flat or tokens > left - sum(size[s] for s in flat)
+
+
+def test_what_rule_5_leaves_goes_to_the_longest_cut_that_fits_in_rank_order():
+    nexts = [("a", [(10, 4), (25, 9), (40, 15)]), None, ("b", [(7, 3), (20, 8)]), ("c", [(5, 2)])]
+    # a: 25 chars (9 tokens) of the 12 left; b's first cut (3) then fits the 3 left; c: nothing left
+    assert cut_passages(nexts, 12) == [("a", 25, 9), None, ("b", 7, 3), None]
+    assert cut_passages(nexts, 3) == [None, None, ("b", 7, 3), None]  # a's first cut is too big; b's is not
+    assert cut_passages(nexts, 0) == [None] * 4
+    assert cut_passages([("a", [(10, 4)]), ("a", [(10, 4)])], 50) == [("a", 10, 4), None]  # never cut twice
+    assert cut_passages([("a", [(10, 4)])], 50, taken={"a"}) == [None]
+    assert cut_passages([("a", [])], 50) == [None]  # one sentence: no cut
+
+
+@given(st.lists(st.one_of(st.none(), st.tuples(st.sampled_from("abcdef"),
+                                                 st.lists(st.integers(1, 30), max_size=4))), max_size=5),
+       st.integers(0, 100), st.sets(st.sampled_from("abcdef"), max_size=2))
+def test_cuts_fit_cut_nothing_twice_and_take_the_longest_that_fitted_then(nexts, left, taken):
+    cuts = {}
+    for nxt in nexts:  # one set of cuts per segment id, as in a store: offsets and tokens increasing
+        if nxt is not None:
+            cuts.setdefault(nxt[0], [(10 * (j + 1), t) for j, t in enumerate(np.cumsum(nxt[1]).tolist())])
+    nexts = [None if nxt is None else (nxt[0], cuts[nxt[0]]) for nxt in nexts]
+    got = cut_passages(nexts, left, taken)
+    flat = [c[0] for c in got if c is not None]
+    assert len(flat) == len(set(flat)) and not set(flat) & taken
+    assert sum(c[2] for c in got if c is not None) <= left
+    spent, earlier = 0, set()
+    for nxt, cut in zip(nexts, got):
+        if cut is not None:
+            assert cut[:1] == nxt[:1] and (cut[1], cut[2]) in nxt[1]
+            bigger = [t for o, t in nxt[1] if o > cut[1]]
+            assert not bigger or bigger[0] > left - spent  # the longest that fitted what was left then
+            spent += cut[2]
+            earlier.add(cut[0])
+        elif nxt is not None and nxt[0] not in taken and nxt[1]:  # not cut for a reason: cut already, or too big
+            assert nxt[0] in earlier or nxt[1][0][1] > left - spent
 
 
 def brute_force(chunkings, q, budget, k, weight):

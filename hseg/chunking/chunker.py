@@ -272,6 +272,7 @@ class HierarchicalChunker:
         else:
             seg_vecs = np.stack([mean_vector(vectors[f : e + 1], tokens[f : e + 1]) for f, e in zip(firsts, ends)])
         token_counts = count_many(self.count_tokens, texts)
+        cuts = self._cuts(text, spans, bounds, firsts, ends)
         segments = [
             Segment(
                 id=chunk_id(doc_id, "segment", a, b),
@@ -286,10 +287,24 @@ class HierarchicalChunker:
                 embedding=seg_vecs[i],
                 boundary_prob=float(strength[e]) if e < len(strength) else 1.0,
                 heading_path=path_at(headings, spans[f].start),
+                cuts=c,
             )
-            for i, (a, b, t, f, e, n) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts))
+            for i, (a, b, t, f, e, n, c) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts, cuts))
         ]
         return segments, seg_vecs
+
+    def _cuts(self, text: str, spans: list[Span], bounds: list[int], firsts: list[int],
+              ends: list[int]) -> list[tuple[tuple[int, int], ...]]:
+        """Each segment's :attr:`Segment.cuts`: the end of each sentence inside it, with the exact
+        size of the prefix up to there. Counted on the prefix itself, not summed per sentence (a
+        seam can merge tokens), so a passage cut there is never larger than it says."""
+        where = [(i, spans[j].end) for i, (a, b, f, e) in enumerate(zip(bounds, bounds[1:], firsts, ends))
+                 for j in range(f, e + 1) if spans[j].end < b]
+        sizes = count_many(self.count_tokens, [text[bounds[i]:at] for i, at in where])
+        out: list[list[tuple[int, int]]] = [[] for _ in firsts]
+        for (i, at), n in zip(where, sizes):
+            out[i].append((at - bounds[i], int(n)))
+        return [tuple(c) for c in out]
 
     def _clusters(self, text: str, doc_id: str, segments: list[Segment], vecs: np.ndarray,
                   plan: ClusterPlan) -> list[Cluster]:

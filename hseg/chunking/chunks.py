@@ -27,7 +27,7 @@ import numpy as np
 
 from hseg.text.structure import Heading, common_prefix
 
-__all__ = ["Segment", "Cluster", "Chunking", "chunk_id", "is_cluster_id", "default_doc_id"]
+__all__ = ["Segment", "Cluster", "Chunking", "chunk_id", "is_cluster_id", "default_doc_id", "check_cuts"]
 
 
 def chunk_id(doc_id: str, level: str, start: int, end: int) -> str:
@@ -78,6 +78,10 @@ class Segment:
     document end, NaN when the segmenter gives no probability); ``heading_path`` the titles of the
     markdown headings the segment lies under, outermost first (``()`` when none were read; a
     segment never holds a heading after its first line, so one path fits all of its text).
+    ``cuts`` are where a prefix of the segment may end: ``(offset, tokens)`` for the end of each of
+    its sentences that ends before the segment does, ``offset`` into ``text`` (strictly increasing,
+    inside the text) and ``tokens`` the size of ``text[:offset]`` in the chunker's tokenizer, so a
+    reader budget can take the segment's first sentences (rule 6 of :mod:`hseg.retrieval.selection`).
 
     Example:
         >>> seg = Segment("s0", "doc", 0, 0, 10, "## Orbits\\n", 3, 0, 1, heading_path=("Ch 2", "Orbits"))
@@ -101,12 +105,29 @@ class Segment:
     embedding: np.ndarray | None = field(default=None, repr=False)
     boundary_prob: float = float("nan")
     heading_path: tuple[str, ...] = ()
+    cuts: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         _check_span(f"segment {self.index}", self.start, self.end, self.text)
         if self.sentence_end <= self.sentence_start:
             raise ValueError(f"segment {self.index}: empty sentence range")
         _check_heading_path(f"segment {self.index}", self.heading_path)
+        check_cuts(f"segment {self.index}", self.cuts, len(self.text))
+
+
+def check_cuts(kind: str, cuts: Any, length: int) -> None:
+    """``ValueError`` naming ``kind`` unless ``cuts`` is a tuple of ``(offset, tokens)`` int pairs with
+    offsets strictly increasing inside ``(0, length)`` and tokens not negative."""
+    last = 0
+    if not isinstance(cuts, tuple):
+        raise ValueError(f"{kind}: cuts must be a tuple of (offset, tokens) pairs, got {cuts!r:.80}")
+    for cut in cuts:
+        ok = isinstance(cut, tuple) and len(cut) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                for x in cut)
+        if not ok or not last < cut[0] < length or cut[1] < 0:
+            raise ValueError(f"{kind}: cuts must be (offset, tokens) int pairs with offsets increasing inside "
+                             f"(0, {length}) and tokens >= 0, got {cut!r:.80} in {cuts!r:.80}")
+        last = cut[0]
 
 
 @dataclass(frozen=True, eq=False)

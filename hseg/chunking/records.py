@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.chunks import Chunking, Cluster, Segment, check_cuts
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -51,6 +51,8 @@ __all__ = [
     "check_unicode",
     "HEADING_PATH_KEY",
     "ENCODER_KEY",
+    "CUTS_KEY",
+    "sentence_cuts",
     "encode_heading_path",
     "heading_path",
     "listed_segment_ids",
@@ -85,6 +87,8 @@ class MetadataKey:
 
 #: the key of a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
 HEADING_PATH_KEY = "hseg_heading_path"
+#: the key of a segment's sentence cuts (:attr:`hseg.chunking.chunks.Segment.cuts`), a JSON list of pairs
+CUTS_KEY = "hseg_cuts"
 #: the key of the encoder that made a record's vector (the collection's own metadata uses the same name)
 ENCODER_KEY = "hseg_encoder"
 
@@ -116,9 +120,14 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
     MetadataKey("hseg_cluster_tokens", _CHUNKS, "tokens of its cluster"),
     MetadataKey("hseg_n_segments", ("cluster",), "number of segments in the cluster"),
     MetadataKey("hseg_segment_ids", ("cluster", "result"),
-                "JSON list of the ids of the segments the text is made of, in document order"),
+                "JSON list of the ids of the segments the text is made of, in document order (an `\"auto\"` "
+                "passage's last may be cut short, see `hseg_cuts`)"),
     MetadataKey("hseg_prev_id", ("segment",), 'id of the previous segment in the document (`""` for the first)'),
     MetadataKey("hseg_next_id", ("segment",), 'id of the next segment in the document (`""` for the last)'),
+    MetadataKey(CUTS_KEY, ("segment",),
+                "JSON list of `[offset, tokens]` pairs, one per sentence end before the segment's end: the offset "
+                "from `hseg_start` and the tokens of the segment's text up to it. An `\"auto\"` passage "
+                "may end at one where the budget has room for only part of the next segment (`\"[]\"`: no cut)"),
     MetadataKey(HEADING_PATH_KEY, KINDS,
                 'JSON list of the titles of the markdown headings the text lies under, outermost first, heading '
                 'markup stripped (`["Chapter 2", "2.1 Orbits"]`); a cluster\'s or passage\'s is the common prefix of '
@@ -131,7 +140,8 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 "than its queries'", vector=True),
     MetadataKey("hseg_unit", ("result",),
                 '`"cluster"` (a whole parent), or `"segment"`/`"auto"` (a passage of adjacent segments of one '
-                'cluster; an `"auto"` passage may go on into the segments after it, where the budget left room)'),
+                'cluster; an `"auto"` passage may go on into the segments after it, where the budget left room, and '
+                'end at a sentence inside one)'),
     MetadataKey("hseg_score", ("result",),
                 "relevance on the cosine scale, higher is better: the best cosine of the cluster's vectors "
                 '(`"cluster"`), of the passage\'s segments (`"segment"`) or their fused score (`"auto"`); with '
@@ -385,7 +395,32 @@ def chunk_metadata(chunking: Chunking, chunk: Cluster | Segment) -> dict[str, An
         segs = chunking.segments
         meta["hseg_prev_id"] = segs[chunk.index - 1].id if chunk.index > 0 else ""
         meta["hseg_next_id"] = segs[chunk.index + 1].id if chunk.index + 1 < len(segs) else ""
+        meta[CUTS_KEY] = json.dumps([list(c) for c in chunk.cuts], separators=(",", ":"))
     return meta
+
+
+def sentence_cuts(metadata: Mapping[str, Any] | None) -> list[tuple[int, int]]:
+    """A segment record's cuts (``hseg_cuts``) as ``(offset, tokens)`` pairs; ``[]`` when the key is
+    absent (records written before it existed: such a segment is never cut). ``ValueError`` naming
+    the key when its value is not a valid list of cuts for the record's span.
+
+    Example:
+        >>> sentence_cuts({"hseg_start": 0, "hseg_end": 40, "hseg_cuts": "[[12,3],[30,8]]"})
+        [(12, 3), (30, 8)]
+    """
+    raw = (metadata or {}).get(CUTS_KEY)
+    if raw is None:
+        return []
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+        cuts = tuple(tuple(c) for c in value) if isinstance(value, list) else None
+    except (json.JSONDecodeError, TypeError):
+        cuts = None
+    length = int((metadata or {}).get("hseg_end", 0)) - int((metadata or {}).get("hseg_start", 0))
+    if cuts is None:
+        raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got {raw!r:.80}")
+    check_cuts(CUTS_KEY, cuts, length)
+    return list(cuts)
 
 
 def hidden_from_model(metadata: Mapping[str, Any]) -> list[str]:

@@ -28,7 +28,8 @@ class SearchHit:
             ``text``/``start``/``end`` are the passage's and ``score`` is its best segment's
             (fused) cosine. An ``"auto"`` passage may go on with the segments after it in its
             document, of any cluster, where the budget left room (rule 5 of
-            :mod:`hseg.retrieval.selection`); ``segment_ids`` then lists them too.
+            :mod:`hseg.retrieval.selection`), and end after the first sentences of the segment
+            after those (rule 6); ``segment_ids`` then lists them too, a cut one last.
         heading_path: the markdown headings the hit's text lies under (the cluster's, or the
             common prefix of a passage's segments'; ``()`` for none or records without the key).
 
@@ -53,6 +54,6 @@ class SearchHit:
     segment_scores: dict[str, float] = field(default_factory=dict)
     #: "cluster" for a whole parent; "segment"/"auto" for a passage of adjacent segments of it
     unit: str = "cluster"
-    #: the segments a passage is made of (empty for a whole parent)
+    #: the segments a passage is made of, the last possibly cut short (empty for a whole parent)
     segment_ids: list[str] = field(default_factory=list)
     heading_path: tuple[str, ...] = ()

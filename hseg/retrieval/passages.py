@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import is_cluster_id
-from hseg.chunking.records import heading_path, listed_segment_ids
+from hseg.chunking.records import heading_path, listed_segment_ids, sentence_cuts
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Knn, Plan
@@ -44,6 +44,7 @@ from hseg.retrieval.selection import (
     Selection,
     UnitCandidates,
     continue_passages,
+    cut_passages,
     merge_runs,
     merge_runs_of_segments,
     select_auto,
@@ -66,7 +67,8 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0), or ``None``: the dense
     paths above, untouched. ``table`` is the lexical index of a search with a lexical side (even
     one whose query has no words to look up): with it, ``unit="auto"`` spends the rest of a budget
-    on the segments after its passages (rule 5 of :mod:`hseg.retrieval.selection`).
+    on the segments after its passages and the first sentences of the next (rules 5 and 6 of
+    :mod:`hseg.retrieval.selection`).
     """
     hits = yield from _passages(collection, query_vector, settings, unit_index, lexical)
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
@@ -100,10 +102,11 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
 
 def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, budget: int,
                where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
-    """``hits`` with the rest of ``budget`` spent on the segments after them (rule 5): their ids
-    and sizes from ``table``, their records from one ``get`` under the search's filters. A segment
-    the filters exclude, or whose record does not start where the passage ends (a document
-    rewritten since the table was read), ends its passage's continuation."""
+    """``hits`` with the rest of ``budget`` spent on the segments after them (rule 5), then on the
+    first sentences of the next segment (rule 6): their ids and sizes from ``table``, their records
+    from one ``get`` under the search's filters. A segment the filters exclude, or whose record does
+    not start where the passage ends (a document rewritten since the table was read), ends its
+    passage's continuation."""
     left = budget - sum(h.token_count for h in hits)
     if left <= 0 or not hits:
         return hits
@@ -127,19 +130,36 @@ def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, bud
             end = int(meta["hseg_end"])
         chains.append(chain)
     added = continue_passages(chains, left, taken)
-    return [_extended(h, [(sid, *found[sid]) for sid in more]) if more else h for h, more in zip(hits, added)]
+    left -= sum(int(found[sid][0]["hseg_tokens"]) for more in added for sid in more)
+    nexts: list[tuple[str, list[tuple[int, int]]] | None] = []
+    for chain, more in zip(chains, added):  # the segment each passage stopped before, with its cuts
+        after = chain[len(more)][0] if len(more) < len(chain) else None
+        nexts.append(None if after is None else (after, sentence_cuts(found[after][0])))
+    cuts = cut_passages(nexts, left, taken | {sid for more in added for sid in more})
+    out = []
+    for h, more, cut in zip(hits, added, cuts):
+        part = None if cut is None else (cut[0], *found[cut[0]], cut[1], cut[2])
+        out.append(_extended(h, [(sid, *found[sid]) for sid in more], part) if more or part else h)
+    return out
 
 
-def _extended(hit: SearchHit, after: list[tuple[str, dict[str, Any], str]]) -> SearchHit:
-    """``hit`` continued by the segments ``after`` it, ``(id, metadata, text)`` in document order;
-    its score and the segment that gave it are unchanged."""
+def _extended(hit: SearchHit, after: list[tuple[str, dict[str, Any], str]],
+              part: tuple[str, dict[str, Any], str, int, int] | None = None) -> SearchHit:
+    """``hit`` continued by the segments ``after`` it, ``(id, metadata, text)`` in document order, and
+    by ``part``, ``(id, metadata, text, offset, tokens)``: the first ``offset`` characters of the
+    segment after those, ``tokens`` long; its score and the segment that gave it are unchanged."""
+    pieces = [(sid, meta, text, int(meta["hseg_tokens"])) for sid, meta, text in after]
+    if part:
+        sid, meta, text, offset, tokens = part
+        pieces.append((sid, meta, text[:offset], tokens))
+    last_meta, last_text = pieces[-1][1], pieces[-1][2]
     return dataclasses.replace(
         hit,
-        text=hit.text + "".join(text for _, _, text in after),  # segments tile their document: exact
-        end=int(after[-1][1]["hseg_end"]),
-        token_count=hit.token_count + sum(int(meta["hseg_tokens"]) for _, meta, _ in after),
-        segment_ids=[*hit.segment_ids, *(sid for sid, _, _ in after)],
-        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _ in after)]),
+        text=hit.text + "".join(text for _, _, text, _ in pieces),  # segments tile their document: exact
+        end=int(last_meta["hseg_start"]) + len(last_text),
+        token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
+        segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
+        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _, _ in pieces)]),
     )
 
 

@@ -21,7 +21,11 @@ the context the cluster gives. This rule keeps both signals:
    the passages: in rounds, each passage in rank order takes the segment after it in its document
    if it fits, until none does (:func:`continue_passages`). A reference often runs on past the
    end of the segment that matched into text that, alone, is unlike the question; the walk never
-   reaches that text, and the rest of the budget would otherwise go unused.
+   reaches that text, and the rest of the budget would otherwise go unused;
+6. what rule 5 still leaves goes to *part* of a segment: each passage in rank order takes the
+   longest run of whole sentences from the start of the (untaken) segment after it that fits
+   (:func:`cut_passages`), so the budget is spent to within a sentence and a passage may end
+   inside a segment. Its size is the chunker's own count of that prefix (``Segment.cuts``).
 
 Tuned on the three development corpora of Chroma's evaluation (``benchmarks/RESULTS.md``):
 ``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
@@ -40,7 +44,7 @@ from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT
 
 __all__ = [
     "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
-    "merge_runs_of_segments", "continue_passages",
+    "merge_runs_of_segments", "continue_passages", "cut_passages",
 ]
 
 DEFAULT_WHOLE_CLUSTER_MIN = 3
@@ -254,4 +258,34 @@ def continue_passages(following: Sequence[Sequence[tuple[str, int]]], left: int,
             out[i].append(sid)
             seen.add(sid)
             left -= tokens
+    return out
+
+
+def cut_passages(nexts: Sequence[tuple[str, Sequence[tuple[int, int]]] | None], left: int,
+                 taken: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, int, int] | None]:
+    """Rule 6 of the module docstring: what each passage takes of the segment after it.
+
+    ``nexts[i]`` is ``(segment id, its cuts)`` for the segment after passage ``i`` (passages in rank
+    order; ``None`` when there is none), the cuts ``(offset, tokens)`` in increasing order. Passage
+    ``i`` gets ``(segment id, offset, tokens)`` of the longest cut that fits what is ``left`` (which
+    shrinks by each cut taken), or ``None``; a segment in ``taken`` or cut for an earlier passage is
+    not cut again, so the total never exceeds ``left``.
+
+    Example:
+        >>> cut_passages([("a", [(10, 4), (25, 9)]), ("b", [(7, 3)])], 12)
+        [('a', 25, 9), ('b', 7, 3)]
+    """
+    out: list[tuple[str, int, int] | None] = []
+    seen = set(taken)
+    for nxt in nexts:
+        best = None
+        if nxt is not None and nxt[0] not in seen:
+            for offset, tokens in nxt[1]:
+                if tokens > left:
+                    break
+                best = (nxt[0], offset, tokens)
+        if best is not None:
+            seen.add(best[0])
+            left -= best[2]
+        out.append(best)
     return out

@@ -72,7 +72,8 @@ class SearchSettings:
             text is needed: a string query, or ``query_text=`` beside a vector; a vector without
             text is searched densely, with a warning once per store (:mod:`hseg.retrieval.lexical_query`).
             With a lexical side, ``unit="auto"`` also spends what its walk leaves of a budget on the
-            segments after its passages (rule 5 of :mod:`hseg.retrieval.selection`).
+            segments after its passages, then on the first sentences of the next (rules 5 and 6 of
+            :mod:`hseg.retrieval.selection`).
         where: a Chroma metadata filter, on segment and cluster records alike.
         where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
 

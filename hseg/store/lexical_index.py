@@ -297,7 +297,9 @@ class LexicalIndex:
 
     def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
         """``{segment id: the segments after it in its document, in order}``, as long as their tokens
-        add up to at most ``max_tokens`` (those the index holds; a gap in the positions ends the list)."""
+        add up to at most ``max_tokens``, then the first that does not fit (whose first sentences may
+        still fit: rule 6 of :mod:`hseg.retrieval.selection`). Only those the index holds: a gap in the
+        positions ends the list."""
         start = self.rows(segment_ids)
         chains: dict[str, list[LexicalRow]] = {sid: [] for sid in start}
         # a list still open: its document and the position it reached
@@ -319,7 +321,11 @@ class LexicalIndex:
                 row = LexicalRow(*fields)
                 if sid in ended:
                     continue
-                if row.position != last[sid][1] + 1 or total[sid] + row.tokens > max_tokens:
+                if row.position != last[sid][1] + 1:
+                    ended.add(sid)
+                    continue
+                if total[sid] + row.tokens > max_tokens:
+                    chains[sid].append(row)
                     ended.add(sid)
                     continue
                 chains[sid].append(row)
