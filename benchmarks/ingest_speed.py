@@ -10,7 +10,8 @@ embedding on torch: every token encoded once by the PyTorch forward pass every p
 seconds, tokens/s, the ratio to the floor and the peak RSS.
 
 ``hseg_nolex`` is ``hseg`` with the store's lexical index (issue 26) left out: the difference is
-what keeping the index in step costs an ingestion.
+what keeping the index in step costs an ingestion. ``hseg_nocuts`` is ``hseg`` without the
+segments' sentence cuts (rule 6 of the auto unit): what counting every sentence prefix costs.
 
 Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
 loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
@@ -63,13 +64,16 @@ def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
     return col.count()
 
 
-def ingest_hseg(corpora: dict[str, str], encoder: Any, lexical: bool = True, **chunker_kwargs: Any) -> int:
+def ingest_hseg(corpora: dict[str, str], encoder: Any, lexical: bool = True, cuts: bool = True,
+                **chunker_kwargs: Any) -> int:
     import chromadb
 
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
     chunker = HierarchicalChunker(encoder=encoder, **chunker_kwargs)
+    if not cuts:  # hseg before rule 6: no sentence prefix is counted
+        chunker._cuts = lambda text, spans, bounds, firsts, ends: [()] * len(firsts)  # type: ignore[method-assign]
     chunkings = chunker.chunk_many(list(corpora.values()), list(corpora.keys()))
     store = HierarchicalStore(f"speed-{uuid.uuid4().hex[:10]}", client=chromadb.EphemeralClient(), encoder=encoder)
     if not lexical:
@@ -92,6 +96,8 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
     elif name == "hseg_nolex":
         records = ingest_hseg(corpora, encoder, lexical=False, target_tokens=512, cache=False)
+    elif name == "hseg_nocuts":
+        records = ingest_hseg(corpora, encoder, cuts=False, target_tokens=512, cache=False)
     elif name == "hseg_encode":
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
     else:
