@@ -298,7 +298,7 @@ class HierarchicalChunker:
         """Each segment's :attr:`Segment.cuts`: the end of each sentence inside it, with the exact
         size of the prefix up to there. Counted on the prefix itself, not summed per sentence (a
         seam can merge tokens), so a passage cut there is never larger than it says."""
-        where = [(i, spans[j].end) for i, (a, b, f, e) in enumerate(zip(bounds, bounds[1:], firsts, ends))
+        where = [(i, spans[j].end) for i, (b, f, e) in enumerate(zip(bounds[1:], firsts, ends))
                  for j in range(f, e + 1) if spans[j].end < b]
         sizes = count_many(self.count_tokens, [text[bounds[i]:at] for i, at in where])
         out: list[list[tuple[int, int]]] = [[] for _ in firsts]

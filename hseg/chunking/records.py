@@ -178,15 +178,21 @@ def heading_path(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(_json_strings(metadata or {}, HEADING_PATH_KEY))
 
 
-def _json_strings(metadata: Mapping[str, Any], key: str) -> list[str]:
-    """The JSON list of strings stored under ``key``; ``ValueError`` naming ``key`` otherwise."""
+def _json_list(metadata: Mapping[str, Any], key: str) -> list[Any] | None:
+    """The JSON list stored under ``key``, or ``None`` when the value is not one."""
     raw = metadata.get(key)
     try:
         value = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
-        value = None
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise ValueError(f"{key}: expected a JSON list of strings, got {raw!r:.80}")
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _json_strings(metadata: Mapping[str, Any], key: str) -> list[str]:
+    """The JSON list of strings stored under ``key``; ``ValueError`` naming ``key`` otherwise."""
+    value = _json_list(metadata, key)
+    if value is None or not all(isinstance(t, str) for t in value):
+        raise ValueError(f"{key}: expected a JSON list of strings, got {metadata.get(key)!r:.80}")
     return value
 
 
@@ -408,18 +414,15 @@ def sentence_cuts(metadata: Mapping[str, Any] | None) -> list[tuple[int, int]]:
         >>> sentence_cuts({"hseg_start": 0, "hseg_end": 40, "hseg_cuts": "[[12,3],[30,8]]"})
         [(12, 3), (30, 8)]
     """
-    raw = (metadata or {}).get(CUTS_KEY)
-    if raw is None:
+    metadata = metadata or {}
+    if metadata.get(CUTS_KEY) is None:
         return []
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else None
-        cuts = tuple(tuple(c) for c in value) if isinstance(value, list) else None
-    except (json.JSONDecodeError, TypeError):
-        cuts = None
-    length = int((metadata or {}).get("hseg_end", 0)) - int((metadata or {}).get("hseg_start", 0))
-    if cuts is None:
-        raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got {raw!r:.80}")
-    check_cuts(CUTS_KEY, cuts, length)
+    value = _json_list(metadata, CUTS_KEY)
+    if value is None or not all(isinstance(c, list) for c in value):
+        raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got "
+                         f"{metadata.get(CUTS_KEY)!r:.80}")
+    cuts = tuple(tuple(c) for c in value)
+    check_cuts(CUTS_KEY, cuts, int(metadata.get("hseg_end", 0)) - int(metadata.get("hseg_start", 0)))
     return list(cuts)
 
 

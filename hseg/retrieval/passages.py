@@ -130,28 +130,29 @@ def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, bud
             end = int(meta["hseg_end"])
         chains.append(chain)
     added = continue_passages(chains, left, taken)
-    left -= sum(int(found[sid][0]["hseg_tokens"]) for more in added for sid in more)
-    nexts: list[tuple[str, list[tuple[int, int]]] | None] = []
-    for chain, more in zip(chains, added):  # the segment each passage stopped before, with its cuts
-        after = chain[len(more)][0] if len(more) < len(chain) else None
-        nexts.append(None if after is None else (after, sentence_cuts(found[after][0])))
+    size = {sid: tokens for chain in chains for sid, tokens in chain}
+    left -= sum(size[sid] for more in added for sid in more)
+    nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(hits)
+    for i, (chain, more) in enumerate(zip(chains, added)):  # the segment each passage stopped before
+        if left > 0 and len(more) < len(chain):  # its cuts are read only where one could still fit
+            after = chain[len(more)][0]
+            nexts[i] = (after, sentence_cuts(found[after][0]))
     cuts = cut_passages(nexts, left, taken | {sid for more in added for sid in more})
     out = []
     for h, more, cut in zip(hits, added, cuts):
-        part = None if cut is None else (cut[0], *found[cut[0]], cut[1], cut[2])
-        out.append(_extended(h, [(sid, *found[sid]) for sid in more], part) if more or part else h)
+        pieces = [(sid, *found[sid], size[sid]) for sid in more]
+        if cut is not None:  # rule 6: the first sentences of the next segment
+            sid, offset, tokens = cut
+            meta, text = found[sid]
+            pieces.append((sid, meta, text[:offset], tokens))
+        out.append(_extended(h, pieces) if pieces else h)
     return out
 
 
-def _extended(hit: SearchHit, after: list[tuple[str, dict[str, Any], str]],
-              part: tuple[str, dict[str, Any], str, int, int] | None = None) -> SearchHit:
-    """``hit`` continued by the segments ``after`` it, ``(id, metadata, text)`` in document order, and
-    by ``part``, ``(id, metadata, text, offset, tokens)``: the first ``offset`` characters of the
-    segment after those, ``tokens`` long; its score and the segment that gave it are unchanged."""
-    pieces = [(sid, meta, text, int(meta["hseg_tokens"])) for sid, meta, text in after]
-    if part:
-        sid, meta, text, offset, tokens = part
-        pieces.append((sid, meta, text[:offset], tokens))
+def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]) -> SearchHit:
+    """``hit`` continued by ``pieces`` of the segments after it, ``(id, metadata, text, tokens)`` in
+    document order, each a whole segment or (the last) its first sentences; its score and the
+    segment that gave it are unchanged."""
     last_meta, last_text = pieces[-1][1], pieces[-1][2]
     return dataclasses.replace(
         hit,
