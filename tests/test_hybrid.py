@@ -269,3 +269,101 @@ def test_hybrid_on_a_server_store(chroma_server, chroma_collection_name):
     hits = store.search(q, budget_tokens=150, unit="auto", lexical_weight=0.5, query_text=QUESTIONS[0])
     assert ([h.segment_ids for h in hits], [h.end for h in hits]) == \
         expected_passages(chunkings, kept, q, lex, 0.5, "auto", 150, None)
+
+
+# --------------------------------------------------------------------------- rules 5 and 6, decided on the table
+
+_SEGMENTS = ["Alpha one. Alpha two. ", "Bravo one. Bravo two. ", "Charlie one. Charlie two. ",
+             "Delta one. Delta two. ", "Echo one. Echo two. ", "Fox one. Fox two. ", "Golf one. Golf two. "]
+
+
+class _Records:
+    """A collection's ``get`` over one document's segment records (4 tokens each, cut after the first
+    sentence at 2), keeping the ids of every call."""
+
+    def __init__(self, keep=lambda i: True):
+        self.records, self.calls, start = {}, [], 0
+        for i, text in enumerate(_SEGMENTS):
+            cut = text.index(". ") + 2
+            self.records[f"s{i}"] = ({"hseg_doc_id": "d", "hseg_start": start, "hseg_end": start + len(text),
+                                      "hseg_tokens": 4, "hseg_cuts": f"[[{cut}, 2]]", "keep": keep(i)}, text)
+            start += len(text)
+
+    def get(self, ids, where=None, where_document=None, include=()):
+        self.calls.append(list(ids))
+        got = [i for i in ids if i in self.records and (not where or self.records[i][0]["keep"] == where["keep"])]
+        return {"ids": got, "metadatas": [self.records[i][0] for i in got],
+                "documents": [self.records[i][1] for i in got]}
+
+
+class _Table:
+    """``following`` over the table's view of the document: ``sizes`` per position (a stale size where
+    the table lags a rewrite), positions in ``missing`` absent."""
+
+    def __init__(self, sizes=None, missing=()):
+        from hseg.retrieval.lexical_query import LexicalRow
+
+        cuts = {sid: meta["hseg_cuts"] for sid, (meta, _) in _Records().records.items()}  # as first written
+        self.rows = [LexicalRow(f"s{i}", "d", f"c{i}", i, (sizes or {}).get(i, 4), cuts[f"s{i}"])
+                     for i in range(len(_SEGMENTS)) if i not in missing]
+
+    def following(self, segment_ids, max_tokens):
+        out = {}
+        for sid in segment_ids:
+            at = int(sid[1:])
+            chain, total = [], 0
+            for row in self.rows:
+                if row.position <= at:
+                    continue
+                if row.position != at + len(chain) + 1:
+                    break  # a gap ends the list
+                chain.append(row)
+                total += row.tokens
+                if total > max_tokens:
+                    break
+            out[sid] = chain
+        return out
+
+
+def _hit(records, i):
+    from hseg.retrieval.hits import SearchHit
+
+    meta, text = records.records[f"s{i}"]
+    return SearchHit(cluster_id=f"c{i}", doc_id="d", text=text, start=meta["hseg_start"], end=meta["hseg_end"],
+                     score=1.0, token_count=4, matched_id=f"s{i}", matched_level="segment", matched_start=0,
+                     matched_end=0, unit="auto", segment_ids=[f"s{i}"])
+
+
+def _continue(records, table, budget, where=None):
+    from hseg.retrieval.passages import _continued
+    from hseg.retrieval.plans import run_one
+
+    hits = [_hit(records, 0), _hit(records, 3)]  # passages s0 (ranked first) and s3
+    return [(h.segment_ids, h.end, h.token_count) for h in
+            run_one(_continued(records, hits, table, budget, where, None))]
+
+
+def test_the_rest_of_a_budget_is_decided_on_the_table_and_reads_only_what_it_uses():
+    records = _Records()
+    source = "".join(_SEGMENTS)
+    # 10 tokens left: s1 and s4 whole (round 1), then s2 does not fit the 2 left, its first sentence does
+    got = _continue(records, _Table(), 18)
+    cut_end = records.records["s2"][0]["hseg_start"] + _SEGMENTS[2].index(". ") + 2
+    assert got == [(["s0", "s1", "s2"], cut_end, 10), (["s3", "s4"], records.records["s4"][0]["hseg_end"], 8)]
+    assert [sorted(c) for c in records.calls] == [["s1", "s2", "s4"]]  # one read, of the used records only
+    assert source[0:cut_end].endswith("Charlie one. ")
+
+
+@pytest.mark.parametrize("stale", ["size", "start", "cut", "filtered"])
+def test_a_record_that_does_not_continue_as_the_table_says_ends_its_passage_there(stale):
+    """A table that lags a rewrite (another size, start or cut), or a record the filters exclude: the
+    passage stops before that segment and the budget goes where a table without it would send it."""
+    records, where = _Records(keep=lambda i: stale != "filtered" or i != 1), {"keep": True}
+    if stale == "start":
+        records.records["s1"][0]["hseg_start"] += 1
+    if stale == "cut":
+        records.records["s1"][0]["hseg_cuts"] = "[[3, 1]]"
+    sizes = {1: 3} if stale == "size" else None
+    for budget in (10,) if stale == "cut" else (10, 12, 18, 30):  # another cut matters only where s1 is cut
+        expected = _continue(_Records(), _Table(missing={1}), budget)
+        assert _continue(records, _Table(sizes=sizes), budget, where) == expected, budget

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hseg.chunking.chunker import HierarchicalChunker
-from hseg.chunking.records import records_for
+from hseg.chunking.records import decode_cuts, records_for
 from hseg.ingest.run import ingest_batch
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.store import HierarchicalStore
@@ -350,3 +350,29 @@ def test_following_lists_the_segments_after_one_while_their_tokens_fit_then_the_
         [(s.id, "d", s.index, s.token_count) for s in segs[2:5]]  # the two that fit, then the first that does not
     assert index.following([segs[1].id], fits - 1)[segs[1].id] == got[segs[1].id][:2]
     assert index.following([segs[1].id], 0) == {segs[1].id: []}  # nothing left: nothing to cut either
+    # each row carries its record's sentence cuts, so rule 6 is decided without reading the record
+    assert [decode_cuts(r.cuts) for r in got[segs[1].id]] == [list(s.cuts) for s in segs[2:5]]
+    assert any(s.cuts for s in segs[2:5])
+
+
+def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_collection_name, chunker):
+    """Layout 1 had no cuts column: a store opened by this version rebuilds the file as layout 2,
+    instead of failing on the missing column or reading rows without cuts."""
+    path = str(tmp_path / "db")
+    store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    chunking = chunker.chunk(book(5, 6000), doc_id="d")
+    store.add([chunking])
+    db = store.lexical_index.db
+    with db.transaction() as c:  # the file as version 0.4 left it
+        c.execute("DROP TABLE segments")
+        c.execute("CREATE TABLE segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
+                  "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL)")
+        c.execute("DELETE FROM fts")
+        c.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    again = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    hits = again.search("river delta", budget_tokens=400, unit="auto")
+    assert hits and in_step(again)
+    segs = chunking.segments
+    rows = again.lexical_index.following([segs[0].id], 10**6)[segs[0].id]
+    assert [(r.segment_id, decode_cuts(r.cuts)) for r in rows] == [(s.id, list(s.cuts)) for s in segs[1:]]
+    assert again.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'format'") == [("2",)]

@@ -53,6 +53,7 @@ __all__ = [
     "ENCODER_KEY",
     "CUTS_KEY",
     "sentence_cuts",
+    "decode_cuts",
     "encode_heading_path",
     "heading_path",
     "listed_segment_ids",
@@ -415,15 +416,27 @@ def sentence_cuts(metadata: Mapping[str, Any] | None) -> list[tuple[int, int]]:
         [(12, 3), (30, 8)]
     """
     metadata = metadata or {}
-    if metadata.get(CUTS_KEY) is None:
+    cuts = decode_cuts(metadata.get(CUTS_KEY))
+    if cuts:
+        check_cuts(CUTS_KEY, tuple(cuts), int(metadata.get("hseg_end", 0)) - int(metadata.get("hseg_start", 0)))
+    return cuts
+
+
+def decode_cuts(value: Any) -> list[tuple[int, int]]:
+    """An ``hseg_cuts`` value as ``(offset, tokens)`` pairs, without the record's span to check them
+    against (:func:`sentence_cuts` checks them): ``[]`` for ``None``; ``ValueError`` naming the key
+    when it is not a JSON list of pairs.
+
+    Example:
+        >>> decode_cuts("[[12,3],[30,8]]")
+        [(12, 3), (30, 8)]
+    """
+    if value is None:
         return []
-    value = _json_list(metadata, CUTS_KEY)
-    if value is None or not all(isinstance(c, list) for c in value):
-        raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got "
-                         f"{metadata.get(CUTS_KEY)!r:.80}")
-    cuts = tuple(tuple(c) for c in value)
-    check_cuts(CUTS_KEY, cuts, int(metadata.get("hseg_end", 0)) - int(metadata.get("hseg_start", 0)))
-    return list(cuts)
+    listed = _json_list({CUTS_KEY: value}, CUTS_KEY)
+    if listed is None or not all(isinstance(c, list) and len(c) == 2 for c in listed):
+        raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got {value!r:.80}")
+    return [(c[0], c[1]) for c in listed]
 
 
 def hidden_from_model(metadata: Mapping[str, Any]) -> list[str]:

@@ -72,6 +72,9 @@ class LexicalRow:
     cluster_id: str
     position: int
     tokens: int
+    #: the record's sentence cuts as stored (``hseg_cuts``, JSON), read only where rule 6 may use them
+    #: (:meth:`~hseg.store.lexical_index.LexicalIndex.following`); ``None`` otherwise or when it has none
+    cuts: str | None = None
 
 
 class LexicalSource(Protocol):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import is_cluster_id
-from hseg.chunking.records import heading_path, listed_segment_ids, sentence_cuts
+from hseg.chunking.records import decode_cuts, heading_path, listed_segment_ids, sentence_cuts
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Knn, Plan
@@ -103,50 +103,80 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
 def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, budget: int,
                where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
     """``hits`` with the rest of ``budget`` spent on the segments after them (rule 5), then on the
-    first sentences of the next segment (rule 6): their ids and sizes from ``table``, their records
-    from one ``get`` under the search's filters. A segment the filters exclude, or whose record does
-    not start where the passage ends (a document rewritten since the table was read), ends its
-    passage's continuation."""
+    first sentences of the next segment (rule 6).
+
+    Both rules are decided on ``table``'s rows (ids, sizes, cuts), then only the records they use are
+    read, in one ``get`` under the search's filters. A used segment the filters exclude, or whose
+    record does not continue its passage as the table says (a document rewritten since the table
+    was read: another start, size or cut), ends its passage's continuation, and the rules are decided
+    again without it (another ``get`` for what that changes, rarely needed). Reading only the used
+    records changes no answer: a segment the rules do not use decides nothing (a passage stops at
+    the first segment that does not fit, whatever lies after it)."""
     left = budget - sum(h.token_count for h in hits)
     if left <= 0 or not hits:
         return hits
     following = table.following([h.segment_ids[-1] for h in hits if h.segment_ids], left)
+    chains = [following.get(h.segment_ids[-1], []) if h.segment_ids else [] for h in hits]
     taken = {sid for h in hits for sid in h.segment_ids}
-    wanted = tuple(dict.fromkeys(r.segment_id for rows in following.values() for r in rows
-                                 if r.segment_id not in taken))
-    if not wanted:
-        return hits
-    got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
-    found = {rid: (dict(m or {}), d or "") for rid, m, d in zip(got["ids"], got["metadatas"], got["documents"])}
-    chains: list[list[tuple[str, int]]] = []
-    for h in hits:
-        chain: list[tuple[str, int]] = []
-        end = h.end
-        for row in following.get(h.segment_ids[-1], []) if h.segment_ids else []:
-            meta = found.get(row.segment_id, ({}, ""))[0]
-            if meta.get("hseg_doc_id") != h.doc_id or int(meta.get("hseg_start", -1)) != end:
-                break
-            chain.append((row.segment_id, int(meta["hseg_tokens"])))
-            end = int(meta["hseg_end"])
-        chains.append(chain)
-    added = continue_passages(chains, left, taken)
-    size = {sid: tokens for chain in chains for sid, tokens in chain}
-    left -= sum(size[sid] for more in added for sid in more)
-    nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(hits)
+    found: dict[str, tuple[dict[str, Any], str] | None] = {}
+    while True:  # each round that is not the last ends a chain earlier, so it ends
+        added, cuts = _rest_of_budget(chains, left, taken)
+        wanted = tuple(dict.fromkeys(sid for more, cut in zip(added, cuts)
+                                     for sid in [*more, *([cut[0]] if cut else [])] if sid not in found))
+        if wanted:
+            got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
+            found.update(dict.fromkeys(wanted))  # absent from the answer: excluded by the filters, or gone
+            found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
+                         zip(got["ids"], got["metadatas"], got["documents"]))
+        pieces = [_pieces(h, chain[:len(more)], chain[len(more)] if cut else None, cut, found)
+                  for h, chain, more, cut in zip(hits, chains, added, cuts)]
+        broken = [(i, len(p)) for i, (p, ok) in enumerate(pieces) if not ok]
+        if not broken:
+            return [_extended(h, p) if p else h for h, (p, _) in zip(hits, pieces)]
+        for i, at in broken:
+            chains[i] = chains[i][:at]
+
+
+def _rest_of_budget(chains: list[list[LexicalRow]], left: int, taken: set[str]
+                    ) -> tuple[list[list[str]], list[tuple[str, int, int] | None]]:
+    """Rules 5 and 6 on the table's rows: the segments each passage takes of its ``chain`` (the rows
+    after it), then the cut of the next segment it takes (``(id, offset, tokens)`` or ``None``)."""
+    added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
+    rows = {r.segment_id: r for chain in chains for r in chain}
+    left -= sum(rows[sid].tokens for more in added for sid in more)
+    nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
     for i, (chain, more) in enumerate(zip(chains, added)):  # the segment each passage stopped before
         if left > 0 and len(more) < len(chain):  # its cuts are read only where one could still fit
-            after = chain[len(more)][0]
-            nexts[i] = (after, sentence_cuts(found[after][0]))
-    cuts = cut_passages(nexts, left, taken | {sid for more in added for sid in more})
-    out = []
-    for h, more, cut in zip(hits, added, cuts):
-        pieces = [(sid, *found[sid], size[sid]) for sid in more]
-        if cut is not None:  # rule 6: the first sentences of the next segment
-            sid, offset, tokens = cut
-            meta, text = found[sid]
-            pieces.append((sid, meta, text[:offset], tokens))
-        out.append(_extended(h, pieces) if pieces else h)
-    return out
+            after = chain[len(more)]
+            nexts[i] = (after.segment_id, decode_cuts(after.cuts))
+    return added, cut_passages(nexts, left, taken | {sid for more in added for sid in more})
+
+
+def _pieces(hit: SearchHit, rows: list[LexicalRow], cut_row: LexicalRow | None, cut: tuple[str, int, int] | None,
+            found: Mapping[str, tuple[dict[str, Any], str] | None]
+            ) -> tuple[list[tuple[str, dict[str, Any], str, int]], bool]:
+    """What continues ``hit``: ``rows`` whole, then the first sentences of ``cut_row`` that ``cut``
+    names, as ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record
+    continues the passage as the table said (document, start, size, the cut among its cuts); and
+    whether all of them did (if not, the pieces stop before the first that did not)."""
+    pieces: list[tuple[str, dict[str, Any], str, int]] = []
+    end = hit.end
+    for row in [*rows, *([cut_row] if cut_row is not None else [])]:
+        record = found.get(row.segment_id)
+        if record is None:
+            return pieces, False
+        meta, text = record
+        if meta.get("hseg_doc_id") != hit.doc_id or int(meta.get("hseg_start", -1)) != end \
+                or int(meta.get("hseg_tokens", -1)) != row.tokens:
+            return pieces, False
+        if row is not cut_row:
+            pieces.append((row.segment_id, meta, text, row.tokens))
+            end = int(meta["hseg_end"])
+        elif cut is not None and (cut[1], cut[2]) in sentence_cuts(meta):
+            pieces.append((row.segment_id, meta, text[:cut[1]], cut[2]))
+        else:
+            return pieces, False
+    return pieces, True
 
 
 def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]) -> SearchHit:

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hseg.chunking.records import SCHEMA_VERSION, Record
+from hseg.chunking.records import CUTS_KEY, SCHEMA_VERSION, Record
 from hseg.retrieval.lexical_query import LexicalRow
 from hseg.store.reading import batched, get_by_documents, pages
 
@@ -75,7 +75,7 @@ JOURNAL_SUFFIX = "_hseg_writes"
 OPEN_WRITE_TTL_S = 3600.0
 #: open records of dead writers older than this are deleted by the next writer
 _JOURNAL_KEEP_S = 7 * 24 * 3600.0
-_FORMAT = "1"  # the layout of the SQLite file; another value is rebuilt
+_FORMAT = "2"  # the layout of the SQLite file; another value is rebuilt (2: segments.cuts)
 _TOKEN_ID = "token"
 _OPEN_PREFIX = "open-"
 #: segment ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
@@ -85,7 +85,7 @@ _PAGE = 2000  # records per Chroma read when rebuilding
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
-    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL)",
+    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT)",
     "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
     "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
     # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
@@ -298,8 +298,8 @@ class LexicalIndex:
     def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
         """``{segment id: the segments after it in its document, in order}``, as long as their tokens
         add up to at most ``max_tokens``, then the first that does not fit (whose first sentences may
-        still fit: rule 6 of :mod:`hseg.retrieval.selection`). Only those the index holds: a gap in the
-        positions ends the list."""
+        still fit: rule 6 of :mod:`hseg.retrieval.selection`), each row with its sentence cuts
+        (``LexicalRow.cuts``). Only those the index holds: a gap in the positions ends the list."""
         start = self.rows(segment_ids)
         chains: dict[str, list[LexicalRow]] = {sid: [] for sid in start}
         # a list still open: its document and the position it reached
@@ -311,8 +311,8 @@ class LexicalIndex:
             for wanted in batched(list(last.items()), _SQL_IDS // 3):
                 pairs = " UNION ALL ".join("SELECT ?, ?, ?" for _ in wanted)
                 rows += self.db.rows(f"WITH open(sid, doc_id, after) AS ({pairs}) SELECT o.sid, n.id, n.doc_id, "
-                                     "n.cluster_id, n.position, n.tokens FROM open o JOIN segments n ON n.doc_id = "
-                                     "o.doc_id AND n.position > o.after AND n.position <= o.after + ? "
+                                     "n.cluster_id, n.position, n.tokens, n.cuts FROM open o JOIN segments n "
+                                     "ON n.doc_id = o.doc_id AND n.position > o.after AND n.position <= o.after + ? "
                                      "ORDER BY o.sid, n.position",
                                      [x for sid, (doc, after) in wanted for x in (sid, doc, after)] + [page])
             grew = dict.fromkeys(last, 0)
@@ -459,6 +459,10 @@ class LexicalIndex:
         if meta.get("collection_id") == str(self.collection.id) and meta.get("format") == _FORMAT:
             return
         with self.db.transaction() as c:
+            if meta.get("format") != _FORMAT:  # another layout: its tables again, as this version declares them
+                c.execute("DROP TABLE IF EXISTS segments")
+                for statement in _SCHEMA:
+                    c.execute(statement)
             for table in ("segments", "documents", "pending", "fts", "meta"):
                 c.execute(f"DELETE FROM {table}")
             c.executemany("INSERT INTO meta VALUES (?, ?)",
@@ -524,9 +528,11 @@ class LexicalIndex:
             if meta.get("hseg_level") != "segment" or "hseg_cluster_id" not in meta:
                 continue  # another writer's record sharing the collection
             doc = str(meta["hseg_doc_id"])
-            cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens) "
-                            "VALUES (?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
-                                                       int(meta["hseg_index"]), int(meta["hseg_tokens"])))
+            cuts = meta.get(CUTS_KEY)
+            cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens, cuts) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
+                                                          int(meta["hseg_index"]), int(meta["hseg_tokens"]),
+                                                          None if cuts is None else str(cuts)))
             c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
             sha = meta.get("content_sha256")
             shas[doc] = None if sha is None else str(sha)
