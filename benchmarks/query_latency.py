@@ -242,13 +242,15 @@ def calls(store: HierarchicalStore, adapters: bool,
         for b in BUDGETS:
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=b, unit="auto")
-        from hseg_methods import cuts_off, rest_of_budget_off, under
+        from hseg_methods import cuts_off, read_ahead_off, rest_of_budget_off, under
 
-        for b in BUDGETS:  # the same without rule 6, and without rules 5 and 6: their cost, in this run
+        for b in BUDGETS:  # the same without rule 6, without rules 5 and 6, and without reading ahead: their cost
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), no cuts"] = under(
                 cuts_off, hybrid(budget_tokens=b, unit="auto"))
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), walk only"] = under(
                 rest_of_budget_off, hybrid(budget_tokens=b, unit="auto"))
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), two reads"] = under(
+                read_ahead_off, hybrid(budget_tokens=b, unit="auto"))
         for unit in ("segment", "cluster"):
             out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=1024, unit=unit)

@@ -335,12 +335,12 @@ def _hit(records, i):
 
 
 def _continue(records, table, budget, where=None):
-    from hseg.retrieval.passages import _continued
+    from hseg.retrieval.passages import _continued, _Rest
     from hseg.retrieval.plans import run_one
 
     hits = [_hit(records, 0), _hit(records, 3)]  # passages s0 (ranked first) and s3
     return [(h.segment_ids, h.end, h.token_count) for h in
-            run_one(_continued(records, hits, table, budget, where, None))]
+            run_one(_continued(records, hits, _Rest(table, budget), where, None))]
 
 
 def test_the_rest_of_a_budget_is_decided_on_the_table_and_reads_only_what_it_uses():
@@ -367,3 +367,38 @@ def test_a_record_that_does_not_continue_as_the_table_says_ends_its_passage_ther
     for budget in (10,) if stale == "cut" else (10, 12, 18, 30):  # another cut matters only where s1 is cut
         expected = _continue(_Records(), _Table(missing={1}), budget)
         assert _continue(records, _Table(sizes=sizes), budget, where) == expected, budget
+
+
+def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_collection_name, monkeypatch):
+    """On the unit index without a filter, one ``get`` of the collection per search: the passages'
+    records and those the rest of the budget adds to them. The same answers as reading those after
+    the passages (and as brute force, above)."""
+    import hseg.retrieval.passages as passages
+    import hseg.retrieval.plans as plans
+
+    store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    reads: list[str] = []
+    real = plans._get
+
+    def counted(batch):
+        reads.extend(r.collection.name for r in batch)
+        return real(batch)
+
+    monkeypatch.setattr(plans, "_get", counted)
+
+    def run():
+        out = []
+        for text, q, _ in questions(store, chunkings, np.random.default_rng(3)):
+            for budget in (40, 120, 300):
+                reads.clear()
+                hits = store.search(q, budget_tokens=budget, unit="auto", lexical_weight=0.3, query_text=text)
+                gets = reads.count(store.collection.name)
+                out.append(([(h.segment_ids, h.start, h.end, h.text) for h in hits], gets))
+        return out
+
+    ahead = run()
+    monkeypatch.setattr(passages, "_read_ahead", lambda *args: [])
+    after = run()
+    assert [hits for hits, _ in ahead] == [hits for hits, _ in after]
+    assert {n for _, n in ahead} == {1}
+    assert any(n == 2 for _, n in after)  # without reading ahead, the rules read again: they were used

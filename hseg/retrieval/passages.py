@@ -70,15 +70,17 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     on the segments after its passages and the first sentences of the next (rules 5 and 6 of
     :mod:`hseg.retrieval.selection`).
     """
-    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical)
+    rest = None
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
-        hits = yield from _continued(collection, hits, table, settings.budget_tokens, settings.where,
-                                     settings.where_document)
+        rest = _Rest(table, settings.budget_tokens)
+    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest)
+    if rest is not None:
+        hits = yield from _continued(collection, hits, rest, settings.where, settings.where_document)
     return hits
 
 
 def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
-              lexical: LexicalQuery | None) -> Plan[list[SearchHit]]:
+              lexical: LexicalQuery | None, rest: _Rest | None = None) -> Plan[list[SearchHit]]:
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
@@ -88,7 +90,7 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                                 lexical))
         if unit_index is not None and not where_document:
             return (yield from _hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                               cluster_weight, neighbour_weight, lexical))
+                                               cluster_weight, neighbour_weight, lexical, rest))
         return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                                             cluster_weight, neighbour_weight, lexical))
     if unit == "segment":
@@ -100,25 +102,57 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                         cluster_weight, neighbour_weight))
 
 
-def _continued(collection: Any, hits: list[SearchHit], table: LexicalSource, budget: int,
-               where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
-    """``hits`` with the rest of ``budget`` spent on the segments after them (rule 5), then on the
+@dataclass
+class _Rest:
+    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, and
+    what a search path read ahead for them (:meth:`ahead`)."""
+
+    table: LexicalSource
+    budget: int
+    #: records read so far, by id (``None``: asked for and absent)
+    found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
+    _asked: tuple[tuple[str, ...], int] | None = None
+    _rows: dict[str, list[LexicalRow]] = dataclasses.field(default_factory=dict)
+
+    def following(self, segment_ids: list[str], left: int) -> dict[str, list[LexicalRow]]:
+        """``table.following``, asked once for the same passages and tokens."""
+        if self._asked != (tuple(segment_ids), left):
+            self._asked, self._rows = (tuple(segment_ids), left), self.table.following(segment_ids, left)
+        return self._rows
+
+    def ahead(self, passages: list[tuple[list[str], int]]) -> list[str]:
+        """The ids the rules will read for ``passages`` (``(segment ids, tokens)``, in rank order) if
+        their records agree with the table: a search path reads them with its own records, in one
+        ``get`` (:func:`_continued` reads only what this missed)."""
+        left = self.budget - sum(tokens for _, tokens in passages)
+        if left <= 0 or not passages:
+            return []
+        following = self.following([ids[-1] for ids, _ in passages if ids], left)
+        chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
+        added, cuts = _rest_of_budget(chains, left, {sid for ids, _ in passages for sid in ids})
+        return [sid for more, cut in zip(added, cuts) for sid in [*more, *([cut[0]] if cut else [])]]
+
+
+def _continued(collection: Any, hits: list[SearchHit], rest: _Rest, where: Mapping[str, Any] | None,
+               wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
+    """``hits`` with the rest of the budget spent on the segments after them (rule 5), then on the
     first sentences of the next segment (rule 6).
 
-    Both rules are decided on ``table``'s rows (ids, sizes, cuts), then only the records they use are
-    read, in one ``get`` under the search's filters. A used segment the filters exclude, or whose
+    Both rules are decided on the lexical table's rows (ids, sizes, cuts), then only the records
+    they use are read (those a search path did not read ahead), in one ``get`` under the search's
+    filters. A used segment the filters exclude, or whose
     record does not continue its passage as the table says (a document rewritten since the table
     was read: another start, size or cut), ends its passage's continuation, and the rules are decided
     again without it (another ``get`` for what that changes, rarely needed). Reading only the used
     records changes no answer: a segment the rules do not use decides nothing (a passage stops at
     the first segment that does not fit, whatever lies after it)."""
-    left = budget - sum(h.token_count for h in hits)
+    left = rest.budget - sum(h.token_count for h in hits)
     if left <= 0 or not hits:
         return hits
-    following = table.following([h.segment_ids[-1] for h in hits if h.segment_ids], left)
+    following = rest.following([h.segment_ids[-1] for h in hits if h.segment_ids], left)
     chains = [following.get(h.segment_ids[-1], []) if h.segment_ids else [] for h in hits]
     taken = {sid for h in hits for sid in h.segment_ids}
-    found: dict[str, tuple[dict[str, Any], str] | None] = {}
+    found = rest.found
     while True:  # each round that is not the last ends a chain earlier, so it ends
         added, cuts = _rest_of_budget(chains, left, taken)
         wanted = tuple(dict.fromkeys(sid for more, cut in zip(added, cuts)
@@ -281,29 +315,46 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
         n *= 2
 
 
+def _indexed_runs(keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[tuple[list[int], bool]]:
+    """The passages of a walk on the unit index, in rank order: each one's candidates (in document
+    order) and whether it is their cluster taken whole (one passage, however its scored segments lie)."""
+    whole = {c for _, c in sel.expanded}
+    out: list[tuple[list[int], bool]] = []
+    merged: set[str] = set()
+    for run in merge_runs([(key.cluster_id, key.position) for key in keys], sel.taken, score):
+        cid = keys[run[0]].cluster_id
+        if cid in whole:
+            if cid in merged:
+                continue
+            merged.add(cid)
+            run = sorted((i for i in sel.taken if keys[i].cluster_id == cid), key=lambda i: keys[i].position)
+        out.append((run, cid in whole))
+    return out
+
+
 def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wanted: list[str],
                       got: Mapping[str, Any]) -> list[SearchHit]:
-    whole = {c for _, c in sel.expanded}
     found = {rid: (dict(m or {}), d or "") for rid, m, d in
              zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
     missing = [rid for rid in wanted if rid not in found]
     if missing:
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
-    runs = merge_runs([(key.cluster_id, key.position) for key in keys], sel.taken, score)
     hits: list[SearchHit] = []
-    merged: set[str] = set()
-    for run in runs:
-        cid = keys[run[0]].cluster_id
-        if cid in whole:
-            if cid in merged:
-                continue  # a cluster taken whole is one passage, however its scored segments lie
-            merged.add(cid)
-            run = sorted((i for i in sel.taken if keys[i].cluster_id == cid), key=lambda i: keys[i].position)
+    for run, whole in _indexed_runs(keys, score, sel):
         members = [_Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i])) for i in run]
-        cluster = found[cid] if cid in whole else None
+        cluster = found[keys[run[0]].cluster_id] if whole else None
         hits.append(_passage(members, "auto", cluster, keys[run[0]].cluster_tokens))
     return hits
+
+
+def _read_ahead(rest: _Rest, keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[str]:
+    """What rules 5 and 6 will read after the passages of this walk (:meth:`_Rest.ahead`): their
+    segments and sizes from the keys, a whole cluster's segments from the lexical table."""
+    runs = _indexed_runs(keys, score, sel)
+    listed = rest.table.cluster_segments([keys[run[0]].cluster_id for run, whole in runs if whole])
+    return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
+                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
 
 
 # --------------------------------------------------------------------------- the lexical score (lexical_weight > 0)
@@ -354,9 +405,12 @@ def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: floa
 
 
 def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery) -> Plan[list[SearchHit]]:
+                    where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
+                    rest: _Rest | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
-    ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector."""
+    ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
+    With ``rest`` (rules 5 and 6 to follow) and no filter, the records they will use are read with
+    the passages' own (a filter would apply to them and not to these)."""
     qq = query_vector(q)
     where = dict(where) if where else None
     n = _first_page(k, budget, 32, 16)
@@ -398,11 +452,18 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
                 bounds.pop(sid, None)
         if sel is not None:
             order = [keys[sid] for sid in known]
-            score = np.array(list(known.values()))
+            score = np.array(list(known.values())) / (1.0 + lex.weight)
             whole = {c for _, c in sel.expanded}
             taken = [order[i].segment_id for i in sel.taken] + sorted(whole)
-            got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
-            return _indexed_passages(order, score / (1.0 + lex.weight), sel, taken, got)
+            ahead = [sid for sid in _read_ahead(rest, order, score, sel) if sid not in taken] \
+                if rest is not None and where is None else []
+            got = (yield Get(collection, tuple(taken + ahead))) if taken else {"ids": []}
+            if ahead and rest is not None:
+                asked = set(ahead)
+                rest.found.update(dict.fromkeys(ahead))  # absent from the answer: gone since the table was read
+                rest.found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
+                                  zip(got["ids"], got["metadatas"], got["documents"]) if rid in asked)
+            return _indexed_passages(order, score, sel, taken, got)
         n *= 2
 
 
