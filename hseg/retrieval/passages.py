@@ -140,12 +140,12 @@ def _continued(collection: Any, hits: list[SearchHit], rest: _Rest, where: Mappi
 
     Both rules are decided on the lexical table's rows (ids, sizes, cuts), then only the records
     they use are read (those a search path did not read ahead), in one ``get`` under the search's
-    filters. A used segment the filters exclude, or whose
-    record does not continue its passage as the table says (a document rewritten since the table
-    was read: another start, size or cut), ends its passage's continuation, and the rules are decided
-    again without it (another ``get`` for what that changes, rarely needed). Reading only the used
-    records changes no answer: a segment the rules do not use decides nothing (a passage stops at
-    the first segment that does not fit, whatever lies after it)."""
+    filters. A used segment the filters exclude, or whose record does not continue its passage as
+    the table says (a document rewritten since the table was read: another start, size or cut),
+    ends its passage's continuation, and the rules are decided again without it (another ``get``
+    for what that changes, rarely needed). Reading only the used records changes no answer: a
+    segment the rules do not use decides nothing (a passage stops at the first segment that does
+    not fit, whatever lies after it)."""
     left = rest.budget - sum(h.token_count for h in hits)
     if left <= 0 or not hits:
         return hits
