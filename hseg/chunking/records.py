@@ -179,9 +179,8 @@ def heading_path(metadata: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(_json_strings(metadata or {}, HEADING_PATH_KEY))
 
 
-def _json_list(metadata: Mapping[str, Any], key: str) -> list[Any] | None:
-    """The JSON list stored under ``key``, or ``None`` when the value is not one."""
-    raw = metadata.get(key)
+def _json_list(raw: Any) -> list[Any] | None:
+    """The JSON list a metadata value holds, or ``None`` when it holds none."""
     try:
         value = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
@@ -191,7 +190,7 @@ def _json_list(metadata: Mapping[str, Any], key: str) -> list[Any] | None:
 
 def _json_strings(metadata: Mapping[str, Any], key: str) -> list[str]:
     """The JSON list of strings stored under ``key``; ``ValueError`` naming ``key`` otherwise."""
-    value = _json_list(metadata, key)
+    value = _json_list(metadata.get(key))
     if value is None or not all(isinstance(t, str) for t in value):
         raise ValueError(f"{key}: expected a JSON list of strings, got {metadata.get(key)!r:.80}")
     return value
@@ -433,7 +432,7 @@ def decode_cuts(value: Any) -> list[tuple[int, int]]:
     """
     if value is None:
         return []
-    listed = _json_list({CUTS_KEY: value}, CUTS_KEY)
+    listed = _json_list(value)
     if listed is None or not all(isinstance(c, list) and len(c) == 2 for c in listed):
         raise ValueError(f"{CUTS_KEY}: expected a JSON list of [offset, tokens] pairs, got {value!r:.80}")
     return [(c[0], c[1]) for c in listed]

@@ -103,34 +103,62 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
 
 
 @dataclass
+class _RestPlan:
+    """Rules 5 and 6 decided on the table for passages in rank order: what is ``left`` of the
+    budget, the segments the passages hold (``taken``), the table's rows after each (``chains``),
+    what each passage takes of its chain (``added``) and the cut it ends with (``cuts``)."""
+
+    left: int
+    taken: set[str]
+    chains: list[list[LexicalRow]]
+    added: list[list[str]]
+    cuts: list[tuple[str, int, int] | None]
+
+    @classmethod
+    def decide(cls, left: int, taken: set[str], chains: list[list[LexicalRow]]) -> _RestPlan:
+        """Rule 5 (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`)
+        on the cuts of the segment each passage stopped before."""
+        added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
+        rows = {r.segment_id: r for chain in chains for r in chain}
+        rest = left - sum(rows[sid].tokens for more in added for sid in more)
+        nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
+        for i, (chain, more) in enumerate(zip(chains, added)):
+            if rest > 0 and len(more) < len(chain):  # its cuts are decoded only where one could still fit
+                after = chain[len(more)]
+                nexts[i] = (after.segment_id, decode_cuts(after.cuts))
+        return cls(left, taken, chains, added, cut_passages(nexts, rest, taken | {s for more in added for s in more}))
+
+    def used(self) -> list[str]:
+        """The ids of the records the plan reads: the segments added, then those cut."""
+        return [sid for more, cut in zip(self.added, self.cuts) for sid in [*more, *([cut[0]] if cut else [])]]
+
+
+@dataclass
 class _Rest:
-    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, and
-    what a search path read ahead for them (:meth:`ahead`)."""
+    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
+    records read for them, and their plan for each set of passages (decided once, whether a path
+    reads ahead with it or :func:`_continued` reads after)."""
 
     table: LexicalSource
     budget: int
     #: records read so far, by id (``None``: asked for and absent)
     found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
-    _asked: tuple[tuple[str, ...], int] | None = None
-    _rows: dict[str, list[LexicalRow]] = dataclasses.field(default_factory=dict)
+    _plans: dict[tuple[tuple[tuple[str, ...], int], ...], _RestPlan | None] = dataclasses.field(default_factory=dict)
 
-    def following(self, segment_ids: list[str], left: int) -> dict[str, list[LexicalRow]]:
-        """``table.following``, asked once for the same passages and tokens."""
-        if self._asked != (tuple(segment_ids), left):
-            self._asked, self._rows = (tuple(segment_ids), left), self.table.following(segment_ids, left)
-        return self._rows
-
-    def ahead(self, passages: list[tuple[list[str], int]]) -> list[str]:
-        """The ids the rules will read for ``passages`` (``(segment ids, tokens)``, in rank order) if
-        their records agree with the table: a search path reads them with its own records, in one
-        ``get`` (:func:`_continued` reads only what this missed)."""
-        left = self.budget - sum(tokens for _, tokens in passages)
-        if left <= 0 or not passages:
-            return []
-        following = self.following([ids[-1] for ids, _ in passages if ids], left)
-        chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
-        added, cuts = _rest_of_budget(chains, left, {sid for ids, _ in passages for sid in ids})
-        return [sid for more, cut in zip(added, cuts) for sid in [*more, *([cut[0]] if cut else [])]]
+    def plan(self, passages: list[tuple[list[str], int]]) -> _RestPlan | None:
+        """The plan for ``passages`` (``(segment ids, tokens)``, in rank order); ``None`` when no
+        budget is left."""
+        key = tuple((tuple(ids), tokens) for ids, tokens in passages)
+        if key not in self._plans:
+            left = self.budget - sum(tokens for _, tokens in passages)
+            plan = None
+            if left > 0 and passages:
+                following = self.table.following([ids[-1] for ids, _ in passages if ids], left)
+                chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
+                taken = {sid for ids, _ in passages for sid in ids}
+                plan = _RestPlan.decide(left, taken, chains)
+            self._plans[key] = plan
+        return self._plans[key]
 
 
 def _continued(collection: Any, hits: list[SearchHit], rest: _Rest, where: Mapping[str, Any] | None,
@@ -146,56 +174,36 @@ def _continued(collection: Any, hits: list[SearchHit], rest: _Rest, where: Mappi
     for what that changes, rarely needed). Reading only the used records changes no answer: a
     segment the rules do not use decides nothing (a passage stops at the first segment that does
     not fit, whatever lies after it)."""
-    left = rest.budget - sum(h.token_count for h in hits)
-    if left <= 0 or not hits:
+    plan = rest.plan([(h.segment_ids, h.token_count) for h in hits])
+    if plan is None:
         return hits
-    following = rest.following([h.segment_ids[-1] for h in hits if h.segment_ids], left)
-    chains = [following.get(h.segment_ids[-1], []) if h.segment_ids else [] for h in hits]
-    taken = {sid for h in hits for sid in h.segment_ids}
     found = rest.found
     while True:  # each round that is not the last ends a chain earlier, so it ends
-        added, cuts = _rest_of_budget(chains, left, taken)
-        wanted = tuple(dict.fromkeys(sid for more, cut in zip(added, cuts)
-                                     for sid in [*more, *([cut[0]] if cut else [])] if sid not in found))
+        wanted = tuple(sid for sid in dict.fromkeys(plan.used()) if sid not in found)
         if wanted:
             got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
             found.update(dict.fromkeys(wanted))  # absent from the answer: excluded by the filters, or gone
             found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
                          zip(got["ids"], got["metadatas"], got["documents"]))
-        pieces = [_pieces(h, chain[:len(more)], chain[len(more)] if cut else None, cut, found)
-                  for h, chain, more, cut in zip(hits, chains, added, cuts)]
-        broken = [(i, len(p)) for i, (p, ok) in enumerate(pieces) if not ok]
+        pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
+                  for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
+        broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}
         if not broken:
             return [_extended(h, p) if p else h for h, (p, _) in zip(hits, pieces)]
-        for i, at in broken:
-            chains[i] = chains[i][:at]
+        chains = [chain[:broken[i]] if i in broken else chain for i, chain in enumerate(plan.chains)]
+        plan = _RestPlan.decide(plan.left, plan.taken, chains)
 
 
-def _rest_of_budget(chains: list[list[LexicalRow]], left: int, taken: set[str]
-                    ) -> tuple[list[list[str]], list[tuple[str, int, int] | None]]:
-    """Rules 5 and 6 on the table's rows: the segments each passage takes of its ``chain`` (the rows
-    after it), then the cut of the next segment it takes (``(id, offset, tokens)`` or ``None``)."""
-    added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
-    rows = {r.segment_id: r for chain in chains for r in chain}
-    left -= sum(rows[sid].tokens for more in added for sid in more)
-    nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
-    for i, (chain, more) in enumerate(zip(chains, added)):  # the segment each passage stopped before
-        if left > 0 and len(more) < len(chain):  # its cuts are read only where one could still fit
-            after = chain[len(more)]
-            nexts[i] = (after.segment_id, decode_cuts(after.cuts))
-    return added, cut_passages(nexts, left, taken | {sid for more in added for sid in more})
-
-
-def _pieces(hit: SearchHit, rows: list[LexicalRow], cut_row: LexicalRow | None, cut: tuple[str, int, int] | None,
+def _pieces(hit: SearchHit, rows: list[LexicalRow], cut: tuple[str, int, int] | None,
             found: Mapping[str, tuple[dict[str, Any], str] | None]
             ) -> tuple[list[tuple[str, dict[str, Any], str, int]], bool]:
-    """What continues ``hit``: ``rows`` whole, then the first sentences of ``cut_row`` that ``cut``
-    names, as ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record
-    continues the passage as the table said (document, start, size, the cut among its cuts); and
-    whether all of them did (if not, the pieces stop before the first that did not)."""
+    """What continues ``hit``: ``rows`` whole, the last one cut where ``cut`` says when given, as
+    ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record continues
+    the passage as the table said (document, start, size, the cut among its cuts); and whether all
+    of them did (if not, the pieces stop before the first that did not)."""
     pieces: list[tuple[str, dict[str, Any], str, int]] = []
     end = hit.end
-    for row in [*rows, *([cut_row] if cut_row is not None else [])]:
+    for j, row in enumerate(rows):
         record = found.get(row.segment_id)
         if record is None:
             return pieces, False
@@ -203,10 +211,10 @@ def _pieces(hit: SearchHit, rows: list[LexicalRow], cut_row: LexicalRow | None, 
         if meta.get("hseg_doc_id") != hit.doc_id or int(meta.get("hseg_start", -1)) != end \
                 or int(meta.get("hseg_tokens", -1)) != row.tokens:
             return pieces, False
-        if row is not cut_row:
+        if cut is None or j < len(rows) - 1:
             pieces.append((row.segment_id, meta, text, row.tokens))
             end = int(meta["hseg_end"])
-        elif cut is not None and (cut[1], cut[2]) in sentence_cuts(meta):
+        elif (cut[1], cut[2]) in sentence_cuts(meta):
             pieces.append((row.segment_id, meta, text[:cut[1]], cut[2]))
         else:
             return pieces, False
@@ -311,7 +319,7 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             whole = {c for _, c in sel.expanded}
             wanted = [keys[i].segment_id for i in sel.taken] + sorted(whole)
             got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
-            return _indexed_passages(keys, score / scale, sel, wanted, got)
+            return _indexed_passages(keys, score / scale, _indexed_runs(keys, score, sel), wanted, got)
         n *= 2
 
 
@@ -332,8 +340,10 @@ def _indexed_runs(keys: list[UnitKey], score: np.ndarray, sel: Selection) -> lis
     return out
 
 
-def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wanted: list[str],
+def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]], wanted: list[str],
                       got: Mapping[str, Any]) -> list[SearchHit]:
+    """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``got`` (``wanted``: the
+    ids that must be among them)."""
     found = {rid: (dict(m or {}), d or "") for rid, m, d in
              zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
     missing = [rid for rid in wanted if rid not in found]
@@ -341,20 +351,21 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, sel: Selection, wa
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
     hits: list[SearchHit] = []
-    for run, whole in _indexed_runs(keys, score, sel):
+    for run, whole in runs:
         members = [_Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i])) for i in run]
         cluster = found[keys[run[0]].cluster_id] if whole else None
         hits.append(_passage(members, "auto", cluster, keys[run[0]].cluster_tokens))
     return hits
 
 
-def _read_ahead(rest: _Rest, keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[str]:
-    """What rules 5 and 6 will read after the passages of this walk (:meth:`_Rest.ahead`): their
+def _read_ahead(rest: _Rest, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> list[str]:
+    """What rules 5 and 6 will read after the passages of a walk's ``runs`` if their records agree
+    with the table (:meth:`_Rest.plan`; :func:`_continued` reads only what this missed): their
     segments and sizes from the keys, a whole cluster's segments from the lexical table."""
-    runs = _indexed_runs(keys, score, sel)
     listed = rest.table.cluster_segments([keys[run[0]].cluster_id for run, whole in runs if whole])
-    return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
-                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
+    plan = rest.plan([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
+                      ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
+    return plan.used() if plan is not None else []
 
 
 # --------------------------------------------------------------------------- the lexical score (lexical_weight > 0)
@@ -455,15 +466,15 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             score = np.array(list(known.values())) / (1.0 + lex.weight)
             whole = {c for _, c in sel.expanded}
             taken = [order[i].segment_id for i in sel.taken] + sorted(whole)
-            ahead = [sid for sid in _read_ahead(rest, order, score, sel) if sid not in taken] \
-                if rest is not None and where is None else []
+            runs = _indexed_runs(order, score, sel)
+            ahead = _read_ahead(rest, order, runs) if rest is not None and where is None else []
             got = (yield Get(collection, tuple(taken + ahead))) if taken else {"ids": []}
             if ahead and rest is not None:
                 asked = set(ahead)
                 rest.found.update(dict.fromkeys(ahead))  # absent from the answer: gone since the table was read
                 rest.found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
                                   zip(got["ids"], got["metadatas"], got["documents"]) if rid in asked)
-            return _indexed_passages(order, score, sel, taken, got)
+            return _indexed_passages(order, score, runs, taken, got)
         n *= 2
 
 
