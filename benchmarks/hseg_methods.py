@@ -175,13 +175,13 @@ def rest_of_budget_off() -> Iterator[None]:
         return hits
         yield  # a plan with no reads
 
-    real = passages._continued
-    passages._continued = as_taken  # type: ignore[assignment]
+    real = passages.continued
+    passages.continued = as_taken  # type: ignore[assignment]
     try:
         with read_ahead_off():  # what rules 5 and 6 would read is not read either
             yield
     finally:
-        passages._continued = real
+        passages.continued = real
 
 
 @contextmanager
@@ -203,14 +203,14 @@ def read_ahead_off() -> Iterator[None]:
 def cuts_off() -> Iterator[None]:
     """Inside the block, rule 6 of the auto unit is off (no passage ends inside a segment): rule 5
     alone spends the rest of a budget, the default of rounds 6 to 9."""
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.continuation as continuation
 
-    real = passages.cut_passages
-    passages.cut_passages = lambda nexts, *rest: [None] * len(nexts)
+    real = continuation.cut_passages
+    continuation.cut_passages = lambda nexts, *rest: [None] * len(nexts)
     try:
         yield
     finally:
-        passages.cut_passages = real
+        continuation.cut_passages = real
 
 
 def under(switch: Callable[[], Any], method: Callable[..., Any]) -> Callable[..., Any]:

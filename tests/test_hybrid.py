@@ -335,12 +335,12 @@ def _hit(records, i):
 
 
 def _continue(records, table, budget, where=None):
-    from hseg.retrieval.passages import _continued, _Rest
+    from hseg.retrieval.continuation import Continuation, continued
     from hseg.retrieval.plans import run_one
 
     hits = [_hit(records, 0), _hit(records, 3)]  # passages s0 (ranked first) and s3
     return [(h.segment_ids, h.end, h.token_count) for h in
-            run_one(_continued(records, hits, _Rest(table, budget), where, None))]
+            run_one(continued(records, hits, Continuation(table, budget), where, None))]
 
 
 def test_the_rest_of_a_budget_is_decided_on_the_table_and_reads_only_what_it_uses():

@@ -506,7 +506,7 @@ def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeyp
         yield
 
     with monkeypatch.context() as patch:  # the same searches with rules 5 and 6 off: the walk's passages alone
-        patch.setattr(hseg.retrieval.passages, "_continued", as_taken)
+        patch.setattr(hseg.retrieval.passages, "continued", as_taken)
         walked = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
     grew = cut = 0
     for q in questions:

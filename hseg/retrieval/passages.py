@@ -25,7 +25,6 @@ previous text (or 0). With λ = 0 none of it runs: the three paths above, unchan
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import is_cluster_id
-from hseg.chunking.records import decode_cuts, heading_path, listed_segment_ids, sentence_cuts
+from hseg.chunking.records import heading_path, listed_segment_ids
+from hseg.retrieval.continuation import Continuation, continued
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Knn, Plan
@@ -43,8 +43,6 @@ from hseg.retrieval.selection import (
     ClusterSize,
     Selection,
     UnitCandidates,
-    continue_passages,
-    cut_passages,
     merge_runs,
     merge_runs_of_segments,
     select_auto,
@@ -68,19 +66,19 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     paths above, untouched. ``table`` is the lexical index of a search with a lexical side (even
     one whose query has no words to look up): with it, ``unit="auto"`` spends the rest of a budget
     on the segments after its passages and the first sentences of the next (rules 5 and 6 of
-    :mod:`hseg.retrieval.selection`).
+    :mod:`hseg.retrieval.selection`, read as :mod:`hseg.retrieval.continuation` says).
     """
     rest = None
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
-        rest = _Rest(table, settings.budget_tokens)
+        rest = Continuation(table, settings.budget_tokens)
     hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest)
     if rest is not None:
-        hits = yield from _continued(collection, hits, rest, settings.where, settings.where_document)
+        hits = yield from continued(collection, hits, rest, settings.where, settings.where_document)
     return hits
 
 
 def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
-              lexical: LexicalQuery | None, rest: _Rest | None = None) -> Plan[list[SearchHit]]:
+              lexical: LexicalQuery | None, rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
@@ -100,143 +98,6 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                            cluster_weight, neighbour_weight))
     return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                                         cluster_weight, neighbour_weight))
-
-
-@dataclass
-class _RestPlan:
-    """Rules 5 and 6 decided on the table for passages in rank order: what is ``left`` of the
-    budget, the segments the passages hold (``taken``), the table's rows after each (``chains``),
-    what each passage takes of its chain (``added``) and the cut it ends with (``cuts``)."""
-
-    left: int
-    taken: set[str]
-    chains: list[list[LexicalRow]]
-    added: list[list[str]]
-    cuts: list[tuple[str, int, int] | None]
-
-    @classmethod
-    def decide(cls, left: int, taken: set[str], chains: list[list[LexicalRow]]) -> _RestPlan:
-        """Rule 5 (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`)
-        on the cuts of the segment each passage stopped before."""
-        added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
-        rows = {r.segment_id: r for chain in chains for r in chain}
-        rest = left - sum(rows[sid].tokens for more in added for sid in more)
-        nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
-        for i, (chain, more) in enumerate(zip(chains, added)):
-            if rest > 0 and len(more) < len(chain):  # its cuts are decoded only where one could still fit
-                after = chain[len(more)]
-                nexts[i] = (after.segment_id, decode_cuts(after.cuts))
-        return cls(left, taken, chains, added, cut_passages(nexts, rest, taken | {s for more in added for s in more}))
-
-    def used(self) -> list[str]:
-        """The ids of the records the plan reads: the segments added, then those cut."""
-        return [sid for more, cut in zip(self.added, self.cuts) for sid in [*more, *([cut[0]] if cut else [])]]
-
-
-@dataclass
-class _Rest:
-    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
-    records read for them, and their plan for each set of passages (decided once, whether a path
-    reads ahead with it or :func:`_continued` reads after)."""
-
-    table: LexicalSource
-    budget: int
-    #: records read so far, by id (``None``: asked for and absent)
-    found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
-    _plans: dict[tuple[tuple[tuple[str, ...], int], ...], _RestPlan | None] = dataclasses.field(default_factory=dict)
-
-    def plan(self, passages: list[tuple[list[str], int]]) -> _RestPlan | None:
-        """The plan for ``passages`` (``(segment ids, tokens)``, in rank order); ``None`` when no
-        budget is left."""
-        key = tuple((tuple(ids), tokens) for ids, tokens in passages)
-        if key not in self._plans:
-            left = self.budget - sum(tokens for _, tokens in passages)
-            plan = None
-            if left > 0 and passages:
-                following = self.table.following([ids[-1] for ids, _ in passages if ids], left)
-                chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
-                taken = {sid for ids, _ in passages for sid in ids}
-                plan = _RestPlan.decide(left, taken, chains)
-            self._plans[key] = plan
-        return self._plans[key]
-
-
-def _continued(collection: Any, hits: list[SearchHit], rest: _Rest, where: Mapping[str, Any] | None,
-               wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
-    """``hits`` with the rest of the budget spent on the segments after them (rule 5), then on the
-    first sentences of the next segment (rule 6).
-
-    Both rules are decided on the lexical table's rows (ids, sizes, cuts), then only the records
-    they use are read (those a search path did not read ahead), in one ``get`` under the search's
-    filters. A used segment the filters exclude, or whose record does not continue its passage as
-    the table says (a document rewritten since the table was read: another start, size or cut),
-    ends its passage's continuation, and the rules are decided again without it (another ``get``
-    for what that changes, rarely needed). Reading only the used records changes no answer: a
-    segment the rules do not use decides nothing (a passage stops at the first segment that does
-    not fit, whatever lies after it)."""
-    plan = rest.plan([(h.segment_ids, h.token_count) for h in hits])
-    if plan is None:
-        return hits
-    found = rest.found
-    while True:  # each round that is not the last ends a chain earlier, so it ends
-        wanted = tuple(sid for sid in dict.fromkeys(plan.used()) if sid not in found)
-        if wanted:
-            got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
-            found.update(dict.fromkeys(wanted))  # absent from the answer: excluded by the filters, or gone
-            found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
-                         zip(got["ids"], got["metadatas"], got["documents"]))
-        pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
-                  for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
-        broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}
-        if not broken:
-            return [_extended(h, p) if p else h for h, (p, _) in zip(hits, pieces)]
-        chains = [chain[:broken[i]] if i in broken else chain for i, chain in enumerate(plan.chains)]
-        plan = _RestPlan.decide(plan.left, plan.taken, chains)
-
-
-def _pieces(hit: SearchHit, rows: list[LexicalRow], cut: tuple[str, int, int] | None,
-            found: Mapping[str, tuple[dict[str, Any], str] | None]
-            ) -> tuple[list[tuple[str, dict[str, Any], str, int]], bool]:
-    """What continues ``hit``: ``rows`` whole, the last one cut where ``cut`` says when given, as
-    ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record continues
-    the passage as the table said (document, start, size, the cut among its cuts); and whether all
-    of them did (if not, the pieces stop before the first that did not)."""
-    pieces: list[tuple[str, dict[str, Any], str, int]] = []
-    end = hit.end
-    for j, row in enumerate(rows):
-        record = found.get(row.segment_id)
-        if record is None:
-            return pieces, False
-        meta, text = record
-        if meta.get("hseg_doc_id") != hit.doc_id or int(meta.get("hseg_start", -1)) != end \
-                or int(meta.get("hseg_tokens", -1)) != row.tokens:
-            return pieces, False
-        if cut is None or j < len(rows) - 1:
-            pieces.append((row.segment_id, meta, text, row.tokens))
-            end = int(meta["hseg_end"])
-        elif (cut[1], cut[2]) in sentence_cuts(meta):
-            pieces.append((row.segment_id, meta, text[:cut[1]], cut[2]))
-        else:
-            return pieces, False
-    return pieces, True
-
-
-def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]) -> SearchHit:
-    """``hit`` continued by ``pieces`` of the segments after it, ``(id, metadata, text, tokens)`` in
-    document order, each a whole segment or (the last) its first sentences; its score and the
-    segment that gave it are unchanged."""
-    last_meta, last_text = pieces[-1][1], pieces[-1][2]
-    return dataclasses.replace(
-        hit,
-        text=hit.text + "".join(text for _, _, text, _ in pieces),  # segments tile their document: exact
-        end=int(last_meta["hseg_start"]) + len(last_text),
-        token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
-        segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
-        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _, _ in pieces)]),
-    )
-
-
-# --------------------------------------------------------------------------- passages
 
 
 @dataclass
@@ -358,14 +219,12 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[l
     return hits
 
 
-def _read_ahead(rest: _Rest, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> list[str]:
-    """What rules 5 and 6 will read after the passages of a walk's ``runs`` if their records agree
-    with the table (:meth:`_Rest.plan`; :func:`_continued` reads only what this missed): their
-    segments and sizes from the keys, a whole cluster's segments from the lexical table."""
+def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> list[str]:
+    """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
+    their segments and sizes from the keys, a whole cluster's segments from the lexical table."""
     listed = rest.table.cluster_segments([keys[run[0]].cluster_id for run, whole in runs if whole])
-    plan = rest.plan([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
-                      ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
-    return plan.used() if plan is not None else []
+    return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
+                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
 
 
 # --------------------------------------------------------------------------- the lexical score (lexical_weight > 0)
@@ -417,7 +276,7 @@ def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: floa
 
 def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
                     where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
-                    rest: _Rest | None = None) -> Plan[list[SearchHit]]:
+                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
     With ``rest`` (rules 5 and 6 to follow) and no filter, the records they will use are read with
@@ -470,10 +329,7 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             ahead = _read_ahead(rest, order, runs) if rest is not None and where is None else []
             got = (yield Get(collection, tuple(taken + ahead))) if taken else {"ids": []}
             if ahead and rest is not None:
-                asked = set(ahead)
-                rest.found.update(dict.fromkeys(ahead))  # absent from the answer: gone since the table was read
-                rest.found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
-                                  zip(got["ids"], got["metadatas"], got["documents"]) if rid in asked)
+                rest.remember(ahead, got)
             return _indexed_passages(order, score, runs, taken, got)
         n *= 2
 

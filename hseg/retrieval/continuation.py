@@ -1,0 +1,183 @@
+"""Rules 5 and 6 of ``unit="auto"`` (:mod:`hseg.retrieval.selection`) on Chroma: what a walk leaves of
+the budget continues its passages with the segments after them, then with the first sentences of
+the next one.
+
+Both rules need only each segment's id, size and sentence cuts, which the lexical index's table
+holds (:class:`~hseg.retrieval.lexical_query.LexicalSource`), so they are decided on the table and
+only the records they use are read from the collection: by the search path with its passages' own
+``get`` when it can (:meth:`Continuation.ahead`), else by :func:`continued` in one ``get`` of its
+own. Reading only the used records changes no answer: a passage stops at the first segment that
+does not fit, whatever lies after it.
+
+The table can lag a write in flight, and a passage must be exact (``text == source[start:end]``),
+so each record used is checked against what the table said (document, start, size, the cut among
+its cuts). One that does not continue its passage, or that the search's filters exclude, ends that
+passage's continuation there, and the rules are decided again without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hseg.chunking.records import decode_cuts, heading_path, sentence_cuts
+from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
+from hseg.retrieval.plans import Get, Plan
+from hseg.retrieval.selection import continue_passages, cut_passages
+from hseg.text.structure import common_prefix
+
+__all__ = ["Continuation", "continued"]
+
+
+@dataclass
+class _Plan:
+    """Rules 5 and 6 decided on the table for passages in rank order: what is ``left`` of the
+    budget, the segments the passages hold (``taken``), the table's rows after each (``chains``),
+    what each passage takes of its chain (``added``) and the cut it ends with (``cuts``)."""
+
+    left: int
+    taken: set[str]
+    chains: list[list[LexicalRow]]
+    added: list[list[str]]
+    cuts: list[tuple[str, int, int] | None]
+
+    @classmethod
+    def decide(cls, left: int, taken: set[str], chains: list[list[LexicalRow]]) -> _Plan:
+        """Rule 5 (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`)
+        on the cuts of the segment each passage stopped before."""
+        added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
+        rows = {r.segment_id: r for chain in chains for r in chain}
+        rest = left - sum(rows[sid].tokens for more in added for sid in more)
+        nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
+        for i, (chain, more) in enumerate(zip(chains, added)):
+            if rest > 0 and len(more) < len(chain):  # its cuts are decoded only where one could still fit
+                after = chain[len(more)]
+                nexts[i] = (after.segment_id, decode_cuts(after.cuts))
+        return cls(left, taken, chains, added, cut_passages(nexts, rest, taken | {s for more in added for s in more}))
+
+    def used(self) -> list[str]:
+        """The ids of the records the plan reads: the segments added, then those cut."""
+        return [sid for more, cut in zip(self.added, self.cuts) for sid in [*more, *([cut[0]] if cut else [])]]
+
+
+@dataclass
+class Continuation:
+    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
+    records read for them, and their plan for each set of passages (decided once, whether a path
+    reads ahead with it or :func:`continued` reads after)."""
+
+    table: LexicalSource
+    budget: int
+    #: records read so far, by id (``None``: asked for and absent)
+    found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
+    _plans: dict[tuple[tuple[tuple[str, ...], int], ...], _Plan | None] = dataclasses.field(default_factory=dict)
+
+    def plan(self, passages: list[tuple[list[str], int]]) -> _Plan | None:
+        """The plan for ``passages`` (``(segment ids, tokens)``, in rank order); ``None`` when no
+        budget is left."""
+        key = tuple((tuple(ids), tokens) for ids, tokens in passages)
+        if key not in self._plans:
+            left = self.budget - sum(tokens for _, tokens in passages)
+            plan = None
+            if left > 0 and passages:
+                following = self.table.following([ids[-1] for ids, _ in passages if ids], left)
+                chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
+                taken = {sid for ids, _ in passages for sid in ids}
+                plan = _Plan.decide(left, taken, chains)
+            self._plans[key] = plan
+        return self._plans[key]
+
+    def ahead(self, passages: list[tuple[list[str], int]]) -> list[str]:
+        """The records the rules will use after ``passages`` if they agree with the table: what a
+        search path can read with the passages' own (then :meth:`remember` them)."""
+        plan = self.plan(passages)
+        return plan.used() if plan is not None else []
+
+    def remember(self, asked: list[str], got: Mapping[str, Any]) -> None:
+        """Keep the records ``asked`` for that came in a ``get``'s answer ``got``, so that
+        :func:`continued` does not read them again; one absent from it has gone since the table was read."""
+        wanted = set(asked)
+        self.found.update(dict.fromkeys(asked))
+        self.found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
+                          zip(got["ids"], got["metadatas"], got["documents"]) if rid in wanted)
+
+
+def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where: Mapping[str, Any] | None,
+               wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
+    """``hits`` with the rest of the budget spent on the segments after them (rule 5), then on the
+    first sentences of the next segment (rule 6).
+
+    Both rules are decided on the lexical table's rows (ids, sizes, cuts), then only the records
+    they use are read (those a search path did not read ahead), in one ``get`` under the search's
+    filters. A used segment the filters exclude, or whose record does not continue its passage as
+    the table says (a document rewritten since the table was read: another start, size or cut),
+    ends its passage's continuation, and the rules are decided again without it (another ``get``
+    for what that changes, rarely needed). Reading only the used records changes no answer: a
+    segment the rules do not use decides nothing (a passage stops at the first segment that does
+    not fit, whatever lies after it)."""
+    plan = rest.plan([(h.segment_ids, h.token_count) for h in hits])
+    if plan is None:
+        return hits
+    found = rest.found
+    while True:  # each round that is not the last ends a chain earlier, so it ends
+        wanted = tuple(sid for sid in dict.fromkeys(plan.used()) if sid not in found)
+        if wanted:
+            got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
+            found.update(dict.fromkeys(wanted))  # absent from the answer: excluded by the filters, or gone
+            found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
+                         zip(got["ids"], got["metadatas"], got["documents"]))
+        pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
+                  for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
+        broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}
+        if not broken:
+            return [_extended(h, p) if p else h for h, (p, _) in zip(hits, pieces)]
+        chains = [chain[:broken[i]] if i in broken else chain for i, chain in enumerate(plan.chains)]
+        plan = _Plan.decide(plan.left, plan.taken, chains)
+
+
+def _pieces(hit: SearchHit, rows: list[LexicalRow], cut: tuple[str, int, int] | None,
+            found: Mapping[str, tuple[dict[str, Any], str] | None]
+            ) -> tuple[list[tuple[str, dict[str, Any], str, int]], bool]:
+    """What continues ``hit``: ``rows`` whole, the last one cut where ``cut`` says when given, as
+    ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record continues
+    the passage as the table said (document, start, size, the cut among its cuts); and whether all
+    of them did (if not, the pieces stop before the first that did not)."""
+    pieces: list[tuple[str, dict[str, Any], str, int]] = []
+    end = hit.end
+    for j, row in enumerate(rows):
+        record = found.get(row.segment_id)
+        if record is None:
+            return pieces, False
+        meta, text = record
+        if meta.get("hseg_doc_id") != hit.doc_id or int(meta.get("hseg_start", -1)) != end \
+                or int(meta.get("hseg_tokens", -1)) != row.tokens:
+            return pieces, False
+        if cut is None or j < len(rows) - 1:
+            pieces.append((row.segment_id, meta, text, row.tokens))
+            end = int(meta["hseg_end"])
+        elif (cut[1], cut[2]) in sentence_cuts(meta):
+            pieces.append((row.segment_id, meta, text[:cut[1]], cut[2]))
+        else:
+            return pieces, False
+    return pieces, True
+
+
+def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]) -> SearchHit:
+    """``hit`` continued by ``pieces`` of the segments after it, ``(id, metadata, text, tokens)`` in
+    document order, each a whole segment or (the last) its first sentences; its score and the
+    segment that gave it are unchanged."""
+    last_meta, last_text = pieces[-1][1], pieces[-1][2]
+    return dataclasses.replace(
+        hit,
+        text=hit.text + "".join(text for _, _, text, _ in pieces),  # segments tile their document: exact
+        end=int(last_meta["hseg_start"]) + len(last_text),
+        token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
+        segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
+        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _, _ in pieces)]),
+    )
+
+
+# --------------------------------------------------------------------------- passages
