@@ -184,6 +184,58 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
                 assert d1 != d2 or e1 <= s2  # never the same characters twice
 
 
+@pytest.mark.parametrize("lexical_weight", [0.0, 0.3])
+def test_a_cluster_taken_whole_is_read_as_its_record_and_its_best_segment(chroma_client, chroma_collection_name,
+                                                                           make_chunking, monkeypatch, lexical_weight):
+    """Its text and span are the cluster record's, its metadata the best segment's: the other scored
+    segments' records are not read, and the hits equal those built from every scored segment's."""
+    import hseg.retrieval.passages as passages
+    import hseg.retrieval.plans as plans
+
+    rng = np.random.default_rng(11)
+    words = ["alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma"]
+    chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5, vocabulary=words) for i in range(4)]
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add(chunkings)
+    clusters = {c.id: c for ch in chunkings for c in ch.clusters}
+    read: list[str] = []
+    real_get = plans._get
+
+    def recorded(batch):
+        read.extend(rid for r in batch if r.collection.name == store.collection.name for rid in r.ids)
+        return real_get(batch)
+
+    monkeypatch.setattr(plans, "_get", recorded)
+    queries = [q / np.linalg.norm(q) for q in rng.standard_normal((12, 16)).astype(np.float32)]
+    searches = [(q, budget) for q in queries for budget in (150, 400)]
+    lexical = {"lexical_weight": lexical_weight, "query_text": "alpha kappa"} if lexical_weight else {}
+    answers, reads = [], []
+    for q, budget in searches:
+        read.clear()
+        answers.append(store.search(q, budget_tokens=budget, unit="auto", **lexical))
+        reads.append(set(read))
+    wholes = 0
+    for hits, got in zip(answers, reads):
+        for h in hits:
+            if h.cluster_id in got:  # taken whole: its record and its best segment, no other of its segments
+                wholes += 1
+                cluster = clusters[h.cluster_id]
+                # (with the lexical side, rules 5 and 6 may continue it past the cluster's end)
+                assert h.start == cluster.start and h.text.startswith(cluster.text)
+                assert h.segment_ids[:len(cluster.segments)] == [s.id for s in cluster.segments]
+                assert got & {s.id for s in cluster.segments} == {h.matched_id}
+                assert h.score == max(h.segment_scores.values()) == h.segment_scores[h.matched_id]
+                assert len(h.segment_scores) >= 2
+    assert wholes > 0
+
+    def every_scored_segment(keys, score, runs):  # what was read before: each scored segment's record too
+        whole = sorted({keys[run[0]].cluster_id for run, w in runs if w})
+        return [keys[i].segment_id for run, _ in runs for i in run] + whole
+
+    monkeypatch.setattr(passages, "_to_read", every_scored_segment)
+    assert [store.search(q, budget_tokens=b, unit="auto", **lexical) for q, b in searches] == answers
+
+
 class CountingCollection:
     """A collection that counts the Chroma calls made through it."""
 

@@ -110,29 +110,35 @@ class _Member:
     score: float
 
 
-def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str] | None = None,
-             whole_tokens: int = 0) -> SearchHit:
-    """One hit from segments adjacent in one cluster (in document order), or from a whole cluster
-    (``whole`` = its record's metadata and text) of which ``members`` are the segments scored."""
-    best = max(members, key=lambda m: m.score)
+def _passage(members: list[_Member], unit: str) -> SearchHit:
+    """One hit from segments adjacent in one cluster, in document order."""
     first, last = members[0].meta, members[-1].meta
-    if whole is not None:
-        meta, text = whole
-        start, end, tokens = int(meta["hseg_start"]), int(meta["hseg_end"]), whole_tokens
-        segment_ids = listed_segment_ids(meta)
-        path = heading_path(meta)
-    else:
-        start, end = int(first["hseg_start"]), int(last["hseg_end"])
-        text = "".join(m.text for m in members)  # segments tile their document, so this is exact
-        tokens = sum(int(m.meta["hseg_tokens"]) for m in members)
-        segment_ids = [m.id for m in members]
-        path = common_prefix(heading_path(m.meta) for m in members)
+    return _hit(max(members, key=lambda m: m.score), {m.id: m.score for m in members}, unit,
+                text="".join(m.text for m in members),  # segments tile their document, so this is exact
+                span=(int(first["hseg_start"]), int(last["hseg_end"])),
+                tokens=sum(int(m.meta["hseg_tokens"]) for m in members),
+                segment_ids=[m.id for m in members],
+                path=common_prefix(heading_path(m.meta) for m in members))
+
+
+def _whole_cluster(best: _Member, scores: dict[str, float], cluster: tuple[dict[str, Any], str],
+                   tokens: int) -> SearchHit:
+    """One ``unit="auto"`` hit from a cluster taken whole (``cluster``: its record's metadata and
+    text), of which ``scores`` are the segments scored and ``best`` the best of them."""
+    meta, text = cluster
+    return _hit(best, scores, "auto", text=text, span=(int(meta["hseg_start"]), int(meta["hseg_end"])),
+                tokens=tokens, segment_ids=listed_segment_ids(meta), path=heading_path(meta))
+
+
+def _hit(best: _Member, scores: dict[str, float], unit: str, *, text: str, span: tuple[int, int], tokens: int,
+         segment_ids: list[str], path: tuple[str, ...]) -> SearchHit:
+    """A passage's hit: its text and span, scored and matched by its ``best`` segment."""
     return SearchHit(
-        cluster_id=str(first["hseg_cluster_id"]),
-        doc_id=str(first["hseg_doc_id"]),
+        cluster_id=str(best.meta["hseg_cluster_id"]),
+        doc_id=str(best.meta["hseg_doc_id"]),
         text=text,
-        start=start,
-        end=end,
+        start=span[0],
+        end=span[1],
         score=best.score,
         token_count=tokens,
         matched_id=best.id,
@@ -140,7 +146,7 @@ def _passage(members: list[_Member], unit: str, whole: tuple[dict[str, Any], str
         matched_start=int(best.meta["hseg_start"]),
         matched_end=int(best.meta["hseg_end"]),
         metadata=dict(best.meta),
-        segment_scores={m.id: m.score for m in members},
+        segment_scores=scores,
         unit=unit,
         segment_ids=segment_ids,
         heading_path=path,
@@ -177,10 +183,10 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
         sel = walk(score, [key.cluster_id for key in keys], [key.tokens for key in keys], sizes, budget,
                    max_units=k if budget is None else None, floor=floor)
         if sel is not None:
-            whole = {c for _, c in sel.expanded}
-            wanted = [keys[i].segment_id for i in sel.taken] + sorted(whole)
+            runs, fused = _indexed_runs(keys, score, sel), score / scale
+            wanted = _to_read(keys, fused, runs)
             got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
-            return _indexed_passages(keys, score / scale, _indexed_runs(keys, score, sel), wanted, got)
+            return _indexed_passages(keys, fused, runs, wanted, got)
         n *= 2
 
 
@@ -213,10 +219,31 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[l
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
     hits: list[SearchHit] = []
     for run, whole in runs:
-        members = [_Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i])) for i in run]
-        cluster = found[keys[run[0]].cluster_id] if whole else None
-        hits.append(_passage(members, "auto", cluster, keys[run[0]].cluster_tokens))
+        if whole:
+            b = _best(run, score)
+            best = _Member(keys[b].segment_id, *found[keys[b].segment_id], float(score[b]))
+            scores = {keys[i].segment_id: float(score[i]) for i in run}
+            hits.append(_whole_cluster(best, scores, found[keys[b].cluster_id], keys[b].cluster_tokens))
+        else:
+            hits.append(_passage([_Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i]))
+                                  for i in run], "auto"))
     return hits
+
+
+def _to_read(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]]) -> list[str]:
+    """The records the hits of a walk's ``runs`` are made of: each segment of a run, and for a cluster
+    taken whole its record and its best segment (whose metadata its hit carries): a ``get`` costs per
+    record, and the cluster's text is its record's."""
+    out: list[str] = []
+    for run, whole in runs:
+        out += [keys[_best(run, score)].segment_id, keys[run[0]].cluster_id] if whole else \
+            [keys[i].segment_id for i in run]
+    return out
+
+
+def _best(run: list[int], score: np.ndarray) -> int:
+    """The candidate of ``run`` with the best score, the first of equals (as :func:`max` takes them)."""
+    return max(run, key=lambda i: float(score[i]))
 
 
 def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> list[str]:
@@ -323,9 +350,8 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
         if sel is not None:
             order = [keys[sid] for sid in known]
             score = np.array(list(known.values())) / (1.0 + lex.weight)
-            whole = {c for _, c in sel.expanded}
-            taken = [order[i].segment_id for i in sel.taken] + sorted(whole)
             runs = _indexed_runs(order, score, sel)
+            taken = _to_read(order, score, runs)
             ahead = _read_ahead(rest, order, runs) if rest is not None and where is None else []
             got = (yield Get(collection, tuple(taken + ahead))) if taken else {"ids": []}
             if ahead and rest is not None:

@@ -80,6 +80,12 @@ _TOKEN_ID = "token"
 _OPEN_PREFIX = "open-"
 #: segment ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
 _SQL_IDS = 900
+
+#: positions :meth:`LexicalIndex.following` reads at a time, for all open chains in one statement: a
+#: chain is rarely longer (1.2 rows on average at budget 4096, ``benchmarks/RESULTS.md`` round 12),
+#: and every row read costs time in Python
+_FOLLOWING_PAGE = 2
+
 _PAGE = 2000  # records per Chroma read when rebuilding
 
 _SCHEMA = (
@@ -305,7 +311,7 @@ class LexicalIndex:
         # a list still open: its document and the position it reached
         last = {sid: (row.doc_id, int(row.position)) for sid, row in start.items()} if max_tokens > 0 else {}
         total = dict.fromkeys(chains, 0)
-        page = 8  # positions read at a time, for all open lists in one statement: a passage rarely goes on longer
+        page = _FOLLOWING_PAGE
         while last:
             rows = []
             for wanted in batched(list(last.items()), _SQL_IDS // 3):
