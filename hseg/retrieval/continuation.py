@@ -18,14 +18,14 @@ passage's continuation there, and the rules are decided again without it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hseg.chunking.records import decode_cuts, heading_path, sentence_cuts
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
-from hseg.retrieval.plans import Get, Plan
+from hseg.retrieval.plans import Get, Plan, records
 from hseg.retrieval.selection import continue_passages, cut_passages
 from hseg.text.structure import common_prefix
 
@@ -49,8 +49,7 @@ class _Plan:
         """Rule 5 (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`)
         on the cuts of the segment each passage stopped before."""
         added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
-        rows = {r.segment_id: r for chain in chains for r in chain}
-        rest = left - sum(rows[sid].tokens for more in added for sid in more)
+        rest = left - sum(r.tokens for chain, more in zip(chains, added) for r in chain[:len(more)])  # a prefix each
         nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
         for i, (chain, more) in enumerate(zip(chains, added)):
             if rest > 0 and len(more) < len(chain):  # its cuts are decoded only where one could still fit
@@ -96,13 +95,12 @@ class Continuation:
         plan = self.plan(passages)
         return plan.used() if plan is not None else []
 
-    def remember(self, asked: list[str], got: Mapping[str, Any]) -> None:
+    def remember(self, asked: Sequence[str], got: Mapping[str, Any]) -> None:
         """Keep the records ``asked`` for that came in a ``get``'s answer ``got``, so that
         :func:`continued` does not read them again; one absent from it has gone since the table was read."""
         wanted = set(asked)
         self.found.update(dict.fromkeys(asked))
-        self.found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
-                          zip(got["ids"], got["metadatas"], got["documents"]) if rid in wanted)
+        self.found.update((rid, record) for rid, record in records(got).items() if rid in wanted)
 
 
 def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where: Mapping[str, Any] | None,
@@ -126,9 +124,7 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
         wanted = tuple(sid for sid in dict.fromkeys(plan.used()) if sid not in found)
         if wanted:
             got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
-            found.update(dict.fromkeys(wanted))  # absent from the answer: excluded by the filters, or gone
-            found.update((rid, (dict(m or {}), d or "")) for rid, m, d in
-                         zip(got["ids"], got["metadatas"], got["documents"]))
+            rest.remember(wanted, got)  # absent from the answer: excluded by the filters, or gone
         pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
                   for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
         broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}
@@ -178,6 +174,3 @@ def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]
         segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
         heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _, _ in pieces)]),
     )
-
-
-# --------------------------------------------------------------------------- passages

@@ -37,7 +37,7 @@ from hseg.chunking.records import heading_path, listed_segment_ids
 from hseg.retrieval.continuation import Continuation, continued
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
-from hseg.retrieval.plans import Get, Knn, Plan
+from hseg.retrieval.plans import Get, Knn, Plan, records
 from hseg.retrieval.selection import (
     DEFAULT_WHOLE_CLUSTER_MIN,
     ClusterSize,
@@ -211,8 +211,7 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[l
                       got: Mapping[str, Any]) -> list[SearchHit]:
     """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``got`` (``wanted``: the
     ids that must be among them)."""
-    found = {rid: (dict(m or {}), d or "") for rid, m, d in
-             zip(got["ids"], got.get("metadatas") or [], got.get("documents") or [])}
+    found = records(got)
     missing = [rid for rid in wanted if rid not in found]
     if missing:
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
@@ -408,7 +407,7 @@ def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
             reported = np.array([known[s] for s in order]) / (1.0 + lex.weight)
             taken = [order[i] for i in sel.taken]
             got = (yield Get(collection, tuple(taken))) if taken else {"ids": []}
-            found = {rid: (dict(m or {}), d or "") for rid, m, d in zip(got["ids"], got["metadatas"], got["documents"])}
+            found = records(got)
             members = {order[i]: _Member(order[i], *found[order[i]], float(reported[i]))
                        for i in sel.taken if order[i] in found}  # absent: deleted since the kNN
             keys = [(rows[s].cluster_id, rows[s].position) for s in order]

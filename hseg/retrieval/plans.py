@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one", "MISSING_VECTOR_ERRORS", "is_missing_vector"]
+__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one", "records", "MISSING_VECTOR_ERRORS", "is_missing_vector"]
 
 T = TypeVar("T")
 
@@ -193,6 +193,18 @@ def _get_present(read: Get, ids: list[str]) -> dict[str, Any]:
     half = len(ids) // 2
     a, b = _get_present(read, ids[:half]), _get_present(read, ids[half:])
     return {f: _listed(a.get(f)) + _listed(b.get(f)) for f in ("ids", *read.include)}
+
+
+def records(answer: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+    """The records of a :class:`Get`'s answer read with metadatas and documents (its default), by id:
+    ``(metadata, text)``.
+
+    Example:
+        >>> records({"ids": ["a"], "metadatas": [None], "documents": ["x"]})
+        {'a': ({}, 'x')}
+    """
+    return {rid: (dict(m or {}), d or "") for rid, m, d in
+            zip(answer["ids"], _listed(answer.get("metadatas")), _listed(answer.get("documents")), strict=True)}
 
 
 def _listed(value: Any) -> list[Any]:
