@@ -1,0 +1,181 @@
+"""Where a default search's time goes on a small store, and what a record's metadata costs a ``get``.
+
+Two measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
+``collection.query(n_results=5)`` on the same query vectors:
+
+1. **Searches by the reads they make.** The default search (hybrid ``unit="auto"``,
+   ``budget_tokens=--budget``) of every question, timed, with the Chroma reads it made (the unit
+   index's kNN, the unit vectors of lexical-only candidates, the passages' ``get``): the share of
+   searches per read pattern, their p50, and the p50 of all, each × the plain query's p50.
+2. **A ``get``'s cost against the keys of its records' metadata.** Chroma keeps one row per
+   metadata key, so a ``get`` of segment records costs per key. The store's records are copied into
+   a temporary database three times: as stored; with the segment records' document-level keys
+   (``chunk_settings``, ``content_sha256``, ``hseg_encoder``, ``hseg_schema``) left on the cluster
+   records only; and also without ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index`` on
+   segments. Each round gets the same ``--records`` random segment ids from each copy (metadatas
+   and documents, the passages' read), and runs a plain query on each. The slimmer copies are
+   hypothetical schemas, measured to size the option: hseg reads these keys (``is_complete``
+   needs the hash and settings on every record, a search checks each hit's encoder).
+
+Usage:
+    python benchmarks/latency_anatomy.py --db /tmp/bench/tbdb \
+        --questions ../shared/data/textbook_qa/questions_term.csv --budget 4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import chromadb  # noqa: E402
+from query_latency import questions  # noqa: E402
+
+import hseg.retrieval.plans as plans  # noqa: E402
+from hseg.store import HierarchicalStore  # noqa: E402
+
+DOCUMENT_KEYS = ("chunk_settings", "content_sha256", "hseg_encoder", "hseg_schema")
+DERIVABLE_KEYS = ("hseg_prev_id", "hseg_next_id", "hseg_cluster_index")
+
+
+def p50_ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1e3
+
+
+def read_patterns(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, budget: int,
+                  weight: float, rounds: int) -> str:
+    """Table 1: the default search's p50 per pattern of Chroma reads, against a plain query."""
+    made: list[str] = []
+    answer = plans._answer
+
+    def logged(reads: list[plans.Read]) -> list[dict[str, list[Any]]]:
+        first = reads[0]
+        side = "unit index" if first.collection.name.endswith("_hseg_units") else "collection"
+        what = "kNN" if isinstance(first, plans.Knn) else ("vectors" if "embeddings" in first.include else "records")
+        made.append(f"{what} ({side})")
+        return answer(reads)
+
+    plans._answer = logged
+    try:
+        for text, q in zip(texts[:10], vectors[:10]):  # warm-up
+            store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+        plain: list[float] = []
+        by_pattern: dict[str, list[float]] = defaultdict(list)
+        every: list[float] = []
+        for _ in range(rounds):
+            for text, q in zip(texts, vectors):
+                t0 = time.perf_counter()
+                store.collection.query(query_embeddings=[q], n_results=5)
+                plain.append(time.perf_counter() - t0)
+                made.clear()
+                t0 = time.perf_counter()
+                store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+                dt = time.perf_counter() - t0
+                by_pattern[" → ".join(made)].append(dt)
+                every.append(dt)
+    finally:
+        plans._answer = answer
+    base = p50_ms(plain)
+    lines = [f"plain query p50 {base:.2f} ms; default search (λ {weight}), budget {budget}, "
+             f"{len(texts)} questions × {rounds} rounds", "",
+             "| Chroma reads | share | p50 ms | × plain |", "|---|---|---|---|"]
+    for pattern, ts in sorted(by_pattern.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"| {pattern} | {len(ts) / len(every):.0%} | {p50_ms(ts):.2f} | {p50_ms(ts) / base:.2f} |")
+    lines.append(f"| all | 100% | {p50_ms(every):.2f} | **{p50_ms(every) / base:.2f}** |")
+    return "\n".join(lines) + "\n"
+
+
+def slimmed(metas: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``metas`` with ``keys`` left on cluster records only."""
+    return [m if m.get("hseg_level") == "cluster" else {k: v for k, v in m.items() if k not in keys}
+            for m in metas]
+
+
+def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> str:
+    """Table 2: a ``get`` of ``n_records`` segment records and a plain query on three copies of the store."""
+    got = collection.get(include=["documents", "metadatas", "embeddings"])
+    ids, docs, metas = got["ids"], got["documents"], [dict(m or {}) for m in got["metadatas"]]
+    vectors = np.asarray(got["embeddings"], dtype=np.float32)
+    variants = {
+        "as stored": metas,
+        f"without {len(DOCUMENT_KEYS)} document-level keys on segments": slimmed(metas, DOCUMENT_KEYS),
+        f"and without {len(DERIVABLE_KEYS)} derivable keys": slimmed(metas, DOCUMENT_KEYS + DERIVABLE_KEYS),
+    }
+    segments = [rid for rid, m in zip(ids, metas) if m.get("hseg_level") == "segment"]
+    rng, pick = np.random.default_rng(seed), random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        client = chromadb.PersistentClient(tmp)
+        copies = {}
+        for i, (name, variant) in enumerate(variants.items()):
+            copy = client.create_collection(f"copy{i}", configuration={"hnsw": {"space": "cosine", "ef_search": 4096}})
+            for s in range(0, len(ids), 1000):
+                copy.add(ids=ids[s:s + 1000], embeddings=vectors[s:s + 1000], documents=docs[s:s + 1000],
+                         metadatas=variant[s:s + 1000])  # type: ignore[arg-type]
+            copies[name] = copy
+        gets: dict[str, list[float]] = defaultdict(list)
+        queries: dict[str, list[float]] = defaultdict(list)
+        names = list(copies)
+        for r in range(rounds):
+            wanted = pick.sample(segments, n_records)
+            q = np.asarray(rng.standard_normal(vectors.shape[1]), dtype=np.float32)
+            for name in names[r % len(names):] + names[:r % len(names)]:  # rotated, so none is always first
+                t0 = time.perf_counter()
+                copies[name].get(ids=wanted, include=["metadatas", "documents"])
+                gets[name].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                copies[name].query(query_embeddings=q, n_results=5)
+                queries[name].append(time.perf_counter() - t0)
+        keys = Counter(len(m) for m, rid in zip(metas, ids) if rid in set(segments))
+    first = names[0]
+    lines = [f"{len(ids):,} records; a segment record has {keys.most_common(1)[0][0]} metadata keys "
+             f"(and its document); {rounds} rounds", "",
+             f"| copy | get of {n_records} segment records, p50 ms | × as stored | plain query p50 ms |",
+             "|---|---|---|---|"]
+    for name in names:
+        lines.append(f"| {name} | {p50_ms(gets[name]):.2f} | {p50_ms(gets[name]) / p50_ms(gets[first]):.2f} | "
+                     f"{p50_ms(queries[name]):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", required=True, help="a store built with hseg index")
+    ap.add_argument("--collection", default="hseg")
+    ap.add_argument("--questions", required=True, help="CSV with a 'question' column")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=4096)
+    ap.add_argument("--lexical-weight", type=float, default=0.2)
+    ap.add_argument("--records", type=int, default=44, help="segment records per get in table 2")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds over the questions in table 1")
+    ap.add_argument("--get-rounds", type=int, default=800)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="append the markdown tables to this file")
+    args = ap.parse_args(argv)
+    store = HierarchicalStore(args.collection, path=args.db)
+    texts = questions(args.questions, args.queries)
+    vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
+    tables = [read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds),
+              metadata_rows(store.collection, args.records, args.get_rounds, args.seed)]
+    print("\n".join(tables))
+    if args.out:
+        with Path(args.out).open("a", encoding="utf-8") as out:
+            out.write("\n".join(tables) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
