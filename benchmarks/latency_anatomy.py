@@ -1,6 +1,6 @@
 """Where a default search's time goes on a small store, and what a record's metadata costs a ``get``.
 
-Two measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
+Three measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
 ``collection.query(n_results=5)`` on the same query vectors:
 
 1. **Searches by the reads they make.** The default search (hybrid ``unit="auto"``,
@@ -16,6 +16,10 @@ Two measurements on a store built with ``hseg index`` (``--db``), each interleav
    and documents, the passages' read), and runs a plain query on each. The slimmer copies are
    hypothetical schemas, measured to size the option: hseg reads these keys (``is_complete``
    needs the hash and settings on every record, a search checks each hit's encoder).
+3. **The default search on whole copies of the store** with those schemas: the store's directory
+   copied, its collection written anew with the slimmer segment records (the unit index and the
+   lexical index as they are), then table 1's search on every copy, interleaved, each against a
+   plain query on its own collection and on the copy as stored, and the hits compared.
 
 Usage:
     python benchmarks/latency_anatomy.py --db /tmp/bench/tbdb \
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -47,9 +52,16 @@ from query_latency import questions  # noqa: E402
 
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
+from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
 
 DOCUMENT_KEYS = ("chunk_settings", "content_sha256", "hseg_encoder", "hseg_schema")
 DERIVABLE_KEYS = ("hseg_prev_id", "hseg_next_id", "hseg_cluster_index")
+#: the copies measured: the keys each leaves on cluster records only
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "as stored": (),
+    f"without {len(DOCUMENT_KEYS)} document-level keys on segments": DOCUMENT_KEYS,
+    f"and without {len(DERIVABLE_KEYS)} derivable keys": DOCUMENT_KEYS + DERIVABLE_KEYS,
+}
 
 
 def p50_ms(xs: list[float]) -> float:
@@ -110,11 +122,7 @@ def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> st
     got = collection.get(include=["documents", "metadatas", "embeddings"])
     ids, docs, metas = got["ids"], got["documents"], [dict(m or {}) for m in got["metadatas"]]
     vectors = np.asarray(got["embeddings"], dtype=np.float32)
-    variants = {
-        "as stored": metas,
-        f"without {len(DOCUMENT_KEYS)} document-level keys on segments": slimmed(metas, DOCUMENT_KEYS),
-        f"and without {len(DERIVABLE_KEYS)} derivable keys": slimmed(metas, DOCUMENT_KEYS + DERIVABLE_KEYS),
-    }
+    variants = {name: slimmed(metas, keys) for name, keys in VARIANTS.items()}
     segments = [rid for rid, m in zip(ids, metas) if m.get("hseg_level") == "segment"]
     rng, pick = np.random.default_rng(seed), random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,7 +147,7 @@ def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> st
                 t0 = time.perf_counter()
                 copies[name].query(query_embeddings=q, n_results=5)
                 queries[name].append(time.perf_counter() - t0)
-        keys = Counter(len(m) for m, rid in zip(metas, ids) if rid in set(segments))
+        keys = Counter(len(m) for m in metas if m.get("hseg_level") == "segment")
     first = names[0]
     lines = [f"{len(ids):,} records; a segment record has {keys.most_common(1)[0][0]} metadata keys "
              f"(and its document); {rounds} rounds", "",
@@ -148,6 +156,61 @@ def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> st
     for name in names:
         lines.append(f"| {name} | {p50_ms(gets[name]):.2f} | {p50_ms(gets[name]) / p50_ms(gets[first]):.2f} | "
                      f"{p50_ms(queries[name]):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def slim_copy(db: str, name: str, keys: tuple[str, ...], to: Path) -> Path:
+    """A copy of the store directory ``db`` whose collection ``name`` is written anew with ``keys`` on
+    cluster records only; its unit index and lexical index are copied as they are (the same ids,
+    vectors and texts, so a search reads the same records)."""
+    shutil.copytree(db, to)
+    client: Any = chromadb.PersistentClient(str(to))
+    old = client.get_collection(name)
+    got = old.get(include=["documents", "metadatas", "embeddings"])
+    metas = slimmed([dict(m or {}) for m in got["metadatas"]], keys)
+    meta = old.metadata
+    client.delete_collection(name)
+    new = client.create_collection(name, configuration={"hnsw": dict(DEFAULT_HNSW)}, metadata=meta)
+    for s in range(0, len(got["ids"]), 1000):
+        new.add(ids=got["ids"][s:s + 1000], embeddings=got["embeddings"][s:s + 1000],
+                documents=got["documents"][s:s + 1000], metadatas=metas[s:s + 1000])
+    return to
+
+
+def slim_searches(copies: dict[str, Path], name: str, texts: list[str], vectors: np.ndarray, budget: int,
+                  weight: float, rounds: int) -> str:
+    """Table 3: the default search on whole copies of the store (:func:`slim_copy`), interleaved, each
+    against a plain query on its own collection and on the copy as stored; answers compared."""
+    stores = {label: HierarchicalStore(name, path=str(path)) for label, path in copies.items()}
+    for store in stores.values():
+        for text, q in zip(texts[:10], vectors[:10]):  # warm-up, and each index's first check
+            store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+    plain: dict[str, list[float]] = defaultdict(list)
+    searches: dict[str, list[float]] = defaultdict(list)
+    differ = 0
+    labels = list(stores)
+    for r in range(rounds):
+        for i, (text, q) in enumerate(zip(texts, vectors)):
+            answers = set()
+            for label in labels[(i + r) % len(labels):] + labels[:(i + r) % len(labels)]:
+                store = stores[label]
+                t0 = time.perf_counter()
+                store.collection.query(query_embeddings=[q], n_results=5)
+                plain[label].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                hits = store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+                searches[label].append(time.perf_counter() - t0)
+                answers.add(tuple((h.doc_id, h.start, h.end, h.text, h.score, tuple(h.segment_ids)) for h in hits))
+            differ += len(answers) > 1
+    base = p50_ms(plain[labels[0]])
+    lines = [f"default search (λ {weight}), budget {budget}, on whole copies of the store; {len(texts)} questions × "
+             f"{rounds} rounds, interleaved; questions whose hits differ between copies: {differ}", "",
+             "| copy | search p50 ms | plain query p50 ms | × its plain query | × the plain query as stored |",
+             "|---|---|---|---|---|"]
+    for label in labels:
+        p = p50_ms(searches[label])
+        lines.append(f"| {label} | {p:.2f} | {p50_ms(plain[label]):.2f} | {p / p50_ms(plain[label]):.2f} | "
+                     f"{p / base:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -165,11 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="append the markdown tables to this file")
     args = ap.parse_args(argv)
-    store = HierarchicalStore(args.collection, path=args.db)
-    texts = questions(args.questions, args.queries)
-    vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
-    tables = [read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds),
-              metadata_rows(store.collection, args.records, args.get_rounds, args.seed)]
+    with tempfile.TemporaryDirectory() as tmp:
+        # copied before anything opens the store in this process
+        copies = {label: slim_copy(args.db, args.collection, keys, Path(tmp) / str(i))
+                  for i, (label, keys) in enumerate(VARIANTS.items())}
+        store = HierarchicalStore(args.collection, path=args.db)
+        texts = questions(args.questions, args.queries)
+        vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
+        tables = [read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds),
+                  metadata_rows(store.collection, args.records, args.get_rounds, args.seed),
+                  slim_searches(copies, args.collection, texts, vectors, args.budget, args.lexical_weight,
+                                args.rounds)]
     print("\n".join(tables))
     if args.out:
         with Path(args.out).open("a", encoding="utf-8") as out:
