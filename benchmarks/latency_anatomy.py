@@ -9,11 +9,11 @@ Three measurements on a store built with ``hseg index`` (``--db``), each interle
    searches per read pattern, their p50, and the p50 of all, each × the plain query's p50.
 2. **A ``get``'s cost against the keys of its records' metadata.** Chroma keeps one row per
    metadata key, so a ``get`` of segment records costs per key. The store's records are copied into
-   a temporary database three times: as stored; with the segment records' document-level keys
-   (``chunk_settings``, ``content_sha256``, ``hseg_encoder``, ``hseg_schema``) left on the cluster
-   records only; and also without ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index`` on
-   segments. Each round gets the same ``--records`` random segment ids from each copy (metadatas
-   and documents, the passages' read), and runs a plain query on each. The slimmer copies are
+   a temporary database four times: as stored; with ``chunk_settings``, ``content_sha256`` and
+   ``hseg_schema`` left on the cluster records only; the same and ``hseg_encoder``; and also without
+   ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index`` on segments. Each round gets the
+   same ``--records`` random segment ids from each copy (metadatas and documents, the passages'
+   read), and runs a plain query on each. The slimmer copies are
    hypothetical schemas, measured to size the option: hseg reads these keys (``is_complete``
    needs the hash and settings on every record, a search checks each hit's encoder).
 3. **The default search on whole copies of the store** with those schemas: the store's directory
@@ -54,11 +54,14 @@ import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
 
-DOCUMENT_KEYS = ("chunk_settings", "content_sha256", "hseg_encoder", "hseg_schema")
+#: bookkeeping of a whole document that a cluster record could carry for its segments
+BOOKKEEPING = ("chunk_settings", "content_sha256", "hseg_schema")
+DOCUMENT_KEYS = BOOKKEEPING + ("hseg_encoder",)
 DERIVABLE_KEYS = ("hseg_prev_id", "hseg_next_id", "hseg_cluster_index")
 #: the copies measured: the keys each leaves on cluster records only
 VARIANTS: dict[str, tuple[str, ...]] = {
     "as stored": (),
+    f"without {len(BOOKKEEPING)} bookkeeping keys on segments": BOOKKEEPING,
     f"without {len(DOCUMENT_KEYS)} document-level keys on segments": DOCUMENT_KEYS,
     f"and without {len(DERIVABLE_KEYS)} derivable keys": DOCUMENT_KEYS + DERIVABLE_KEYS,
 }
@@ -118,7 +121,7 @@ def slimmed(metas: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str
 
 
 def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> str:
-    """Table 2: a ``get`` of ``n_records`` segment records and a plain query on three copies of the store."""
+    """Table 2: a ``get`` of ``n_records`` segment records and a plain query on each copy (:data:`VARIANTS`)."""
     got = collection.get(include=["documents", "metadatas", "embeddings"])
     ids, docs, metas = got["ids"], got["documents"], [dict(m or {}) for m in got["metadatas"]]
     vectors = np.asarray(got["embeddings"], dtype=np.float32)
