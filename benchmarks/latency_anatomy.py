@@ -13,9 +13,9 @@ Three measurements on a store built with ``hseg index`` (``--db``), each interle
    ``hseg_schema`` left on the cluster records only; the same and ``hseg_encoder``; and also without
    ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index`` on segments. Each round gets the
    same ``--records`` random segment ids from each copy (metadatas and documents, the passages'
-   read), and runs a plain query on each. The slimmer copies are
-   hypothetical schemas, measured to size the option: hseg reads these keys (``is_complete``
-   needs the hash and settings on every record, a search checks each hit's encoder).
+   read), and runs a plain query on each. The slimmer copies are hypothetical schemas, measured to
+   size the option: hseg reads these keys (``is_complete`` needs the hash and settings on every
+   record, a search checks each hit's encoder).
 3. **The default search on whole copies of the store** with those schemas: the store's directory
    copied, its collection written anew with the slimmer segment records (the unit index and the
    lexical index as they are), then table 1's search on every copy, interleaved, each against a
