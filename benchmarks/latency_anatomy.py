@@ -8,14 +8,14 @@ Three measurements on a store built with ``hseg index`` (``--db``), each interle
    index's kNN, the unit vectors of lexical-only candidates, the passages' ``get``): the share of
    searches per read pattern, their p50, and the p50 of all, each × the plain query's p50.
 2. **A ``get``'s cost against the keys of its records' metadata.** Chroma keeps one row per
-   metadata key, so a ``get`` of segment records costs per key. The store's records are copied into
-   a temporary database four times: as stored; with ``chunk_settings``, ``content_sha256`` and
-   ``hseg_schema`` left on the cluster records only; the same and ``hseg_encoder``; and also without
-   ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index`` on segments. Each round gets the
-   same ``--records`` random segment ids from each copy (metadatas and documents, the passages'
-   read), and runs a plain query on each. The slimmer copies are hypothetical schemas, measured to
-   size the option: hseg reads these keys (``is_complete`` needs the hash and settings on every
-   record, a search checks each hit's encoder).
+   metadata key, so a ``get`` of segment records costs per key. The store is copied four times (its
+   collection written anew each time, :func:`slim_copy`): as stored; with ``chunk_settings``,
+   ``content_sha256`` and ``hseg_schema`` left on the cluster records only; the same and
+   ``hseg_encoder``; and also without ``hseg_prev_id``, ``hseg_next_id`` and ``hseg_cluster_index``
+   on segments. Each round gets the same ``--records`` random segment ids from each copy (metadatas
+   and documents, the passages' read), and runs a plain query on each. The slimmer copies are
+   hypothetical schemas, measured to size the option: hseg reads these keys (``is_complete`` needs
+   the hash and settings on every record, a search checks each hit's encoder).
 3. **The default search on whole copies of the store** with those schemas: the store's directory
    copied, its collection written anew with the slimmer segment records (the unit index and the
    lexical index as they are), then table 1's search on every copy, interleaved, each against a
@@ -48,7 +48,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import chromadb  # noqa: E402
-from query_latency import questions  # noqa: E402
+from query_latency import questions, rotated  # noqa: E402
 
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
@@ -120,45 +120,36 @@ def slimmed(metas: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str
             for m in metas]
 
 
-def metadata_rows(collection: Any, n_records: int, rounds: int, seed: int) -> str:
-    """Table 2: a ``get`` of ``n_records`` segment records and a plain query on each copy (:data:`VARIANTS`)."""
-    got = collection.get(include=["documents", "metadatas", "embeddings"])
-    ids, docs, metas = got["ids"], got["documents"], [dict(m or {}) for m in got["metadatas"]]
-    vectors = np.asarray(got["embeddings"], dtype=np.float32)
-    variants = {name: slimmed(metas, keys) for name, keys in VARIANTS.items()}
-    segments = [rid for rid, m in zip(ids, metas) if m.get("hseg_level") == "segment"]
+def metadata_rows(stores: dict[str, HierarchicalStore], n_records: int, rounds: int, seed: int) -> str:
+    """Table 2: a ``get`` of ``n_records`` segment records and a plain query on each copy of the store
+    (:func:`slim_copy`, one per :data:`VARIANTS`), the same records from each, in rotated order."""
+    labels = list(stores)
+    stored = stores[labels[0]].collection.get(where={"hseg_level": "segment"}, include=["metadatas"])
+    segments = list(stored["ids"])
+    keys = Counter(len(m or {}) for m in stored["metadatas"])
     rng, pick = np.random.default_rng(seed), random.Random(seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        client = chromadb.PersistentClient(tmp)
-        copies = {}
-        for i, (name, variant) in enumerate(variants.items()):
-            copy = client.create_collection(f"copy{i}", configuration={"hnsw": {"space": "cosine", "ef_search": 4096}})
-            for s in range(0, len(ids), 1000):
-                copy.add(ids=ids[s:s + 1000], embeddings=vectors[s:s + 1000], documents=docs[s:s + 1000],
-                         metadatas=variant[s:s + 1000])  # type: ignore[arg-type]
-            copies[name] = copy
-        gets: dict[str, list[float]] = defaultdict(list)
-        queries: dict[str, list[float]] = defaultdict(list)
-        names = list(copies)
-        for r in range(rounds):
-            wanted = pick.sample(segments, n_records)
-            q = np.asarray(rng.standard_normal(vectors.shape[1]), dtype=np.float32)
-            for name in names[r % len(names):] + names[:r % len(names)]:  # rotated, so none is always first
-                t0 = time.perf_counter()
-                copies[name].get(ids=wanted, include=["metadatas", "documents"])
-                gets[name].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                copies[name].query(query_embeddings=q, n_results=5)
-                queries[name].append(time.perf_counter() - t0)
-        keys = Counter(len(m) for m in metas if m.get("hseg_level") == "segment")
-    first = names[0]
-    lines = [f"{len(ids):,} records; a segment record has {keys.most_common(1)[0][0]} metadata keys "
-             f"(and its document); {rounds} rounds", "",
+    dim = len(stores[labels[0]].collection.get(ids=segments[:1], include=["embeddings"])["embeddings"][0])
+    gets: dict[str, list[float]] = defaultdict(list)
+    queries: dict[str, list[float]] = defaultdict(list)
+    for r in range(rounds):
+        wanted = pick.sample(segments, n_records)
+        q = np.asarray(rng.standard_normal(dim), dtype=np.float32)
+        for label in rotated(labels, r):
+            collection = stores[label].collection
+            t0 = time.perf_counter()
+            collection.get(ids=wanted, include=["metadatas", "documents"])
+            gets[label].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            collection.query(query_embeddings=[q], n_results=5)
+            queries[label].append(time.perf_counter() - t0)
+    first = labels[0]
+    lines = [f"{len(segments):,} segment records, {keys.most_common(1)[0][0]} metadata keys each as stored "
+             f"(and the document); {rounds} rounds", "",
              f"| copy | get of {n_records} segment records, p50 ms | × as stored | plain query p50 ms |",
              "|---|---|---|---|"]
-    for name in names:
-        lines.append(f"| {name} | {p50_ms(gets[name]):.2f} | {p50_ms(gets[name]) / p50_ms(gets[first]):.2f} | "
-                     f"{p50_ms(queries[name]):.2f} |")
+    for label in labels:
+        lines.append(f"| {label} | {p50_ms(gets[label]):.2f} | {p50_ms(gets[label]) / p50_ms(gets[first]):.2f} | "
+                     f"{p50_ms(queries[label]):.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -180,11 +171,10 @@ def slim_copy(db: str, name: str, keys: tuple[str, ...], to: Path) -> Path:
     return to
 
 
-def slim_searches(copies: dict[str, Path], name: str, texts: list[str], vectors: np.ndarray, budget: int,
+def slim_searches(stores: dict[str, HierarchicalStore], texts: list[str], vectors: np.ndarray, budget: int,
                   weight: float, rounds: int) -> str:
     """Table 3: the default search on whole copies of the store (:func:`slim_copy`), interleaved, each
     against a plain query on its own collection and on the copy as stored; answers compared."""
-    stores = {label: HierarchicalStore(name, path=str(path)) for label, path in copies.items()}
     for store in stores.values():
         for text, q in zip(texts[:10], vectors[:10]):  # warm-up, and each index's first check
             store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
@@ -195,7 +185,7 @@ def slim_searches(copies: dict[str, Path], name: str, texts: list[str], vectors:
     for r in range(rounds):
         for i, (text, q) in enumerate(zip(texts, vectors)):
             answers = set()
-            for label in labels[(i + r) % len(labels):] + labels[:(i + r) % len(labels)]:
+            for label in rotated(labels, i + r):
                 store = stores[label]
                 t0 = time.perf_counter()
                 store.collection.query(query_embeddings=[q], n_results=5)
@@ -233,15 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         # copied before anything opens the store in this process
-        copies = {label: slim_copy(args.db, args.collection, keys, Path(tmp) / str(i))
+        copies = {label: HierarchicalStore(args.collection, path=str(slim_copy(args.db, args.collection, keys,
+                                                                                   Path(tmp) / str(i))))
                   for i, (label, keys) in enumerate(VARIANTS.items())}
         store = HierarchicalStore(args.collection, path=args.db)
         texts = questions(args.questions, args.queries)
         vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
         tables = [read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds),
-                  metadata_rows(store.collection, args.records, args.get_rounds, args.seed),
-                  slim_searches(copies, args.collection, texts, vectors, args.budget, args.lexical_weight,
-                                args.rounds)]
+                  metadata_rows(copies, args.records, args.get_rounds, args.seed),
+                  slim_searches(copies, texts, vectors, args.budget, args.lexical_weight, args.rounds)]
     print("\n".join(tables))
     if args.out:
         with Path(args.out).open("a", encoding="utf-8") as out:
