@@ -1,6 +1,6 @@
 """Where a default search's time goes on a small store, and what a record's metadata costs a ``get``.
 
-Three measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
+Four measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
 ``collection.query(n_results=5)`` on the same query vectors:
 
 1. **Searches by the reads they make.** The default search (hybrid ``unit="auto"``,
@@ -20,6 +20,14 @@ Three measurements on a store built with ``hseg index`` (``--db``), each interle
    copied, its collection written anew with the slimmer segment records (the unit index and the
    lexical index as they are), then table 1's search on every copy, interleaved, each against a
    plain query on its own collection and on the copy as stored, and the hits compared.
+4. **The passages' texts from a slim unit index** (a design, not hseg's): unit-index records that
+   carry their segment's text and only the keys a search reads (:data:`UNIT_TEXT_KEYS` and the
+   user's), so that the public schema of the collection's records stays as it is. Each default
+   search's passages ``get`` (as table 1 makes it) is replayed on the collection as stored and, with
+   a cluster taken whole read as all of its segments (its text is theirs joined), on two such
+   unit indexes: the text as the record's document, and as one more metadata key (no full-text
+   index for Chroma to keep). Paired per search, × the plain query's p50; then the time to write
+   each unit index for all of the store's segments against the unit index as hseg writes it.
 
 Usage:
     python benchmarks/latency_anatomy.py --db /tmp/bench/tbdb \
@@ -51,6 +59,8 @@ import chromadb  # noqa: E402
 from query_latency import questions, rotated  # noqa: E402
 
 import hseg.retrieval.plans as plans  # noqa: E402
+from hseg.chunking.records import listed_segment_ids  # noqa: E402
+from hseg.retrieval.unit_vectors import UnitKey  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
 
@@ -112,6 +122,13 @@ def read_patterns(store: HierarchicalStore, texts: list[str], vectors: np.ndarra
         lines.append(f"| {pattern} | {len(ts) / len(every):.0%} | {p50_ms(ts):.2f} | {p50_ms(ts) / base:.2f} |")
     lines.append(f"| all | 100% | {p50_ms(every):.2f} | **{p50_ms(every) / base:.2f}** |")
     return "\n".join(lines) + "\n"
+
+
+#: what a search reads of a segment record (passages, rules 5 and 6, the encoder check), beside the user's keys
+UNIT_TEXT_KEYS = ("hseg_doc_id", "hseg_cluster_id", "hseg_start", "hseg_end", "hseg_tokens", "hseg_heading_path",
+                  "hseg_cuts", "hseg_encoder")
+#: the metadata key of table 4's variant that keeps the text out of Chroma's full-text index
+TEXT_KEY = "hseg_text"
 
 
 def slimmed(metas: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -207,6 +224,113 @@ def slim_searches(stores: dict[str, HierarchicalStore], texts: list[str], vector
     return "\n".join(lines) + "\n"
 
 
+def unit_text_forms(segments: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]], list[str] | None]]:
+    """Table 4's unit-index records of ``segments`` (a ``get`` of the collection's segment records with
+    metadatas and documents): ``{form: (metadatas, documents or None)}``, as hseg writes them first."""
+    user = [{k: v for k, v in (m or {}).items() if not k.startswith("hseg_") and k not in BOOKKEEPING}
+            for m in segments["metadatas"]]
+    slim = [{**u, **{k: m[k] for k in UNIT_TEXT_KEYS if k in m}} for u, m in zip(user, segments["metadatas"])]
+    return {"as hseg writes it (all keys, no text)": ([dict(m or {}) for m in segments["metadatas"]], None),
+            "slim, text as document": (slim, list(segments["documents"])),
+            f"slim, text as {TEXT_KEY}": ([{**m, TEXT_KEY: d} for m, d in zip(slim, segments["documents"])], None)}
+
+
+def write_unit_forms(client: Any, unit_ids: list[str], vectors: list[Any],
+                     forms: dict[str, tuple[list[dict[str, Any]], list[str] | None]], rounds: int) -> dict[str, Any]:
+    """Each form of :func:`unit_text_forms` written into a new collection, ``rounds`` times in rotated
+    order: ``{form: (the collection of the last round, write times)}``."""
+    made: dict[str, Any] = {}
+    times: dict[str, list[float]] = defaultdict(list)
+    for r in range(rounds):
+        for label in rotated(list(forms), r):
+            name = f"units-form{list(forms).index(label)}-{r}"
+            collection = client.create_collection(name, configuration={"hnsw": dict(DEFAULT_HNSW)})
+            metas, docs = forms[label]
+            t0 = time.perf_counter()
+            for s in range(0, len(unit_ids), 1000):
+                collection.add(ids=unit_ids[s:s + 1000], embeddings=vectors[s:s + 1000], metadatas=metas[s:s + 1000],
+                               **({"documents": docs[s:s + 1000]} if docs is not None else {}))
+            times[label].append(time.perf_counter() - t0)
+            made[label] = collection
+    return {label: (made[label], times[label]) for label in forms}
+
+
+def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, budget: int, weight: float,
+               rounds: int, tmp: Path) -> str:
+    """Table 4: each default search's passages ``get`` replayed on the collection as stored and on
+    unit indexes that hold the texts (:func:`unit_text_forms`), paired per search; and their write times."""
+    made: list[tuple[str, ...]] = []
+    answer = plans._answer
+
+    def logged(reads: list[plans.Read]) -> list[dict[str, list[Any]]]:
+        first = reads[0]
+        if isinstance(first, plans.Get) and "documents" in first.include and first.collection is store.collection:
+            made.append(first.ids)
+        return answer(reads)
+
+    plans._answer = logged
+    try:
+        gets = []
+        for text, q in zip(texts, vectors):
+            made.clear()
+            store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+            gets.append(made[0] if made else ())
+    finally:
+        plans._answer = answer
+    collection = store.collection
+    segments = collection.get(where={"hseg_level": "segment"}, include=["metadatas", "documents", "embeddings"])
+    if store.unit_index is None or store.unit_index.existing is None:
+        raise ValueError(f"--db: collection {collection.name!r} has no unit index")
+    unit_of = {UnitKey.parse(u).segment_id: u for u in store.unit_index.existing.get(include=[])["ids"]}
+    clusters = collection.get(where={"hseg_level": "cluster"}, include=["metadatas"])
+    listed = {cid: listed_segment_ids(m) for cid, m in zip(clusters["ids"], clusters["metadatas"])}
+    order = [sid for sid in segments["ids"] if sid in unit_of]
+    at = {sid: i for i, sid in enumerate(segments["ids"])}
+    picked = {f: [segments[f][at[sid]] for sid in order] for f in ("metadatas", "documents", "embeddings")}
+    forms = unit_text_forms(picked)
+    client: Any = chromadb.PersistentClient(str(tmp / "unit-forms"))
+    written = write_unit_forms(client, [unit_of[s] for s in order], picked["embeddings"], forms, 2)
+    slim = [label for label in forms if "slim" in label]
+    as_stored: list[float] = []
+    plain: list[float] = []
+    replayed: dict[str, list[float]] = defaultdict(list)
+    whole = read = 0
+    for r in range(rounds):
+        for i, (ids, q) in enumerate(zip(gets, vectors)):
+            if not ids:
+                continue
+            units = list(dict.fromkeys(unit_of[s] for rid in ids for s in (listed[rid] if rid in listed else [rid])))
+            whole += sum(rid in listed for rid in ids) if r == 0 else 0
+            read += len(units) if r == 0 else 0
+            for label in rotated(["as stored", "plain", *slim], i + r):
+                t0 = time.perf_counter()
+                if label == "as stored":
+                    collection.get(ids=list(ids), include=["metadatas", "documents"])
+                elif label == "plain":
+                    collection.query(query_embeddings=[q], n_results=5)
+                else:
+                    include = ["metadatas", "documents"] if "document" in label else ["metadatas"]
+                    written[label][0].get(ids=units, include=include)
+                dt = time.perf_counter() - t0
+                (as_stored if label == "as stored" else plain if label == "plain" else replayed[label]).append(dt)
+    base = p50_ms(plain)
+    n = sum(1 for ids in gets if ids)
+    lines = [f"the passages' get of {n} default searches (λ {weight}, budget {budget}) replayed × {rounds} rounds, "
+             f"interleaved with a plain query (p50 {base:.2f} ms); per search on average "
+             f"{sum(len(ids) for ids in gets) / n:.1f} records as made ({whole / n:.1f} of them whole clusters), "
+             f"{read / n:.1f} unit records with each whole cluster read as its segments", "",
+             "| read from | p50 ms | paired median saving per search, ms | × plain query |", "|---|---|---|---|",
+             f"| the collection as stored | {p50_ms(as_stored):.2f} | | |"]
+    for label in slim:
+        saving = statistics.median(a - b for a, b in zip(as_stored, replayed[label]))
+        lines.append(f"| unit index {label} | {p50_ms(replayed[label]):.2f} | {saving * 1e3:.2f} | "
+                     f"{saving * 1e3 / base:.2f} |")
+    lines += ["", f"writing a unit index of {len(order):,} segments (2 rounds, rotated order; seconds, fastest):", "",
+              "| unit index | write s |", "|---|---|"]
+    lines += [f"| {label} | {min(times):.2f} |" for label, (_, times) in written.items()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="a store built with hseg index")
@@ -219,19 +343,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the questions in table 1")
     ap.add_argument("--get-rounds", type=int, default=800)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
     ap.add_argument("--out", default=None, help="append the markdown tables to this file")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         # copied before anything opens the store in this process
         copies = {label: HierarchicalStore(args.collection, path=str(slim_copy(args.db, args.collection, keys,
                                                                                    Path(tmp) / str(i))))
-                  for i, (label, keys) in enumerate(VARIANTS.items())}
+                  for i, (label, keys) in enumerate(VARIANTS.items())} if {2, 3} & set(args.tables) else {}
         store = HierarchicalStore(args.collection, path=args.db)
         texts = questions(args.questions, args.queries)
         vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
-        tables = [read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds),
-                  metadata_rows(copies, args.records, args.get_rounds, args.seed),
-                  slim_searches(copies, texts, vectors, args.budget, args.lexical_weight, args.rounds)]
+        tables = []
+        if 1 in args.tables:
+            tables.append(read_patterns(store, texts, vectors, args.budget, args.lexical_weight, args.rounds))
+        if 2 in args.tables:
+            tables.append(metadata_rows(copies, args.records, args.get_rounds, args.seed))
+        if 3 in args.tables:
+            tables.append(slim_searches(copies, texts, vectors, args.budget, args.lexical_weight, args.rounds))
+        if 4 in args.tables:
+            tables.append(unit_texts(store, texts, vectors, args.budget, args.lexical_weight, args.rounds, Path(tmp)))
     print("\n".join(tables))
     if args.out:
         with Path(args.out).open("a", encoding="utf-8") as out:
