@@ -369,19 +369,26 @@ def test_a_record_that_does_not_continue_as_the_table_says_ends_its_passage_ther
         assert _continue(records, _Table(sizes=sizes), budget, where) == expected, budget
 
 
-def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_collection_name, monkeypatch):
-    """On the unit index without a filter, one ``get`` of the collection per search: the passages'
-    records and those the rest of the budget adds to them. The same answers as reading those after
-    the passages (and as brute force, above)."""
+@pytest.mark.parametrize("unit_texts", [True, False])
+def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_collection_name, monkeypatch,
+                                                                       unit_texts):
+    """On the unit index without a filter, one ``get`` of records per search (from the unit index when
+    it holds texts, else from the collection; vector reads aside): the passages' records and those the
+    rest of the budget adds to them. The same answers as reading those after the passages (and as
+    brute force, above)."""
     import hseg.retrieval.passages as passages
     import hseg.retrieval.plans as plans
+    from hseg.store.unit_index import UnitIndex
 
+    if not unit_texts:
+        monkeypatch.setattr(UnitIndex, "holds_texts", property(lambda self: False))
     store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    assert store.unit_index is not None and store.unit_index.holds_texts == unit_texts
     reads: list[str] = []
     real = plans._get
 
     def counted(batch):
-        reads.extend(r.collection.name for r in batch)
+        reads.extend("records" for r in batch if "embeddings" not in r.include)
         return real(batch)
 
     monkeypatch.setattr(plans, "_get", counted)
@@ -392,8 +399,7 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
             for budget in (40, 120, 300):
                 reads.clear()
                 hits = store.search(q, budget_tokens=budget, unit="auto", lexical_weight=0.3, query_text=text)
-                gets = reads.count(store.collection.name)
-                out.append(([(h.segment_ids, h.start, h.end, h.text) for h in hits], gets))
+                out.append(([(h.segment_ids, h.start, h.end, h.text) for h in hits], len(reads)))
         return out
 
     ahead = run()
@@ -402,3 +408,73 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
     assert [hits for hits, _ in ahead] == [hits for hits, _ in after]
     assert {n for _, n in ahead} == {1}
     assert any(n == 2 for _, n in after)  # without reading ahead, the rules read again: they were used
+
+
+def test_passages_read_from_a_unit_index_that_holds_texts_equal_the_collections(chroma_collection_name, monkeypatch):
+    """Layout 2: the hybrid ``unit="auto"`` search reads its passages, a cluster taken whole as all
+    of its segments, and what rules 5 and 6 read ahead from the unit index, not the collection; each
+    hit equals the one read from the collection (its metadata aside, which is the unit record's),
+    and so does what both adapters return (``result_for``). Where the lexical table names a
+    cluster's segments otherwise than the walk's keys (a write in flight), the collection is read."""
+    import dataclasses
+
+    import hseg.retrieval.passages as passages
+    import hseg.retrieval.plans as plans
+    from hseg.retrieval.results import result_for
+    from hseg.store.lexical_index import LexicalIndex
+    from hseg.store.unit_index import UnitIndex
+
+    store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    assert store.unit_index is not None and store.unit_index.holds_texts
+    reads: list[str] = []
+    real_get = plans._get
+
+    def recorded(batch):
+        reads.extend(r.collection.name for r in batch if "embeddings" not in r.include)
+        return real_get(batch)
+
+    joined: list[str] = []
+    real_joined = passages._joined
+
+    def counted(key, segment_ids, found):
+        joined.append(key.cluster_id)
+        return real_joined(key, segment_ids, found)
+
+    monkeypatch.setattr(plans, "_get", recorded)
+    monkeypatch.setattr(passages, "_joined", counted)
+
+    def run():
+        answers, read = [], []
+        for text, q, _ in questions(store, chunkings, np.random.default_rng(5)):
+            for budget in (40, 120, 300, 600):
+                reads.clear()
+                answers.append(store.search(q, budget_tokens=budget, unit="auto", lexical_weight=0.3,
+                                            query_text=text))
+                read.append(list(reads))
+        return answers, read
+
+    def same(a, b):
+        assert len(a) == len(b)
+        for hits, others in zip(a, b):
+            assert [dataclasses.replace(h, metadata={}) for h in hits] == \
+                [dataclasses.replace(h, metadata={}) for h in others]
+            assert [result_for(h) for h in hits] == [result_for(h) for h in others]
+
+    from_index, read = run()
+    assert joined, "no search took a cluster whole"
+    assert all(names == [store.unit_index.name] for names in read)
+    for hits in from_index:
+        for h in hits:
+            assert h.metadata["hseg_doc_id"] == h.doc_id and "source" in h.metadata
+    with monkeypatch.context() as m:
+        m.setattr(UnitIndex, "holds_texts", property(lambda self: False))
+        from_collection, read = run()
+        assert all(names == [store.collection.name] for names in read)
+    same(from_index, from_collection)
+
+    real_segments = LexicalIndex.cluster_segments
+    monkeypatch.setattr(LexicalIndex, "cluster_segments",
+                        lambda self, cids: {c: ids[:-1] for c, ids in real_segments(self, cids).items()})
+    lagging, read = run()
+    assert any(store.collection.name in names for names in read)
+    same(lagging, from_collection)

@@ -209,3 +209,104 @@ def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunk
             monkeypatch.setattr(collection, method, refuse)
     hits = fresh.search(np.ones(16, dtype=np.float32), budget_tokens=200, unit="auto")
     assert hits and fresh.unit_index.usable(0.5, 0.2) is not None
+
+
+def test_a_layout_2_unit_record_holds_its_text_and_what_a_search_reads():
+    from hseg.retrieval.unit_vectors import TEXT_KEY, UNIT_RECORD_KEYS, unit_text
+
+    rng = np.random.default_rng(1)
+    chunking = build_synthetic_chunking("d", rng, n_clusters=3, max_segments=3)
+    recs = records_for(chunking, {"source": "a.md", "content_sha256": "9f2c"})
+    segments = {r.id: r for r in recs if r.metadata["hseg_level"] == "segment"}
+    for layout in (1, 2):
+        for u in unit_records(recs, 0.5, 0.2, layout):
+            seg = segments[UnitKey.parse(u.id).segment_id]
+            if layout == 1:
+                assert u.metadata == seg.metadata and TEXT_KEY not in u.metadata
+                continue
+            kept = {k: v for k, v in seg.metadata.items() if k in UNIT_RECORD_KEYS or k == "source"}
+            assert unit_text(u.metadata) == (kept, seg.document)
+            assert "hseg_level" not in u.metadata and "chunk_settings" not in u.metadata
+    with pytest.raises(ValueError, match=TEXT_KEY):
+        unit_text(dict(segments[chunking.segments[0].id].metadata))
+
+
+def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(chroma_client,
+                                                                                 chroma_collection_name,
+                                                                                 make_chunking):
+    from hseg.retrieval.unit_vectors import filter_keys, serves_filter
+
+    assert filter_keys({"$or": [{"a": 1}, {"$and": [{"b": 2}, {"hseg_index": {"$gt": 0}}]}]}) == \
+        {"a", "b", "hseg_index"}
+    assert serves_filter({"hseg_index": 1}, 1) and not serves_filter({"hseg_index": 1}, 2)
+    assert not serves_filter({"chunk_settings": "x"}, 2) and serves_filter({"hseg_doc_id": "d", "source": "s"}, 2)
+    rng = np.random.default_rng(4)
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add([make_chunking(f"doc{i}", rng, n_clusters=3, max_segments=4) for i in range(3)],
+              [{"source": f"s{i}"} for i in range(3)])
+    assert store.unit_index.usable(0.5, 0.2, {"source": "s1"}) is not None
+    lacking = {"$and": [{"source": "s1"}, {"hseg_index": {"$gte": 0}}]}  # every segment of s1
+    assert store.unit_index.usable(0.5, 0.2, lacking) is None
+    q = rng.standard_normal(16).astype(np.float32)
+    for budget in (60, 400):
+        expected = store.search(q, budget_tokens=budget, unit="auto", where={"source": "s1"})
+        assert expected and {h.doc_id for h in expected} == {"doc1"}
+        got = store.search(q, budget_tokens=budget, unit="auto", where=lacking)
+        assert [(h.segment_ids, h.text) for h in got] == [(h.segment_ids, h.text) for h in expected]
+
+
+def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma_collection_name, make_chunking,
+                                                                           monkeypatch):
+    import chromadb
+
+    import hseg.store.connection as connection
+    from hseg.retrieval.unit_vectors import TEXT_KEY
+
+    client = chromadb.EphemeralClient()
+    rng = np.random.default_rng(8)
+    words = ["alpha", "beta", "gamma", "delta", "kappa"]
+    chunkings = [make_chunking(f"doc{i}", rng, n_clusters=4, max_segments=4, vocabulary=words) for i in range(3)]
+    with monkeypatch.context() as m:  # as hseg before 0.6 made it
+        m.setattr(connection, "UNIT_LAYOUT", 1)
+        old = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+        old.add(chunkings[:2])
+    store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    assert store.unit_index.layout == 1 and not store.unit_index.holds_texts
+    store.add(chunkings[2:])  # a write keeps the index's layout: its records never mix two
+    metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
+    assert len(metas) == sum(len(c.segments) for c in chunkings)
+    assert all(TEXT_KEY not in m and m["hseg_level"] == "segment" for m in metas)
+    queries = [(rng.standard_normal(16).astype(np.float32), text) for text in ("alpha kappa", "beta", "delta gamma")]
+
+    def answers(s):  # scores to float32's precision: a rebuild fuses the vectors as Chroma returns them
+        return [[(h.segment_ids, h.start, h.end, h.text, round(h.score, 5)) for h in
+                 s.search(q, budget_tokens=b, unit="auto", lexical_weight=0.3, query_text=t)]
+                for q, t in queries for b in (50, 300)]
+
+    before = answers(store)
+    assert store.sync_unit_index(["doc0"]) == len(chunkings[0].segments)  # part of it: the layout stays
+    assert store.unit_index.layout == 1
+    assert store.sync_unit_index() == sum(len(c.segments) for c in chunkings)
+    assert store.unit_index.layout == 2 and store.unit_index.holds_texts and store.unit_weights == (0.5, 0.2)
+    metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
+    assert len(metas) == sum(len(c.segments) for c in chunkings)
+    assert all(TEXT_KEY in m and "hseg_level" not in m for m in metas)
+    assert store.unit_index.usable(0.5, 0.2) is not None
+    assert answers(store) == before
+    reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
+    assert reopened.unit_index.layout == 2 and answers(reopened) == before
+
+
+def test_unit_records_of_another_text_do_not_count_for_hseg_index(chroma_client, chroma_collection_name,
+                                                                  make_chunking):
+    """A segment's id comes from its span, so the unit record of a write cut short can hold another
+    text's vector (and text) under the id of a segment of the current one: ``hseg index`` counts
+    only unit records written from the document's current text (its ``content_sha256``)."""
+    rng = np.random.default_rng(6)
+    chunking = make_chunking("doc0", rng, n_clusters=2, max_segments=3)
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
+    store.add([chunking], [{"content_sha256": "aaaa"}])
+    every = {s.id for s in chunking.segments}
+    assert store.unit_segment_ids(["doc0"]) == {"doc0": every}
+    assert store.unit_segment_ids(["doc0"], {"doc0": "aaaa"}) == {"doc0": every}
+    assert store.unit_segment_ids(["doc0"], {"doc0": "bbbb"}) == {"doc0": set()}

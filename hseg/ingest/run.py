@@ -206,7 +206,7 @@ def ingest_batch(
     todo = dict(texts)
     if todo and not force:
         stored = store.stored_records(list(todo))
-        units = store.unit_segment_ids(list(todo)) if store.unit_index is not None else {}
+        units = store.unit_segment_ids(list(todo), shas) if store.unit_index is not None else {}
         # None: no lexical index kept by writers (a server's is derived from the records)
         lexical = store.lexical_documents(list(todo)) if hasattr(store, "lexical_documents") else None
         complete = [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d),

@@ -95,12 +95,13 @@ class Continuation:
         plan = self.plan(passages)
         return plan.used() if plan is not None else []
 
-    def remember(self, asked: Sequence[str], got: Mapping[str, Any]) -> None:
-        """Keep the records ``asked`` for that came in a ``get``'s answer ``got``, so that
-        :func:`continued` does not read them again; one absent from it has gone since the table was read."""
+    def remember(self, asked: Sequence[str], got: Mapping[str, tuple[dict[str, Any], str]]) -> None:
+        """Keep the records ``asked`` for that came in a read's answer ``got`` (``{id: (metadata, text)}``),
+        so that :func:`continued` does not read them again; one absent from it has gone since the
+        table was read (or was not readable where the path read it: :func:`continued` reads it then)."""
         wanted = set(asked)
         self.found.update(dict.fromkeys(asked))
-        self.found.update((rid, record) for rid, record in records(got).items() if rid in wanted)
+        self.found.update((rid, record) for rid, record in got.items() if rid in wanted)
 
 
 def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where: Mapping[str, Any] | None,
@@ -124,7 +125,7 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
         wanted = tuple(sid for sid in dict.fromkeys(plan.used()) if sid not in found)
         if wanted:
             got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
-            rest.remember(wanted, got)  # absent from the answer: excluded by the filters, or gone
+            rest.remember(wanted, records(got))  # absent from the answer: excluded by the filters, or gone
         pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
                   for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
         broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}

@@ -25,6 +25,7 @@ previous text (or 0). With λ = 0 none of it runs: the three paths above, unchan
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import is_cluster_id
-from hseg.chunking.records import heading_path, listed_segment_ids
+from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, heading_path, listed_segment_ids
 from hseg.retrieval.continuation import Continuation, continued
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery, LexicalRow, LexicalSource
@@ -49,7 +50,7 @@ from hseg.retrieval.selection import (
     walk,
 )
 from hseg.retrieval.settings import SearchSettings
-from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_text
 from hseg.text.structure import common_prefix
 
 __all__ = ["units_plan"]
@@ -57,28 +58,30 @@ __all__ = ["units_plan"]
 
 def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
                unit_index: Any = None, lexical: LexicalQuery | None = None,
-               table: LexicalSource | None = None) -> Plan[list[SearchHit]]:
+               table: LexicalSource | None = None, unit_texts: bool = False) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
-    or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0), or ``None``: the dense
-    paths above, untouched. ``table`` is the lexical index of a search with a lexical side (even
-    one whose query has no words to look up): with it, ``unit="auto"`` spends the rest of a budget
-    on the segments after its passages and the first sentences of the next (rules 5 and 6 of
-    :mod:`hseg.retrieval.selection`, read as :mod:`hseg.retrieval.continuation` says).
+    or ``None``; ``unit_texts``: its records hold their segments' texts (layout 2), so that the hybrid
+    path reads its passages from it. ``lexical`` is the query's lexical side (``lexical_weight`` > 0),
+    or ``None``: the dense paths above, untouched. ``table`` is the lexical index of a search with a
+    lexical side (even one whose query has no words to look up): with it, ``unit="auto"`` spends the
+    rest of a budget on the segments after its passages and the first sentences of the next (rules 5
+    and 6 of :mod:`hseg.retrieval.selection`, read as :mod:`hseg.retrieval.continuation` says).
     """
     rest = None
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
         rest = Continuation(table, settings.budget_tokens)
-    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest)
+    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest, unit_texts)
     if rest is not None:
         hits = yield from continued(collection, hits, rest, settings.where, settings.where_document)
     return hits
 
 
 def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
-              lexical: LexicalQuery | None, rest: Continuation | None = None) -> Plan[list[SearchHit]]:
+              lexical: LexicalQuery | None, rest: Continuation | None = None,
+              unit_texts: bool = False) -> Plan[list[SearchHit]]:
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
@@ -88,7 +91,7 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                                 lexical))
         if unit_index is not None and not where_document:
             return (yield from _hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                               cluster_weight, neighbour_weight, lexical, rest))
+                                               cluster_weight, neighbour_weight, lexical, rest, unit_texts))
         return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                                             cluster_weight, neighbour_weight, lexical))
     if unit == "segment":
@@ -186,7 +189,7 @@ def _search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             runs, fused = _indexed_runs(keys, score, sel), score / scale
             wanted = _to_read(keys, fused, runs)
             got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
-            return _indexed_passages(keys, fused, runs, wanted, got)
+            return _indexed_passages(keys, fused, runs, wanted, records(got))
         n *= 2
 
 
@@ -208,10 +211,9 @@ def _indexed_runs(keys: list[UnitKey], score: np.ndarray, sel: Selection) -> lis
 
 
 def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]], wanted: list[str],
-                      got: Mapping[str, Any]) -> list[SearchHit]:
-    """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``got`` (``wanted``: the
-    ids that must be among them)."""
-    found = records(got)
+                      found: Mapping[str, tuple[dict[str, Any], str]]) -> list[SearchHit]:
+    """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``found``
+    (``{id: (metadata, text)}``; ``wanted``: the ids that must be among them)."""
     missing = [rid for rid in wanted if rid not in found]
     if missing:
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
@@ -302,11 +304,12 @@ def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: floa
 
 def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
                     where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
-                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
+                    rest: Continuation | None = None, unit_texts: bool = False) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
     With ``rest`` (rules 5 and 6 to follow) and no filter, the records they will use are read with
-    the passages' own (a filter would apply to them and not to these)."""
+    the passages' own (a filter would apply to them and not to these). With ``unit_texts`` all of
+    them are read from the index itself (:func:`_from_index`)."""
     qq = query_vector(q)
     where = dict(where) if where else None
     n = _first_page(k, budget, 32, 16)
@@ -352,11 +355,68 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
             ahead = _read_ahead(rest, order, runs) if rest is not None and where is None else []
-            got = (yield Get(collection, tuple(taken + ahead))) if taken else {"ids": []}
+            found = (yield from _from_index(index, order, runs, ahead, lex)) if unit_texts and taken else None
+            if found is None:  # the texts are the collection's (or the index lacked one the table named)
+                found = records((yield Get(collection, tuple(taken + ahead)))) if taken else {}
             if ahead and rest is not None:
-                rest.remember(ahead, got)
-            return _indexed_passages(order, score, runs, taken, got)
+                rest.remember([sid for sid in ahead if sid in found], found)
+            return _indexed_passages(order, score, runs, taken, found)
         n *= 2
+
+
+def _from_index(index: Any, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
+                lex: LexicalQuery) -> Plan[dict[str, tuple[dict[str, Any], str]] | None]:
+    """The records of a walk's passages (:func:`_to_read`'s ids) and of what rules 5 and 6 read ahead,
+    from a unit index that holds its segments' texts (layout 2, :mod:`hseg.retrieval.unit_vectors`):
+    ``{id: (metadata, text)}``, or ``None`` when the index does not hold them as the lexical table
+    says (a write in flight), and the caller reads the collection instead.
+
+    A cluster taken whole is read as all of its segments, its record made of theirs: its text is
+    theirs joined (segments tile their cluster), its span from the first's start to the last's end,
+    its heading path their common prefix, as :func:`hseg.chunking.records.chunk_metadata` writes a
+    cluster record. A segment record costs a ``get`` about two thirds of what a collection record
+    does (fewer metadata rows), so this is cheaper than a cluster record and its best segment read
+    from the collection (``benchmarks/latency_anatomy.py``, table 4). Its segments come from the
+    lexical table; they are checked against the cluster's size in the walk's keys and must tile it."""
+    by_segment = {key.segment_id: key for key in keys}
+    whole = [keys[run[0]] for run, is_whole in runs if is_whole]
+    listed = lex.index.cluster_segments([key.cluster_id for key in whole]) if whole else {}
+    segments = [keys[i].segment_id for run, is_whole in runs if not is_whole for i in run]
+    needed = [*segments, *(sid for key in whole for sid in listed[key.cluster_id])]
+    wanted = list(dict.fromkeys([*needed, *ahead]))
+    rows = lex.rows([sid for sid in wanted if sid not in by_segment])
+    by_segment.update((key.segment_id, key) for key in lex.unit_keys(list(rows.values())))
+    if any(sid not in by_segment for sid in needed):
+        return None
+    got = yield Get(index, tuple(by_segment[sid].encode() for sid in wanted if sid in by_segment), ("metadatas",))
+    found = {UnitKey.parse(uid).segment_id: unit_text(meta or {}) for uid, meta in zip(got["ids"], got["metadatas"])}
+    if any(sid not in found for sid in segments):
+        return None
+    for key in whole:
+        cluster = _joined(key, listed[key.cluster_id], found)
+        if cluster is None:
+            return None
+        found[key.cluster_id] = cluster
+    return found
+
+
+def _joined(key: UnitKey, segment_ids: list[str],
+            found: Mapping[str, tuple[dict[str, Any], str]]) -> tuple[dict[str, Any], str] | None:
+    """The record of ``key``'s cluster made of its segments' records (``None`` unless they are all
+    in ``found``, of that cluster, as many and as long as ``key`` says, and tile it)."""
+    members = [found.get(sid) for sid in segment_ids]
+    if len(members) != key.cluster_segments or any(m is None for m in members):
+        return None
+    metas = [m[0] for m in members if m is not None]
+    texts = [m[1] for m in members if m is not None]
+    if any(m.get("hseg_cluster_id") != key.cluster_id for m in metas) \
+            or sum(int(m.get("hseg_tokens", -1)) for m in metas) != key.cluster_tokens \
+            or any(int(a["hseg_end"]) != int(b["hseg_start"]) for a, b in zip(metas, metas[1:])):
+        return None
+    path = common_prefix(heading_path(m) for m in metas)
+    meta = {"hseg_start": int(metas[0]["hseg_start"]), "hseg_end": int(metas[-1]["hseg_end"]),
+            "hseg_segment_ids": json.dumps(segment_ids), HEADING_PATH_KEY: encode_heading_path(path)}
+    return meta, "".join(texts)
 
 
 def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,

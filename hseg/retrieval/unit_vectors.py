@@ -16,30 +16,58 @@ Every F'_s is a unit vector and cos(q', F'_s) = q̂ · F_s / M, so a cosine kNN 
 returns segments in exact fused order and ``fused = M · (1 − distance)``. M bounds ‖F_s‖ by the
 triangle inequality for every collection, so nothing global has to be kept up to date.
 
-The index lives in a companion collection (:func:`companion_name`): one record per segment record,
-with the segment's id and metadata (so a ``where`` filters both alike) and no document. Its record
-ids also carry the four numbers the selection walk needs (:class:`UnitKey`): Chroma returns ids
-with the distances at no extra cost, while every metadata field costs per record (about 0.05 ms a
-record on 100k records, ``benchmarks/query_latency.py``), so the walk reads a long candidate list
+The index lives in a companion collection (:func:`companion_name`): one record per segment record.
+Its record ids carry the four numbers the selection walk needs (:class:`UnitKey`): Chroma returns
+ids with the distances at no extra cost, while every metadata field costs per record (about 0.05 ms
+a record on 100k records, ``benchmarks/query_latency.py``), so the walk reads a long candidate list
 for the price of a short one.
+
+What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the companion's metadata):
+
+* layout 1 (hseg before 0.6): the segment record's metadata, all of it, and no text;
+* layout 2: the segment's text and only what a search reads of a segment (:data:`UNIT_RECORD_KEYS`)
+  beside the user's keys, so that a search reads its passages from the index itself. Chroma keeps a
+  row per metadata key and a ``get`` costs per row: the passages of a 4096-token budget read this
+  way cost about two thirds of the segment records' 18 keys (``benchmarks/latency_anatomy.py``,
+  table 4). The text is a metadata value (:data:`TEXT_KEY`), not the record's document, which
+  Chroma would index for full-text search a second time, for nothing. A ``where`` on a key the
+  records lack cannot be answered by this index (:func:`serves_filter`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from hseg.chunking.records import Record
+from hseg.chunking.records import (
+    CONTENT_HASH_KEY,
+    CUTS_KEY,
+    ENCODER_KEY,
+    HEADING_PATH_KEY,
+    RESERVED_PREFIX,
+    SETTINGS_KEY,
+    Record,
+)
 
 __all__ = [
-    "COMPANION_SUFFIX", "UnitKey", "companion_name", "fused_scale", "query_vector", "segment_ids_of", "unit_records",
+    "COMPANION_SUFFIX", "UNIT_LAYOUT", "UNIT_RECORD_KEYS", "TEXT_KEY", "UnitKey", "companion_name", "fused_scale",
+    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys", "unit_text",
 ]
 
 #: the companion collection of collection ``name`` is ``name + COMPANION_SUFFIX``
 COMPANION_SUFFIX = "_hseg_units"
 _SEP = "|"
+
+#: the layout new unit indexes are written in (see the module's docstring); an index records its own
+UNIT_LAYOUT = 2
+#: the ``hseg_*`` keys a layout-2 unit record keeps of its segment record: what a passage, rules 5 and 6
+#: (:mod:`hseg.retrieval.continuation`) and the encoder check read, and the text's hash for ``hseg index``
+UNIT_RECORD_KEYS = ("hseg_doc_id", "hseg_cluster_id", "hseg_start", "hseg_end", "hseg_tokens", HEADING_PATH_KEY,
+                    CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
+#: the metadata key of a layout-2 unit record's text
+TEXT_KEY = "hseg_text"
 
 
 def companion_name(collection_name: str) -> str:
@@ -103,9 +131,60 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_weight: float) -> list[Record]:
-    """Unit-index records of whole documents, from their store records (:func:`hseg.chunking.records.records_for`
-    or what the store reads back).
+def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAYOUT) -> dict[str, Any]:
+    """The metadata of a segment's unit record in ``layout``: the segment record's own (layout 1), or
+    its user keys, :data:`UNIT_RECORD_KEYS` and its ``text`` (layout 2).
+
+    Example:
+        >>> unit_metadata({"source": "a.md", "hseg_start": 0, "hseg_level": "segment"}, "Tides.")
+        {'source': 'a.md', 'hseg_start': 0, 'hseg_text': 'Tides.'}
+    """
+    if layout == 1:
+        return dict(metadata)
+    kept = {k: v for k, v in metadata.items() if not k.startswith(RESERVED_PREFIX) and k != SETTINGS_KEY}
+    kept.update((k, metadata[k]) for k in UNIT_RECORD_KEYS if k in metadata)
+    kept[TEXT_KEY] = text
+    return kept
+
+
+def unit_text(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """A layout-2 unit record's metadata without its text, and the text (``ValueError`` without one)."""
+    meta = dict(metadata)
+    text = meta.pop(TEXT_KEY, None)
+    if not isinstance(text, str):
+        raise ValueError(f"unit record of {meta.get('hseg_doc_id')!r}: no {TEXT_KEY} (not a layout-2 unit index)")
+    return meta, text
+
+
+def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
+    """The metadata keys a Chroma ``where`` filter names (through ``$and``/``$or``).
+
+    Example:
+        >>> sorted(filter_keys({"$and": [{"source": "a.md"}, {"hseg_tokens": {"$gt": 9}}]}))
+        ['hseg_tokens', 'source']
+    """
+    keys: set[str] = set()
+    for key, value in (where or {}).items():
+        if key in ("$and", "$or"):
+            for part in value:
+                keys |= filter_keys(part)
+        else:
+            keys.add(key)
+    return keys
+
+
+def serves_filter(where: Mapping[str, Any] | None, layout: int) -> bool:
+    """Whether a unit index of ``layout`` filters by ``where`` as the collection does: layout 1 holds
+    every key; layout 2 the user's, :data:`UNIT_RECORD_KEYS` and its text only (``hseg_level`` is
+    ``"segment"`` on every record it mirrors, but it is not kept, so a filter on it is not served)."""
+    return layout == 1 or all((not k.startswith(RESERVED_PREFIX) and k != SETTINGS_KEY) or k in UNIT_RECORD_KEYS
+                              for k in filter_keys(where))
+
+
+def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_weight: float,
+                 layout: int = UNIT_LAYOUT) -> list[Record]:
+    """Unit-index records of whole documents in ``layout``, from their store records
+    (:func:`hseg.chunking.records.records_for` or what the store reads back, texts included).
 
     Raises ``ValueError`` if a segment's cluster or neighbour record is not among ``records``.
 
@@ -135,7 +214,8 @@ def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_wei
         siblings = members[cid]
         key = UnitKey(seg.id, cid, int(meta["hseg_index"]), int(meta["hseg_tokens"]), len(siblings),
                       sum(int(s.metadata["hseg_tokens"]) for s in siblings))
-        out.append(Record(key.encode(), np.append(fused, lift).astype(np.float32), "", dict(meta)))
+        out.append(Record(key.encode(), np.append(fused, lift).astype(np.float32), "",
+                          unit_metadata(meta, seg.document, layout)))
     return out
 
 

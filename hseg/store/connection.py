@@ -13,12 +13,12 @@ from typing import Any
 from hseg.chunking.records import SCHEMA_VERSION
 from hseg.encoders.identity import canonical_model_name
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
-from hseg.retrieval.unit_vectors import companion_name
+from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
            "storage_problem", "disk_trouble", "get_or_create_collection", "created_concurrently", "has_unit_index",
-           "open_unit_index", "open_lexical_index", "check_schema", "collection_space", "server_address",
-           "is_connection_error", "connect_errors", "remote_errors"]
+           "open_unit_index", "drop_unit_index", "open_lexical_index", "check_schema", "collection_space",
+           "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = 
         if not create:
             return None
         meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
-                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT}
+                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT, "hseg_unit_layout": UNIT_LAYOUT}
         try:
             model = api.get_or_create_collection(name=name, configuration={"hnsw": dict(hnsw)}, metadata=meta,
                                                  **where)
@@ -190,6 +190,12 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = 
                 raise
             model = api.get_collection(name, **where)
     return Collection(client=api, model=model, embedding_function=None)
+
+
+def drop_unit_index(collection: Any) -> None:
+    """Delete the companion collection of ``collection``'s unit index, through the same connection."""
+    collection._client.delete_collection(companion_name(collection.name), tenant=collection.tenant,
+                                         database=collection.database)
 
 
 def open_lexical_index(collection: Any, batch_size: Any) -> Any:

@@ -31,6 +31,7 @@ from hseg.store.connection import (
     check_schema,
     collection_space,
     connect_errors,
+    drop_unit_index,
     get_or_create_collection,
     has_unit_index,
     open_client,
@@ -155,7 +156,8 @@ class HierarchicalStore:
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
         hnsw = dict(hnsw)
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
-                                    self.max_batch_size) if has_unit_index(collection) else None
+                                    self.max_batch_size, lambda: drop_unit_index(collection)) \
+            if has_unit_index(collection) else None
         self.lexical_index = open_lexical_index(collection, self.max_batch_size)
         self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
         self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
@@ -242,6 +244,9 @@ class HierarchicalStore:
         Needed only for documents written into the collection without it (e.g. by a LlamaIndex
         ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
         keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
+        A full rebuild (no ``doc_ids``) also writes an index made by hseg before 0.6 anew in the
+        current layout, whose records hold their segments' texts: hybrid ``unit="auto"`` searches
+        read their passages from it, which is faster (:mod:`hseg.retrieval.unit_vectors`).
 
         Example:
             >>> store.sync_unit_index()  # doctest: +SKIP
@@ -259,7 +264,8 @@ class HierarchicalStore:
             reference[0] = binding.check_records(metadatas, reference[0])
 
         with self._writing("rebuilding the unit index"):
-            written = self.unit_index.sync(docs, check=check)
+            # a full rebuild also brings an index of an older layout to the current one
+            written = self.unit_index.rebuild(docs, check) if doc_ids is None else self.unit_index.sync(docs, check)
             # after a full rebuild the index is complete (short of a writer working at the same time)
             self.unit_index.after_write(complete=True if doc_ids is None else None)
             if binding.recorded is None and reference[0] is not None:
@@ -271,12 +277,13 @@ class HierarchicalStore:
         in the collection or in the unit index: metadata alone does not make a document searchable."""
         return documents_missing_vectors(self.collection, self.unit_index, records)
 
-    def unit_segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{doc id: ids of the segments the unit index holds}`` for these documents."""
+    def unit_segment_ids(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the unit index holds}`` for these documents; with ``shas``
+        (``{doc id: content_sha256}``), only those of unit records written from that text."""
         if self.unit_index is None:
             return {d: set() for d in doc_ids}
         with remote_errors(self.collection, "reading the unit index"):
-            return self.unit_index.segment_ids(doc_ids)
+            return self.unit_index.segment_ids(doc_ids, shas)
 
     # ----------------------------------------------------------------- encoder
 

@@ -7,19 +7,25 @@ A search asks :meth:`UnitIndex.usable`, which only reads: when those counts stil
 trusted at the price of two counts; otherwise the segments are counted once per object (a metadata
 scan, ~0.5 s on 100k records) and, if the index does not cover them, ``unit="auto"`` takes the
 gathered path until ``hseg index`` or :meth:`UnitIndex.sync` repairs it.
+
+An index keeps the layout it was created in (:data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT`, in the
+companion's metadata; none there: layout 1) and every write follows it, so its records never mix
+layouts. A full :meth:`UnitIndex.rebuild` writes an older index anew in the current layout. Each
+document's unit records go in one upsert call where they fit, as the collection's do, so a search
+that reads passages from the index (layout 2) reads one version of each document.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from hseg.chunking.records import Record
+from hseg.chunking.records import CONTENT_HASH_KEY, Record
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
-from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_records
+from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, serves_filter, unit_records
 from hseg.store.reading import batched, get_by_documents
 from hseg.store.writing import delete_ids
 
@@ -36,15 +42,18 @@ class UnitIndex:
     ``open_companion(create)`` opens: ``None`` while it is absent and ``create`` is false. Reads never
     create it (an absent index is an empty one); the first write does.
 
-    ``batch_size()`` gives the records per write call (the client's limit).
+    ``batch_size()`` gives the records per write call (the client's limit); ``drop_companion()``
+    deletes the companion collection (for :meth:`rebuild`; ``None``: the index cannot be rebuilt).
 
     Example:
         >>> store.unit_index.usable(0.5, 0.2) is not None  # doctest: +SKIP
         True
     """
 
-    def __init__(self, open_companion: Callable[[bool], Any], records: Any, batch_size: Callable[[], int]) -> None:
+    def __init__(self, open_companion: Callable[[bool], Any], records: Any, batch_size: Callable[[], int],
+                 drop_companion: Callable[[], None] | None = None) -> None:
         self._open = open_companion
+        self._drop = drop_companion
         self._companion = open_companion(False)
         self.records = records
         self._batch_size = batch_size
@@ -77,14 +86,33 @@ class UnitIndex:
         return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
                 float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
 
+    @property
+    def layout(self) -> int:
+        """The layout of the index's records (:data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT` while it
+        is absent: a new index is created in it)."""
+        if self.existing is None:
+            return UNIT_LAYOUT
+        return int((self.existing.metadata or {}).get("hseg_unit_layout", 1))
+
+    @property
+    def holds_texts(self) -> bool:
+        """Whether the index's records hold their segments' texts (layout 2), so that a search can
+        read its passages from it."""
+        return self.layout >= 2
+
     def count(self) -> int:
         return 0 if self.existing is None else int(self.existing.count())
 
     # ----------------------------------------------------------------- reads
 
-    def usable(self, cluster_weight: float, neighbour_weight: float) -> Any:
-        """The companion collection if it serves a search with these weights and covers every
-        segment, else ``None`` (the caller gathers its candidates instead). Never writes."""
+    def usable(self, cluster_weight: float, neighbour_weight: float, where: Mapping[str, Any] | None = None) -> Any:
+        """The companion collection if it serves a search with these weights and this ``where`` (its
+        records hold the keys the filter names) and covers every segment, else ``None`` (the caller
+        gathers its candidates instead). Never writes."""
+        if not serves_filter(where, self.layout):
+            logger.debug("collection %r: unit='auto' filtered on %s takes the slower path: the unit index's "
+                         "records do not hold every key it names", self.records.name, where)
+            return None
         built = self.weights
         if built != (cluster_weight, neighbour_weight):
             if (cluster_weight, neighbour_weight) not in self._warned_weights:
@@ -119,9 +147,20 @@ class UnitIndex:
                 out.setdefault(str((meta or {}).get("hseg_doc_id")), []).append(uid)
         return out
 
-    def segment_ids(self, doc_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{doc id: ids of the segments the index holds}`` for these documents."""
-        return {d: {UnitKey.parse(u).segment_id for u in uids} for d, uids in self.unit_ids(doc_ids).items()}
+    def segment_ids(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the index holds}`` for these documents; with ``shas``, only of
+        the unit records written from that text of their document (``content_sha256``): a segment's
+        id comes from its span, so a record left by a write cut short can hold another text's vector
+        (and, in layout 2, its text) under the same id."""
+        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        if self.existing is None:
+            return out
+        for got in get_by_documents(self.existing, doc_ids, ["metadatas"]):
+            for uid, meta in zip(got["ids"], got["metadatas"]):
+                doc = str((meta or {}).get("hseg_doc_id"))
+                if shas is None or (meta or {}).get(CONTENT_HASH_KEY) == shas.get(doc):
+                    out.setdefault(doc, set()).add(UnitKey.parse(uid).segment_id)
+        return out
 
     def _segment_count(self) -> int:
         return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
@@ -140,13 +179,14 @@ class UnitIndex:
         by_doc: dict[str, list[Record]] = {}
         for r in records:
             by_doc.setdefault(str(r.metadata["hseg_doc_id"]), []).append(r)
-        w, v = self.weights
-        units = [u for recs in by_doc.values() for u in unit_records(recs, w, v)]
-        for part in batched(units, self._batch_size()):
-            self.collection.upsert(ids=[u.id for u in part], embeddings=[u.embedding for u in part],
+        companion = self.collection  # created first: the layout is the one it was created in
+        (w, v), layout = self.weights, self.layout
+        per_doc = [unit_records(recs, w, v, layout) for recs in by_doc.values()]
+        for part in _packed(per_doc, self._batch_size()):
+            companion.upsert(ids=[u.id for u in part], embeddings=[u.embedding for u in part],
                                    metadatas=[u.metadata for u in part])
-        self.delete(doc_ids, keep={u.id for u in units})
-        return len(units)
+        self.delete(doc_ids, keep={u.id for units in per_doc for u in units})
+        return sum(len(units) for units in per_doc)
 
     def delete(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Remove the index's records of these documents, but those in ``keep``."""
@@ -160,13 +200,31 @@ class UnitIndex:
         ``check`` sees each batch's record metadata before it is written (and may refuse it)."""
         written = 0
         for part in batched(list(doc_ids), _SYNC_DOCUMENTS):
-            for got in get_by_documents(self.records, part, ["embeddings", "metadatas"]):
-                records = [Record(rid, np.asarray(e, dtype=np.float32), "", dict(m or {}))
-                           for rid, e, m in zip(got["ids"], got["embeddings"], got["metadatas"])]
+            for got in get_by_documents(self.records, part, ["embeddings", "metadatas", "documents"]):
+                records = [Record(rid, np.asarray(e, dtype=np.float32), d or "", dict(m or {}))
+                           for rid, e, d, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"])]
                 if check is not None:
                     check([r.metadata for r in records])
                 written += self.write(records, part)
         return written
+
+    def rebuild(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
+        """:meth:`sync` of ``doc_ids`` (every document of the store) into an index written anew when
+        its layout is older than :data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT` (Chroma merges the
+        metadata of an upsert into a record's, so records cannot change layout in place); returns
+        the unit records written. Another client's search meanwhile takes the slower path (an index
+        that does not cover the segments) or fails on the dropped collection."""
+        if self.existing is not None and self.layout < UNIT_LAYOUT:
+            if self._drop is None:
+                raise ValueError(f"collection {self.records.name!r}: this unit index cannot be written anew")
+            weights = {"hseg_cluster_weight": self.weights[0], "hseg_neighbour_weight": self.weights[1]}
+            logger.info("collection %r: writing the unit index anew in layout %d (it was in layout %d)",
+                        self.records.name, UNIT_LAYOUT, self.layout)
+            self._drop()
+            self._companion, self._complete = None, None
+            meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
+            self.collection.modify(metadata={**meta, **weights})
+        return self.sync(doc_ids, check)
 
     def after_write(self, *, complete: bool | None = None) -> None:
         """Called by the store after each write: ``complete=True`` when the write made the index whole
@@ -179,3 +237,18 @@ class UnitIndex:
             meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
             meta.update(hseg_synced_records=int(self.records.count()), hseg_synced_units=self.count())
             self.collection.modify(metadata=meta)
+
+
+def _packed(per_doc: list[list[Record]], batch: int) -> Iterator[list[Record]]:
+    """Upsert calls of at most ``batch`` records that never split a document's records that fit one."""
+    part: list[Record] = []
+    for units in per_doc:
+        if part and len(part) + len(units) > batch:
+            yield part
+            part = []
+        if len(units) > batch:
+            yield from (list(b) for b in batched(units, batch))
+            continue
+        part += units
+    if part:
+        yield part
