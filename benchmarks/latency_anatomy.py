@@ -1,6 +1,6 @@
 """Where a default search's time goes on a small store, and what a record's metadata costs a ``get``.
 
-Four measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
+Five measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
 ``collection.query(n_results=5)`` on the same query vectors:
 
 1. **Searches by the reads they make.** The default search (hybrid ``unit="auto"``,
@@ -28,6 +28,12 @@ Four measurements on a store built with ``hseg index`` (``--db``), each interlea
    unit indexes: the text as the record's document, and as one more metadata key (no full-text
    index for Chroma to keep). Paired per search, × the plain query's p50; then the time to write
    each unit index for all of the store's segments against the unit index as hseg writes it.
+5. **The default search on a unit index of layout 2** (hseg's since table 4, whose records hold
+   their segment's text, :mod:`hseg.retrieval.unit_vectors`): the store copied with its unit index
+   written anew in layout 2 from the same vectors (:func:`layout2_copy`; ``sync_unit_index()`` would
+   fuse them again from the vectors Chroma returns, a few float32 ulps off), then table 3's
+   interleaved searches on the store as it is and on the copy, hits compared. On a store whose unit
+   index is already of layout 2 both read the unit index.
 
 Usage:
     python benchmarks/latency_anatomy.py --db /tmp/bench/tbdb \
@@ -60,7 +66,7 @@ from query_latency import questions, rotated  # noqa: E402
 
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.chunking.records import listed_segment_ids  # noqa: E402
-from hseg.retrieval.unit_vectors import UnitKey  # noqa: E402
+from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_metadata  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
 
@@ -210,7 +216,9 @@ def slim_searches(stores: dict[str, HierarchicalStore], texts: list[str], vector
                 t0 = time.perf_counter()
                 hits = store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
                 searches[label].append(time.perf_counter() - t0)
-                answers.add(tuple((h.doc_id, h.start, h.end, h.text, h.score, tuple(h.segment_ids)) for h in hits))
+                # scores to 5 decimals: Chroma renormalises a vector written again (a few float32 ulps)
+                answers.add(tuple((h.doc_id, h.start, h.end, h.text, round(h.score, 5), tuple(h.segment_ids))
+                                  for h in hits))
             differ += len(answers) > 1
     base = p50_ms(plain[labels[0]])
     lines = [f"default search (λ {weight}), budget {budget}, on whole copies of the store; {len(texts)} questions × "
@@ -313,8 +321,11 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
                     written[label][0].get(ids=units, include=include)
                 dt = time.perf_counter() - t0
                 (as_stored if label == "as stored" else plain if label == "plain" else replayed[label]).append(dt)
-    base = p50_ms(plain)
     n = sum(1 for ids in gets if ids)
+    if not n:
+        raise ValueError("table 4 replays the collection's passages gets: it needs a store whose unit index is of "
+                         "layout 1 (its searches read the texts from the collection)")
+    base = p50_ms(plain)
     lines = [f"the passages' get of {n} default searches (λ {weight}, budget {budget}) replayed × {rounds} rounds, "
              f"interleaved with a plain query (p50 {base:.2f} ms); per search on average "
              f"{sum(len(ids) for ids in gets) / n:.1f} records as made ({whole / n:.1f} of them whole clusters), "
@@ -331,6 +342,27 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
     return "\n".join(lines) + "\n"
 
 
+def layout2_copy(db: str, name: str, to: Path) -> Path:
+    """A copy of the store directory ``db`` whose unit index is written anew in layout 2 with the
+    same ids and vectors (the lexical index and the collection copied as they are)."""
+    shutil.copytree(db, to)
+    client: Any = chromadb.PersistentClient(str(to))
+    units = client.get_collection(companion_name(name))
+    got = units.get(include=["embeddings", "metadatas"])
+    texts = client.get_collection(name).get(ids=[UnitKey.parse(u).segment_id for u in got["ids"]],
+                                            include=["documents"])
+    text_of = dict(zip(texts["ids"], texts["documents"]))
+    metas = [unit_metadata(dict(m or {}), text_of[UnitKey.parse(u).segment_id], 2)
+             for u, m in zip(got["ids"], got["metadatas"])]
+    meta = {k: v for k, v in (units.metadata or {}).items() if not k.startswith("hnsw:")}
+    client.delete_collection(units.name)
+    new = client.create_collection(units.name, configuration={"hnsw": dict(DEFAULT_HNSW)},
+                                   metadata={**meta, "hseg_unit_layout": 2})
+    for s in range(0, len(got["ids"]), 1000):
+        new.add(ids=got["ids"][s:s + 1000], embeddings=got["embeddings"][s:s + 1000], metadatas=metas[s:s + 1000])
+    return to
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="a store built with hseg index")
@@ -343,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the questions in table 1")
     ap.add_argument("--get-rounds", type=int, default=800)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
+    ap.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5])
     ap.add_argument("--out", default=None, help="append the markdown tables to this file")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -351,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         copies = {label: HierarchicalStore(args.collection, path=str(slim_copy(args.db, args.collection, keys,
                                                                                    Path(tmp) / str(i))))
                   for i, (label, keys) in enumerate(VARIANTS.items())} if {2, 3} & set(args.tables) else {}
+        layouts = {"as stored": HierarchicalStore(args.collection, path=str(shutil.copytree(args.db, Path(tmp) / "s"))),
+                   "unit index in layout 2": HierarchicalStore(args.collection, path=str(
+                       layout2_copy(args.db, args.collection, Path(tmp) / "layout2")))} if 5 in args.tables else {}
         store = HierarchicalStore(args.collection, path=args.db)
         texts = questions(args.questions, args.queries)
         vectors = np.asarray(store.encoder.encode(texts), dtype=np.float32)
@@ -363,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             tables.append(slim_searches(copies, texts, vectors, args.budget, args.lexical_weight, args.rounds))
         if 4 in args.tables:
             tables.append(unit_texts(store, texts, vectors, args.budget, args.lexical_weight, args.rounds, Path(tmp)))
+        if 5 in args.tables:
+            tables.append(slim_searches(layouts, texts, vectors, args.budget, args.lexical_weight, args.rounds))
     print("\n".join(tables))
     if args.out:
         with Path(args.out).open("a", encoding="utf-8") as out:

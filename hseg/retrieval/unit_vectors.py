@@ -24,7 +24,8 @@ for the price of a short one.
 
 What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the companion's metadata):
 
-* layout 1 (hseg before 0.6): the segment record's metadata, all of it, and no text;
+* layout 1 (the first; no layout in the companion's metadata): the segment record's metadata, all
+  of it, and no text;
 * layout 2: the segment's text and only what a search reads of a segment (:data:`UNIT_RECORD_KEYS`)
   beside the user's keys, so that a search reads its passages from the index itself. Chroma keeps a
   row per metadata key and a ``get`` costs per row: the passages of a 4096-token budget read this

@@ -244,9 +244,9 @@ class HierarchicalStore:
         Needed only for documents written into the collection without it (e.g. by a LlamaIndex
         ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
         keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
-        A full rebuild (no ``doc_ids``) also writes an index made by hseg before 0.6 anew in the
-        current layout, whose records hold their segments' texts: hybrid ``unit="auto"`` searches
-        read their passages from it, which is faster (:mod:`hseg.retrieval.unit_vectors`).
+        A full rebuild (no ``doc_ids``) also writes an index of an older layout anew in the current
+        one, whose records hold their segments' texts: hybrid ``unit="auto"`` searches read their
+        passages from it, which is faster (:mod:`hseg.retrieval.unit_vectors`).
 
         Example:
             >>> store.sync_unit_index()  # doctest: +SKIP

@@ -59,6 +59,7 @@ class UnitIndex:
         self._batch_size = batch_size
         self._complete: bool | None = None  # decided on the first unit="auto" search of this object
         self._warned_weights: set[tuple[float, float]] = set()  # weights the index cannot serve, told once
+        self._told_layout = False
 
     @property
     def collection(self) -> Any:
@@ -109,6 +110,11 @@ class UnitIndex:
         """The companion collection if it serves a search with these weights and this ``where`` (its
         records hold the keys the filter names) and covers every segment, else ``None`` (the caller
         gathers its candidates instead). Never writes."""
+        if self.layout < UNIT_LAYOUT and not self._told_layout:
+            self._told_layout = True
+            logger.info("collection %r: its unit index is of layout %d, so searches read their passages from the "
+                        "collection; store.sync_unit_index() writes it anew in layout %d (faster hybrid unit='auto' "
+                        "searches)", self.records.name, self.layout, UNIT_LAYOUT)
         if not serves_filter(where, self.layout):
             logger.debug("collection %r: unit='auto' filtered on %s takes the slower path: the unit index's "
                          "records do not hold every key it names", self.records.name, where)
