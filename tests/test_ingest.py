@@ -188,7 +188,7 @@ def test_a_unit_record_left_from_another_text_makes_hseg_index_redo_the_document
     """A crash between a re-added document's records and its unit records can leave a unit record
     written from the old text under a current segment's id (ids come from spans), holding the old
     vector and text: ``hseg index`` redoes the document, and then every unit record is the text's."""
-    from hseg.retrieval.unit_vectors import unit_text
+    from hseg.retrieval.unit_vectors import unit_record
 
     path = tmp_path / "a.md"
     path.write_text(TEXT, encoding="utf-8")
@@ -206,6 +206,6 @@ def test_a_unit_record_left_from_another_text_makes_hseg_index_redo_the_document
     got = units.get(include=["metadatas"])
     assert sorted(uid.split("|")[0] for uid in got["ids"]) == sorted(segments)
     for uid, meta in zip(got["ids"], got["metadatas"]):
-        kept, text = unit_text(meta)
+        kept, text = unit_record(uid, meta)
         assert kept["content_sha256"] == sha and text == segments[uid.split("|")[0]]
     assert ingest.ingest(files, _chunker(), store).unchanged == 1

@@ -212,7 +212,7 @@ def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunk
 
 
 def test_a_layout_2_unit_record_holds_its_text_and_what_a_search_reads():
-    from hseg.retrieval.unit_vectors import TEXT_KEY, UNIT_RECORD_KEYS, unit_text
+    from hseg.retrieval.unit_vectors import DERIVED_KEYS, TEXT_KEY, UNIT_RECORD_KEYS, unit_record
 
     rng = np.random.default_rng(1)
     chunking = build_synthetic_chunking("d", rng, n_clusters=3, max_segments=3)
@@ -224,11 +224,12 @@ def test_a_layout_2_unit_record_holds_its_text_and_what_a_search_reads():
             if layout == 1:
                 assert u.metadata == seg.metadata and TEXT_KEY not in u.metadata
                 continue
-            kept = {k: v for k, v in seg.metadata.items() if k in UNIT_RECORD_KEYS or k == "source"}
-            assert unit_text(u.metadata) == (kept, seg.document)
-            assert "hseg_level" not in u.metadata and "chunk_settings" not in u.metadata
+            read = {k: v for k, v in seg.metadata.items() if k in UNIT_RECORD_KEYS + DERIVED_KEYS or k == "source"}
+            assert unit_record(u.id, u.metadata) == (read, seg.document)
+            assert not {"hseg_level", "chunk_settings", *DERIVED_KEYS} & set(u.metadata)
     with pytest.raises(ValueError, match=TEXT_KEY):
-        unit_text(dict(segments[chunking.segments[0].id].metadata))
+        unit_record(UnitKey(chunking.segments[0].id, "c", 0, 1, 1, 1).encode(),
+                    dict(segments[chunking.segments[0].id].metadata))
 
 
 def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(chroma_client,
@@ -240,6 +241,7 @@ def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(
         {"a", "b", "hseg_index"}
     assert serves_filter({"hseg_index": 1}, 1) and not serves_filter({"hseg_index": 1}, 2)
     assert not serves_filter({"chunk_settings": "x"}, 2) and serves_filter({"hseg_doc_id": "d", "source": "s"}, 2)
+    assert not serves_filter({"hseg_tokens": {"$gt": 9}}, 2)  # derived from the record's id, not stored
     rng = np.random.default_rng(4)
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add([make_chunking(f"doc{i}", rng, n_clusters=3, max_segments=4) for i in range(3)],

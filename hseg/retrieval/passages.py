@@ -50,7 +50,7 @@ from hseg.retrieval.selection import (
     walk,
 )
 from hseg.retrieval.settings import SearchSettings
-from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_text
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_record
 from hseg.text.structure import common_prefix
 
 __all__ = ["units_plan"]
@@ -389,7 +389,8 @@ def _from_index(index: Any, keys: list[UnitKey], runs: list[tuple[list[int], boo
     if any(sid not in by_segment for sid in needed):
         return None
     got = yield Get(index, tuple(by_segment[sid].encode() for sid in wanted if sid in by_segment), ("metadatas",))
-    found = {UnitKey.parse(uid).segment_id: unit_text(meta or {}) for uid, meta in zip(got["ids"], got["metadatas"])}
+    found = {UnitKey.parse(uid).segment_id: unit_record(uid, meta or {})
+             for uid, meta in zip(got["ids"], got["metadatas"])}
     if any(sid not in found for sid in segments):
         return None
     for key in whole:

@@ -27,12 +27,13 @@ What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the 
 * layout 1 (the first; no layout in the companion's metadata): the segment record's metadata, all
   of it, and no text;
 * layout 2: the segment's text and only what a search reads of a segment (:data:`UNIT_RECORD_KEYS`)
-  beside the user's keys, so that a search reads its passages from the index itself. Chroma keeps a
-  row per metadata key and a ``get`` costs per row: the passages of a 4096-token budget read this
-  way cost about two thirds of the segment records' 18 keys (``benchmarks/latency_anatomy.py``,
-  table 4). The text is a metadata value (:data:`TEXT_KEY`), not the record's document, which
-  Chroma would index for full-text search a second time, for nothing. A ``where`` on a key the
-  records lack cannot be answered by this index (:func:`serves_filter`).
+  beside the user's keys (what its id and text say, :data:`DERIVED_KEYS`, is put back on read), so
+  that a search reads its passages from the index itself. Chroma keeps a row per metadata key and a
+  ``get`` costs per row: the passages of a 4096-token budget read this way cost about 0.6 of the
+  segment records with their 18 keys (``benchmarks/latency_anatomy.py``, table 4). The text is a
+  metadata value (:data:`TEXT_KEY`), not the record's document, which Chroma would index for
+  full-text search a second time, for nothing. A ``where`` on a key the records lack cannot be
+  answered by this index (:func:`serves_filter`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ from hseg.chunking.records import (
 
 __all__ = [
     "COMPANION_SUFFIX", "UNIT_LAYOUT", "UNIT_RECORD_KEYS", "TEXT_KEY", "UnitKey", "companion_name", "fused_scale",
-    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys", "unit_text",
+    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys", "unit_record",
+    "DERIVED_KEYS",
 ]
 
 #: the companion collection of collection ``name`` is ``name + COMPANION_SUFFIX``
@@ -63,10 +65,14 @@ _SEP = "|"
 
 #: the layout new unit indexes are written in (see the module's docstring); an index records its own
 UNIT_LAYOUT = 2
-#: the ``hseg_*`` keys a layout-2 unit record keeps of its segment record: what a passage, rules 5 and 6
-#: (:mod:`hseg.retrieval.continuation`) and the encoder check read, and the text's hash for ``hseg index``
-UNIT_RECORD_KEYS = ("hseg_doc_id", "hseg_cluster_id", "hseg_start", "hseg_end", "hseg_tokens", HEADING_PATH_KEY,
-                    CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
+#: the keys a layout-2 unit record keeps of its segment record (beside the user's): what a passage, rules
+#: 5 and 6 (:mod:`hseg.retrieval.continuation`) and the encoder check read, and the text's hash for
+#: ``hseg index``, but for :data:`DERIVED_KEYS`
+UNIT_RECORD_KEYS = ("hseg_doc_id", "hseg_start", HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
+#: what a search reads of a segment record that a layout-2 unit record says without a metadata row
+#: (each costs a ``get`` per record): its id holds the cluster and the tokens, and its end is its start
+#: plus its text's length; :func:`unit_record` puts them back
+DERIVED_KEYS = ("hseg_cluster_id", "hseg_tokens", "hseg_end")
 #: the metadata key of a layout-2 unit record's text
 TEXT_KEY = "hseg_text"
 
@@ -137,7 +143,7 @@ def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAY
     its user keys, :data:`UNIT_RECORD_KEYS` and its ``text`` (layout 2).
 
     Example:
-        >>> unit_metadata({"source": "a.md", "hseg_start": 0, "hseg_level": "segment"}, "Tides.")
+        >>> unit_metadata({"source": "a.md", "hseg_start": 0, "hseg_end": 6, "hseg_level": "segment"}, "Tides.")
         {'source': 'a.md', 'hseg_start': 0, 'hseg_text': 'Tides.'}
     """
     if layout == 1:
@@ -148,12 +154,21 @@ def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAY
     return kept
 
 
-def unit_text(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """A layout-2 unit record's metadata without its text, and the text (``ValueError`` without one)."""
+def unit_record(unit_id: str, metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """A layout-2 unit record as its segment record reads to a search: ``(metadata, text)``, the
+    metadata with :data:`DERIVED_KEYS` put back and without the text (``ValueError`` without one).
+
+    Example:
+        >>> uid = UnitKey("seg-1", "clu-1", 0, 2, 1, 2).encode()
+        >>> unit_record(uid, {"hseg_start": 7, "hseg_text": "Tides."})
+        ({'hseg_start': 7, 'hseg_cluster_id': 'clu-1', 'hseg_tokens': 2, 'hseg_end': 13}, 'Tides.')
+    """
     meta = dict(metadata)
     text = meta.pop(TEXT_KEY, None)
     if not isinstance(text, str):
-        raise ValueError(f"unit record of {meta.get('hseg_doc_id')!r}: no {TEXT_KEY} (not a layout-2 unit index)")
+        raise ValueError(f"unit record {unit_id!r}: no {TEXT_KEY} (not a layout-2 unit index)")
+    key = UnitKey.parse(unit_id)
+    meta.update(hseg_cluster_id=key.cluster_id, hseg_tokens=key.tokens, hseg_end=int(meta["hseg_start"]) + len(text))
     return meta, text
 
 
@@ -176,8 +191,8 @@ def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
 
 def serves_filter(where: Mapping[str, Any] | None, layout: int) -> bool:
     """Whether a unit index of ``layout`` filters by ``where`` as the collection does: layout 1 holds
-    every key; layout 2 the user's, :data:`UNIT_RECORD_KEYS` and its text only (``hseg_level`` is
-    ``"segment"`` on every record it mirrors, but it is not kept, so a filter on it is not served)."""
+    every key; layout 2 the user's, :data:`UNIT_RECORD_KEYS` and its text only (not even
+    :data:`DERIVED_KEYS`, nor ``hseg_level``, ``"segment"`` on every record it mirrors)."""
     return layout == 1 or all((not k.startswith(RESERVED_PREFIX) and k != SETTINGS_KEY) or k in UNIT_RECORD_KEYS
                               for k in filter_keys(where))
 
