@@ -103,6 +103,10 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                         cluster_weight, neighbour_weight))
 
 
+#: records read, by id: ``(metadata, text)`` (what :func:`hseg.retrieval.plans.records` gives)
+_Records = dict[str, tuple[dict[str, Any], str]]
+
+
 @dataclass
 class _Member:
     """A taken segment: its record and its ranking score on the cosine scale."""
@@ -247,10 +251,11 @@ def _best(run: list[int], score: np.ndarray) -> int:
     return max(run, key=lambda i: float(score[i]))
 
 
-def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> list[str]:
+def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]],
+                listed: Mapping[str, list[str]]) -> list[str]:
     """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
-    their segments and sizes from the keys, a whole cluster's segments from the lexical table."""
-    listed = rest.table.cluster_segments([keys[run[0]].cluster_id for run, whole in runs if whole])
+    their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
+    them (:func:`_listed_wholes`)."""
     return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
                        ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
 
@@ -354,8 +359,10 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             score = np.array(list(known.values())) / (1.0 + lex.weight)
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
-            ahead = _read_ahead(rest, order, runs) if rest is not None and where is None else []
-            found = (yield from _from_index(index, order, runs, ahead, lex)) if unit_texts and taken else None
+            reads_ahead = rest is not None and where is None
+            listed = _listed_wholes(lex, order, runs) if reads_ahead or unit_texts else {}
+            ahead = _read_ahead(rest, order, runs, listed) if rest is not None and reads_ahead else []
+            found = (yield from _from_index(index, order, runs, ahead, lex, listed)) if unit_texts and taken else None
             if found is None:  # the texts are the collection's (or the index lacked one the table named)
                 found = records((yield Get(collection, tuple(taken + ahead)))) if taken else {}
             if ahead and rest is not None:
@@ -364,8 +371,15 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
         n *= 2
 
 
+def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> dict[str, list[str]]:
+    """``{cluster id: its segment ids in document order}`` for the clusters a walk's ``runs`` take
+    whole, from the lexical table (read once for the rules' read ahead and the passages' read)."""
+    whole = [keys[run[0]].cluster_id for run, is_whole in runs if is_whole]
+    return lex.index.cluster_segments(whole) if whole else {}
+
+
 def _from_index(index: Any, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
-                lex: LexicalQuery) -> Plan[dict[str, tuple[dict[str, Any], str]] | None]:
+                lex: LexicalQuery, listed: Mapping[str, list[str]]) -> Plan[_Records | None]:
     """The records of a walk's passages (:func:`_to_read`'s ids) and of what rules 5 and 6 read ahead,
     from a unit index that holds its segments' texts (layout 2, :mod:`hseg.retrieval.unit_vectors`):
     ``{id: (metadata, text)}``, or ``None`` when the index does not hold them as the lexical table
@@ -377,10 +391,10 @@ def _from_index(index: Any, keys: list[UnitKey], runs: list[tuple[list[int], boo
     cluster record. A segment record costs a ``get`` about two thirds of what a collection record
     does (fewer metadata rows), so this is cheaper than a cluster record and its best segment read
     from the collection (``benchmarks/latency_anatomy.py``, table 4). Its segments come from the
-    lexical table; they are checked against the cluster's size in the walk's keys and must tile it."""
+    lexical table (``listed``, :func:`_listed_wholes`); they are checked against the cluster's size in
+    the walk's keys and must tile it."""
     by_segment = {key.segment_id: key for key in keys}
     whole = [keys[run[0]] for run, is_whole in runs if is_whole]
-    listed = lex.index.cluster_segments([key.cluster_id for key in whole]) if whole else {}
     segments = [keys[i].segment_id for run, is_whole in runs if not is_whole for i in run]
     needed = [*segments, *(sid for key in whole for sid in listed[key.cluster_id])]
     wanted = list(dict.fromkeys([*needed, *ahead]))

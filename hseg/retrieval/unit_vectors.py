@@ -148,10 +148,13 @@ def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAY
     """
     if layout == 1:
         return dict(metadata)
-    kept = {k: v for k, v in metadata.items() if not k.startswith(RESERVED_PREFIX) and k != SETTINGS_KEY}
-    kept.update((k, metadata[k]) for k in UNIT_RECORD_KEYS if k in metadata)
-    kept[TEXT_KEY] = text
-    return kept
+    return {**{k: v for k, v in metadata.items() if _kept(k)}, TEXT_KEY: text}
+
+
+def _kept(key: str) -> bool:
+    """Whether a layout-2 unit record keeps this key of its segment record: the user's keys (not the
+    settings fingerprint, a long JSON no search reads) and :data:`UNIT_RECORD_KEYS`."""
+    return (not key.startswith(RESERVED_PREFIX) and key != SETTINGS_KEY) or key in UNIT_RECORD_KEYS
 
 
 def unit_record(unit_id: str, metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -193,8 +196,7 @@ def serves_filter(where: Mapping[str, Any] | None, layout: int) -> bool:
     """Whether a unit index of ``layout`` filters by ``where`` as the collection does: layout 1 holds
     every key; layout 2 the user's, :data:`UNIT_RECORD_KEYS` and its text only (not even
     :data:`DERIVED_KEYS`, nor ``hseg_level``, ``"segment"`` on every record it mirrors)."""
-    return layout == 1 or all((not k.startswith(RESERVED_PREFIX) and k != SETTINGS_KEY) or k in UNIT_RECORD_KEYS
-                              for k in filter_keys(where))
+    return layout == 1 or all(_kept(k) for k in filter_keys(where))
 
 
 def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_weight: float,

@@ -146,11 +146,8 @@ class UnitIndex:
     def unit_ids(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
         """``{doc id: ids of the index's records}`` for these documents."""
         out: dict[str, list[str]] = {d: [] for d in doc_ids}
-        if self.existing is None:
-            return out
-        for got in get_by_documents(self.existing, doc_ids, ["metadatas"]):
-            for uid, meta in zip(got["ids"], got["metadatas"]):
-                out.setdefault(str((meta or {}).get("hseg_doc_id")), []).append(uid)
+        for doc, uid, _ in self._records_of(doc_ids):
+            out.setdefault(doc, []).append(uid)
         return out
 
     def segment_ids(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
@@ -159,14 +156,18 @@ class UnitIndex:
         id comes from its span, so a record left by a write cut short can hold another text's vector
         (and, in layout 2, its text) under the same id."""
         out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        for doc, uid, meta in self._records_of(doc_ids):
+            if shas is None or meta.get(CONTENT_HASH_KEY) == shas.get(doc):
+                out.setdefault(doc, set()).add(UnitKey.parse(uid).segment_id)
+        return out
+
+    def _records_of(self, doc_ids: Sequence[str]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """``(doc id, unit record id, metadata)`` of the index's records of these documents."""
         if self.existing is None:
-            return out
+            return
         for got in get_by_documents(self.existing, doc_ids, ["metadatas"]):
             for uid, meta in zip(got["ids"], got["metadatas"]):
-                doc = str((meta or {}).get("hseg_doc_id"))
-                if shas is None or (meta or {}).get(CONTENT_HASH_KEY) == shas.get(doc):
-                    out.setdefault(doc, set()).add(UnitKey.parse(uid).segment_id)
-        return out
+                yield str((meta or {}).get("hseg_doc_id")), uid, dict(meta or {})
 
     def _segment_count(self) -> int:
         return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
@@ -228,8 +229,7 @@ class UnitIndex:
                         self.records.name, UNIT_LAYOUT, self.layout)
             self._drop()
             self._companion, self._complete = None, None
-            meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
-            self.collection.modify(metadata={**meta, **weights})
+            self.collection.modify(metadata={**self._own_metadata(), **weights})
         return self.sync(doc_ids, check)
 
     def after_write(self, *, complete: bool | None = None) -> None:
@@ -240,9 +240,13 @@ class UnitIndex:
         elif self._complete is None:  # decided here, on the write path, so that searches never write
             self._complete = self.count() == self._segment_count()
         if self._complete:
-            meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
-            meta.update(hseg_synced_records=int(self.records.count()), hseg_synced_units=self.count())
+            meta = {**self._own_metadata(), "hseg_synced_records": int(self.records.count()),
+                    "hseg_synced_units": self.count()}
             self.collection.modify(metadata=meta)
+
+    def _own_metadata(self) -> dict[str, Any]:
+        """The companion's metadata as ``modify`` takes it back (Chroma's own ``hnsw:`` keys left out)."""
+        return {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
 
 
 def _packed(per_doc: list[list[Record]], batch: int) -> Iterator[list[Record]]:
