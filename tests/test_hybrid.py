@@ -31,12 +31,13 @@ def make_store(client, name, seed=7, docs=4):
 
 
 def lexical_scores(store, chunkings, text):
-    """lex(s) for every segment: its BM25 divided by the query's best over the whole collection."""
+    """lex(s) for every segment: its BM25 divided by the query's best over the whole collection, as
+    FTS5 itself ranks the query's words (one OR query, not the index's word-at-a-time sum)."""
     index = store.lexical_index
     index.ensure_fresh()
-    match = fts5_match(query_terms(text))
-    looked = index.lookup(match, [s.id for ch in chunkings for s in ch.segments])
-    raw = {sid: score for sid, (_, score) in looked.items()}
+    found = dict(index.db.rows("SELECT s.id, -bm25(fts) FROM fts JOIN segments s ON s.rowid = fts.rowid "
+                               "WHERE fts MATCH ?", (fts5_match(query_terms(text)),)))
+    raw = {s.id: found.get(s.id, 0.0) for ch in chunkings for s in ch.segments}
     best = max(raw.values())
     return {sid: x / best for sid, x in raw.items()} if best > 0 else {sid: 0.0 for sid in raw}
 

@@ -22,7 +22,7 @@ from hseg.ingest.run import ingest_batch
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
-from hseg.store.lexical_index import FOLDER, journal_name
+from hseg.store.lexical_index import FOLDER, _summed, journal_name
 from tests.fakes import HashingEncoder, synthetic_book
 
 
@@ -92,14 +92,14 @@ def test_an_edit_that_keeps_every_boundary_replaces_the_text(tmp_path, chroma_co
     store.add(dataclasses.replace(first, text=edited, segments=tuple(segments), clusters=tuple(clusters)))
     assert set(chroma_segments(store)) == {s.id for s in first.segments}
     assert in_step(store)
-    assert not store.lexical_index.top(fts5_match(["nebula"]), 5) and store.lexical_index.top(fts5_match(["zzzzzz"]), 5)
+    assert not store.lexical_index.top(["nebula"], 5) and store.lexical_index.top(["zzzzzz"], 5)
 
 
 def test_top_and_lookup_give_the_same_bm25(chroma_collection_name, chunker):
     store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
     store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(4)])
     index = store.lexical_index
-    match = fts5_match(query_terms("What moves the glacier and the river delta?"))
+    match = query_terms("What moves the glacier and the river delta?")
     top = index.top(match, 1000)
     assert top and all(a[1] >= b[1] for a, b in zip(top, top[1:]))
     looked = index.lookup(match, [row.segment_id for row, _ in top] + ["no-such-segment"])
@@ -115,6 +115,81 @@ def test_top_and_lookup_give_the_same_bm25(chroma_collection_name, chunker):
         assert (n, tokens) == (len(segs), sum(m["hseg_tokens"] for m in segs))
         assert index.cluster_segments([cid])[cid] == [m for m in json.loads(
             next(m for m in records if m["hseg_level"] == "cluster")["hseg_segment_ids"])]
+
+
+@pytest.fixture(scope="module")
+def six_books(chunker):
+    store = HierarchicalStore(f"six-{uuid.uuid4().hex[:8]}", client=chromadb.EphemeralClient(),
+                              encoder=HashingEncoder())
+    store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(6)])
+    store.lexical_index.ensure_fresh()
+    return store
+
+
+def _vocabulary(store: HierarchicalStore) -> list[str]:
+    words = {w.lower() for text in lexical_rows(store).values() for w in re.findall(r"\w+", text)}
+    return sorted(words)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_scored_is_fts5s_own_ranking_of_the_or_query_to_the_bit(six_books, data):
+    """The index sums a query's words one at a time; FTS5 scores the OR of them in one go. Same
+    rows, same order (ties by rowid), equal floats: what a search ranks cannot have moved."""
+    index = six_books.lexical_index
+    vocabulary = _vocabulary(six_books)
+    # corpus words (stems shared by several of them included), words nowhere in it, and words the
+    # tokenizer turns into nothing or into two tokens (a phrase)
+    word = st.one_of(st.sampled_from(vocabulary), st.sampled_from(["zzzzzz", "_", "a_b", "nebulae", "running"]))
+    terms = list(dict.fromkeys(data.draw(st.lists(word, min_size=1, max_size=18))))
+    rowids, scores = index.scored(terms)
+    expected = index.db.rows("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid",
+                             (fts5_match(terms),))
+    assert rowids.tolist() == [r for r, _ in expected]
+    assert scores.tolist() == [x for _, x in expected]  # exact, not approx
+
+
+@settings(max_examples=80, deadline=None)
+@given(words=st.lists(st.dictionaries(st.integers(1, 60), st.one_of(st.floats(1e-6, 20.0), st.sampled_from([0.5, 1.5])),
+                                      max_size=40), max_size=6),
+       spread=st.sampled_from([1, 10**9]))
+def test_summed_adds_each_words_terms_in_order_and_ranks_ties_by_rowid(words, spread):
+    """Both ways of adding up (rowids dense or sparse: ``spread``) give the reference's floats and order."""
+    parts = [(np.array(sorted(w), dtype=np.int64) * spread, np.array([w[r] for r in sorted(w)])) for w in words]
+    total: dict[int, float] = {}
+    for rowids, terms in parts:
+        for r, x in zip(rowids.tolist(), terms.tolist()):
+            total[r] = total.get(r, 0.0) + x
+    expected = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+    rowids, scores = _summed(parts)
+    assert list(zip(rowids.tolist(), scores.tolist())) == expected
+
+
+def _or_ranking(index, terms):
+    return index.db.rows("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid",
+                         (fts5_match(terms),))
+
+
+def test_words_kept_from_an_earlier_query_are_read_again_after_any_write(tmp_path, chroma_collection_name, chunker):
+    """A word's terms depend on every row (IDF, average length): a write by this store or by another
+    connection to the same file, even one the word is not in, must not leave old terms in use."""
+    path = str(tmp_path / "db")
+    reader = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
+    reader.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
+    index = reader.lexical_index
+    terms = query_terms(" ".join(_vocabulary(reader)[:40:4]))
+    before = index.scored(terms)
+    assert [r for r, _ in _or_ranking(index, terms)] == before[0].tolist()
+    # another connection (another store on the same path) adds a document, then this store deletes one
+    HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder()).add(
+        chunker.chunk(book(7), doc_id="d7"))
+    for step in ("other connection", "this connection"):
+        rowids, scores = index.scored(terms)
+        expected = _or_ranking(index, terms)
+        assert rowids.tolist() == [r for r, _ in expected], step
+        assert scores.tolist() == [x for _, x in expected], step
+        assert step == "this connection" or not np.array_equal(scores[:len(before[1])], before[1][:len(scores)])
+        reader.delete("d0")
 
 
 def test_a_persisted_index_is_not_rebuilt_on_open(tmp_path, chroma_collection_name, chunker, monkeypatch):

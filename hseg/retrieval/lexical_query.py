@@ -80,7 +80,11 @@ class LexicalRow:
 class LexicalSource(Protocol):
     """What a search reads of a lexical index (:class:`hseg.store.lexical_index.LexicalIndex`)."""
 
-    def matches(self, match: str) -> list[tuple[str, float]]: ...
+    def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def segment_ids(self, rowids: Iterable[int]) -> dict[int, str]: ...
+
+    def rowids(self, segment_ids: Iterable[str]) -> dict[str, int]: ...
 
     def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]: ...
 
@@ -103,47 +107,74 @@ class LexicalPage:
 
 @dataclass
 class LexicalQuery:
-    """One query's lexical side: its MATCH expression on ``index``, its ``weight`` (``lexical_weight``)
-    and the normaliser, the query's best BM25 score (every match is scored once, on first use).
+    """One query's lexical side: its ``terms`` (:func:`query_terms`) on ``index``, its ``weight``
+    (``lexical_weight``) and the normaliser, the query's best BM25 score (every match is scored
+    once, on first use).
 
     ``lex(s) = bm25(q, s) / max_t bm25(q, t)`` over every segment of the collection (a ``where`` does
     not change the normaliser), so ``lex`` is in [0, 1] and 1 for the query's best segment.
 
     Example:
         >>> lq = lexical_query(store.lexical_index, "What causes tides?", 0.3)  # doctest: +SKIP
-        >>> page = lq.page(20); page.rows[0].segment_id, float(page.scores[0])  # doctest: +SKIP
+        >>> page = lq.page(20); page.ids[0], float(page.scores[0])  # doctest: +SKIP
         ('seg-...', 1.0)
     """
 
     index: LexicalSource
-    match: str
+    terms: tuple[str, ...]
     weight: float
     best: float | None = None
-    _ranked: list[tuple[str, float]] = field(default_factory=list)
-    _score: dict[str, float] = field(default_factory=dict)
+    _rowids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # every match, best first
+    _raw: np.ndarray = field(default_factory=lambda: np.empty(0))  # their BM25 scores
+    _sorted: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # the matches' rowids, ascending
+    _sorted_raw: np.ndarray = field(default_factory=lambda: np.empty(0))  # and their scores
+    _ids: list[str] = field(default_factory=list)  # the segment ids of the best matches, as far as read
+    _rowid_of: dict[str, int | None] = field(default_factory=dict)  # None: a segment the index lacks
     _sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def _matches(self) -> list[tuple[str, float]]:
+    def _scored(self) -> None:
         # every match scored once per query: the pages of later rounds and the dense side's
-        # candidates are read from it (see LexicalIndex.matches for why not one by one)
+        # candidates are read from it (see LexicalIndex.scored)
         if self.best is None:
-            self._ranked = self.index.matches(self.match)
-            self._score = dict(self._ranked)
-            self.best = self._ranked[0][1] if self._ranked else 0.0
-        return self._ranked
+            self._rowids, self._raw = self.index.scored(self.terms)
+            order = np.argsort(self._rowids)
+            self._sorted, self._sorted_raw = self._rowids[order], self._raw[order]
+            self.best = float(self._raw[0]) if len(self._raw) else 0.0
 
     def page(self, n: int) -> LexicalPage:
         """The ``n`` best segments for the query, with their normalised scores."""
-        hits = self._matches()[:n]
-        scores = self._normalised([s for _, s in hits])
-        floor = float(scores[-1]) if len(hits) >= n else 0.0  # past the last match every score is 0
-        return LexicalPage([i for i, _ in hits], scores, floor)
+        self._scored()
+        if len(self._ids) < min(n, len(self._rowids)):
+            more = self._rowids[len(self._ids):n].tolist()
+            named = self.index.segment_ids(more)
+            self._ids += [named.get(r, "") for r in more]
+        # the segments table and FTS5 are written in one transaction: a rowid without a name is not
+        # expected, and is skipped as the join of earlier versions skipped it
+        kept = [i for i, sid in enumerate(self._ids[:n]) if sid]
+        scores = self._normalised(self._raw[kept])
+        # past the last match every score is 0
+        floor = float(self._normalised(self._raw[n - 1:n])[0]) if len(self._rowids) >= n else 0.0
+        return LexicalPage([self._ids[i] for i in kept], scores, floor)
+
+    def scores(self, segment_ids: Sequence[str]) -> np.ndarray:
+        """The segments' normalised scores (exact; 0 without a query word, or when the index lacks one)."""
+        self._scored()
+        unknown = [sid for sid in segment_ids if sid not in self._rowid_of]
+        if unknown:
+            found = self.index.rowids(unknown)
+            self._rowid_of.update((sid, found.get(sid)) for sid in unknown)
+        raw = np.zeros(len(segment_ids))
+        if len(self._sorted):
+            at = np.array([-1 if self._rowid_of[sid] is None else self._rowid_of[sid] for sid in segment_ids],
+                          dtype=np.int64)  # rowids are positive: -1 is no match
+            pos = np.minimum(np.searchsorted(self._sorted, at), len(self._sorted) - 1)
+            hit = self._sorted[pos] == at
+            raw[hit] = self._sorted_raw[pos[hit]]
+        return self._normalised(raw)
 
     def score(self, segment_id: str) -> float:
-        """A segment's normalised score (exact; 0 without a query word, or when the index lacks it)."""
-        self._matches()
-        x = self._score.get(segment_id, 0.0)
-        return x / self.best if self.best else 0.0
+        """A segment's normalised score (:meth:`scores` of one)."""
+        return float(self.scores([segment_id])[0])
 
     def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
         """``{segment id: row}`` of these segments (those the index holds)."""
@@ -161,7 +192,7 @@ class LexicalQuery:
             self._sizes.update(self.index.cluster_sizes(wanted))
         return [self.unit_key(r) for r in rows]
 
-    def _normalised(self, raw: Sequence[float]) -> np.ndarray:
+    def _normalised(self, raw: Sequence[float] | np.ndarray) -> np.ndarray:
         best = self.best or 0.0
         x = np.asarray(raw, dtype=np.float64)
         return x / best if best > 0 else np.zeros_like(x)
@@ -172,5 +203,5 @@ def lexical_query(index: LexicalSource, text: str, weight: float) -> LexicalQuer
     if not weight:
         return None
     terms = query_terms(text)
-    return LexicalQuery(index, fts5_match(terms), float(weight)) if terms else None
+    return LexicalQuery(index, tuple(terms), float(weight)) if terms else None
 

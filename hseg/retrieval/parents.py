@@ -233,8 +233,10 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         only_dense = [c for c in parents if c not in best_lex]
         if only_dense:
             members = lex.index.cluster_segments(only_dense)
+            listed = [s for c in only_dense for s in members[c]]
+            score = dict(zip(listed, lex.scores(listed).tolist()))
             for c in only_dense:
-                best_lex[c] = max((lex.score(s) for s in members[c]), default=0.0)
+                best_lex[c] = max((score[s] for s in members[c]), default=0.0)
         fused = {c: p.score + lex.weight * best_lex.get(c, 0.0) for c, p in parents.items()}
         ranked = sorted(parents.values(), key=lambda p: -fused[p.cluster_id])
         chosen = _select_above(ranked, fused, k, budget, floor_d + lex.weight * page.floor)

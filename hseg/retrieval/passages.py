@@ -328,8 +328,8 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
         page = lex.page(n)
         lexical = dict(zip(page.ids, page.scores.tolist()))
-        for sid in known:
-            known[sid] += lex.weight * lex.score(sid)
+        for sid, x in zip(list(known), lex.scores(list(known)).tolist()):
+            known[sid] += lex.weight * x
         bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known}
         floor = floor_d + lex.weight * page.floor
 
@@ -458,7 +458,8 @@ def _hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int 
                 if meta.get("hseg_level") == "segment" and "hseg_cluster_id" in meta:
                     rows[rid] = LexicalRow(rid, str(meta["hseg_doc_id"]), str(meta["hseg_cluster_id"]),
                                            int(meta["hseg_index"]), int(meta["hseg_tokens"]))
-        known = {sid: d + lex.weight * lex.score(sid) for sid, d in known.items() if sid in rows}
+        known = {sid: d for sid, d in known.items() if sid in rows}
+        known = {sid: d + lex.weight * x for (sid, d), x in zip(known.items(), lex.scores(list(known)).tolist())}
         bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known and sid in rows}
         floor = floor_d + lex.weight * page.floor
 
@@ -645,7 +646,7 @@ def _gather(
     lexical_score = None
     if lex is not None:
         floor += lex.weight * scale * lex_floor
-        lexical_score = np.array([lex.score(r) for r in ids])
+        lexical_score = lex.scores(ids)
     neighbour_score = None
     if nweight:
         context = {r: v[2] for r, v in rows.items()}

@@ -35,7 +35,7 @@ index does (:mod:`hseg.store.unit_index`); later foreign writes are seen by the 
 
 Example:
     >>> index = store.lexical  # doctest: +SKIP
-    >>> index.ensure_fresh(); index.top('"tides"', 3)  # doctest: +SKIP
+    >>> index.ensure_fresh(); index.top(["tides"], 3)  # doctest: +SKIP
     [(LexicalRow(segment_id='seg-...', ...), 7.91), ...]
 """
 
@@ -51,13 +51,16 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hseg.chunking.records import CUTS_KEY, SCHEMA_VERSION, Record
-from hseg.retrieval.lexical_query import LexicalRow
+from hseg.retrieval.lexical_query import LexicalRow, fts5_match
 from hseg.store.reading import batched, get_by_documents, pages
 
 __all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", "cache_root", "journal_name",
@@ -87,6 +90,14 @@ _SQL_IDS = 900
 _FOLLOWING_PAGE = 2
 
 _PAGE = 2000  # records per Chroma read when rebuilding
+
+#: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
+#: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
+TERM_CACHE_PAIRS = 2_000_000
+#: :func:`_summed` adds a query's words up in an array indexed by rowid while the largest rowid is at
+#: most this many times the (rowid, term) pairs: zeroing that array then costs about what sorting
+#: the pairs would
+_DENSE_ROWIDS = 16
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -171,6 +182,10 @@ class _Database:
                                     check_same_thread=False, timeout=600.0)
         self.lock = threading.RLock()
         self._memory_writer = threading.Lock()
+        # each word's BM25 terms (rowids, scores), kept while the file is as they were read from it
+        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._terms_pairs = 0
+        self._terms_state: tuple[int, int] | None = None
         # Set up under the writer lock: switching a file to WAL while another connection (another
         # store on the same path, in this process or another) is writing fails at once with "database
         # is locked" (SQLite does not wait on its busy timeout there): 7 of 40 two-writer loops did.
@@ -186,6 +201,60 @@ class _Database:
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self.lock:
             return self.conn.execute(sql, params).fetchall()
+
+    def term_scores(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each word's ``(rowids, BM25 terms)`` (ascending rowids), read in one snapshot.
+
+        A word's terms are kept and reused while the file is unchanged: a word's IDF and every row's
+        length are the table's, so any write may change any of them. The file is unchanged while
+        ``PRAGMA data_version`` (other connections' commits, read inside the snapshot) and this
+        connection's ``total_changes`` (its own writes, rolled back ones too) are. Not kept within
+        a transaction of this connection: a rollback would not undo its count."""
+        with self.lock:
+            if self.conn.in_transaction:
+                return [_term_scores(self.conn, term) for term in terms]
+            with self.snapshot() as conn:
+                return self._cached_term_scores(conn, terms)
+
+    def _cached_term_scores(self, conn: sqlite3.Connection,
+                            terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        if state != self._terms_state:
+            self._terms.clear()
+            self._terms_pairs, self._terms_state = 0, state
+        out = []
+        for term in terms:
+            found = self._terms.get(term)
+            if found is None:
+                found = _term_scores(conn, term)
+                self._keep(term, found)
+            else:
+                self._terms.move_to_end(term)
+            out.append(found)
+        return out
+
+    def _keep(self, term: str, found: tuple[np.ndarray, np.ndarray]) -> None:
+        if len(found[0]) > TERM_CACHE_PAIRS:
+            return
+        self._terms[term] = found
+        self._terms_pairs += len(found[0])
+        while self._terms_pairs > TERM_CACHE_PAIRS:
+            _, (dropped, _) = self._terms.popitem(last=False)
+            self._terms_pairs -= len(dropped)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The connection for reads that must see one state of the file (WAL: a read transaction's
+        snapshot), e.g. several statements that make one answer; inside a transaction, that one."""
+        with self.lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -282,15 +351,37 @@ class LexicalIndex:
 
     # ----------------------------------------------------------------- reads (a search)
 
-    def matches(self, match: str) -> list[tuple[str, float]]:
-        """Every segment holding a query word, as ``(segment id, BM25 score)`` (higher is better),
-        best first, ties by rowid: one FTS5 query that scores each match once. Cheaper than a top
-        page and then the scores of the dense side's candidates one by one (FTS5 answers
-        ``rowid IN (...)`` a rowid at a time: ~18 µs each at 40k segments, against ~1 ms for every
-        match of a typical question; ``benchmarks/RESULTS.md``)."""
-        return [(str(i), float(s)) for i, s in self.db.rows(
-            "SELECT s.id, -bm25(fts) FROM fts JOIN segments s ON s.rowid = fts.rowid WHERE fts MATCH ? "
-            "ORDER BY bm25(fts), fts.rowid", (match,))]
+    def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every segment holding any of ``terms`` as ``(rowids, BM25 scores)`` (higher is better), best
+        first, ties by rowid: the ranking of FTS5's ``-bm25()`` for ``fts5_match(terms)``, to the bit.
+
+        It is summed here, one word at a time, so that each word's terms can be kept and reused
+        (:meth:`_Database.term_scores`): FTS5 takes ~2 µs a matching row to score, so a question of
+        15 words that hold 10k of 40k segments costs ~25 ms, mostly in its common words, which
+        other questions ask too (``benchmarks/RESULTS.md``, round 15). Exact:
+        FTS5's ``bm25()`` is a sum over the query's phrases, in their order, starting from 0.0; a
+        phrase's term depends only on the phrase (its IDF), the row (its size, the phrase's
+        occurrences) and the table's totals, and a row without the phrase adds 0.0. So a one-word
+        query scores each row with exactly that word's term, and adding those terms in the query's
+        order gives FTS5's own sum (``tests/test_lexical_index.py`` compares both on every bit).
+        All words are read in one snapshot of the index, as one statement would be."""
+        return _summed(self.db.term_scores(terms))
+
+    def segment_ids(self, rowids: Iterable[int]) -> dict[int, str]:
+        """``{rowid: segment id}`` for those of ``rowids`` the index holds."""
+        out: dict[int, str] = {}
+        for part in batched([int(r) for r in rowids], _SQL_IDS):
+            out.update(self.db.rows(f"SELECT rowid, id FROM segments WHERE rowid IN ({','.join('?' * len(part))})",
+                                    part))
+        return out
+
+    def rowids(self, segment_ids: Iterable[str]) -> dict[str, int]:
+        """``{segment id: rowid}`` for those of ``segment_ids`` the index holds."""
+        out: dict[str, int] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
+            out.update(self.db.rows(f"SELECT id, rowid FROM segments WHERE id IN ({','.join('?' * len(part))})",
+                                    list(part)))
+        return out
 
     def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
         """``{segment id: row}`` for those of ``segment_ids`` the index holds."""
@@ -341,17 +432,21 @@ class LexicalIndex:
             last = {sid: at for sid, at in last.items() if grew[sid] == page}  # a full page: read on
         return chains
 
-    def top(self, match: str, n: int) -> list[tuple[LexicalRow, float]]:
-        """The ``n`` best segments for an FTS5 MATCH expression with their BM25 scores, best first."""
-        hits = self.matches(match)[:n]
-        rows = self.rows([i for i, _ in hits])
-        return [(rows[i], s) for i, s in hits if i in rows]
+    def top(self, terms: Sequence[str], n: int) -> list[tuple[LexicalRow, float]]:
+        """The ``n`` best segments for ``terms`` with their BM25 scores, best first."""
+        rowids, scores = self.scored(terms)
+        ids = self.segment_ids(rowids[:n].tolist())
+        rows = self.rows(ids.values())
+        return [(rows[ids[r]], float(x)) for r, x in zip(rowids[:n].tolist(), scores[:n]) if ids.get(r) in rows]
 
-    def lookup(self, match: str, segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
+    def lookup(self, terms: Sequence[str], segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
         """``{segment id: (row, BM25 score)}`` for those of ``segment_ids`` the index holds (score 0
         when no query word occurs in it)."""
-        scores = dict(self.matches(match))
-        return {sid: (row, scores.get(sid, 0.0)) for sid, row in self.rows(segment_ids).items()}
+        rowids, scores = self.scored(terms)
+        score = dict(zip(rowids.tolist(), scores.tolist()))
+        rows = self.rows(segment_ids)
+        at = self.rowids(rows)
+        return {sid: (row, score.get(at[sid], 0.0)) for sid, row in rows.items()}
 
     def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
         """``{cluster id: (segments, tokens)}``: what taking a whole cluster costs (as in :class:`UnitKey`)."""
@@ -663,6 +758,41 @@ class LexicalIndex:
         _, opens = self._journal_state()
         dead = [rid for rid, started, _ in opens if time.time() - started > _JOURNAL_KEEP_S]
         self.journal.delete(ids=[open_id, *dead])
+
+
+def _term_scores(conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows holding ``term`` and its BM25 term in each (FTS5's ``-bm25()`` of the one-word query)."""
+    found = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?", (fts5_match([term]),)).fetchall()
+    return (np.fromiter((r for r, _ in found), np.int64, len(found)),
+            np.fromiter((x for _, x in found), np.float64, len(found)))
+
+
+def _summed(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-word ``(rowids, terms)`` added up in the order given (FTS5's), as ``(rowids, totals)`` best
+    first, ties by rowid (FTS5's ``ORDER BY bm25(fts), rowid``).
+
+    The totals are kept in an array indexed by rowid where the rowids are dense enough for it to
+    cost no more than sorting them would (3× faster for a long question over 40k segments), else
+    in one indexed by the sorted distinct rowids. Either way each row gets one addition per word
+    that it holds, in the words' order."""
+    pairs = sum(len(r) for r, _ in parts)
+    if not pairs:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    top = max(int(r.max()) for r, _ in parts if len(r)) + 1
+    if top <= _DENSE_ROWIDS * pairs:
+        total, held = np.zeros(top), np.zeros(top, dtype=bool)
+        for r, x in parts:  # a word's rowids are distinct: one addition per row and word, in order
+            total[r] += x
+            held[r] = True
+        rowids = np.flatnonzero(held)
+        total = total[rowids]
+    else:
+        rowids = np.unique(np.concatenate([r for r, _ in parts]))
+        total = np.zeros(len(rowids))
+        for r, x in parts:
+            total[np.searchsorted(rowids, r)] += x
+    order = np.lexsort((rowids, -total))
+    return rowids[order], total[order]
 
 
 def _set_meta(c: sqlite3.Connection, **values: str) -> None:
