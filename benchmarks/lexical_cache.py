@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     stores = {label: HierarchicalStore(args.collection, path=args.db) for label in CALLS[1:]}
     index = stores["one statement"].lexical_index
     assert index is not None
-    index.scored = types.MethodType(one_statement, index)  # type: ignore[method-assign]
+    index.scored = types.MethodType(one_statement, index)
     fresh = stores["no reuse"].lexical_index
     assert fresh is not None
     texts = questions(args.questions, args.warmup + args.queries)
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     got[label] = answer(stores[label].search(q, query_text=text, budget_tokens=args.budget))
                 times[(min(r, 1), label)].append(time.perf_counter() - t0)
             differ += len({tuple(v) for v in got.values()}) > 1
-    kept = stores["word cache"].lexical_index.db._terms_pairs  # type: ignore[union-attr]
+    kept = stores["word cache"].lexical_index.db._terms_pairs
     lines = [f"`{Path(args.db).name}` ({stores['word cache'].collection.count():,} records), "
              f"{Path(args.questions).name}: {len(texts)} questions × {args.rounds} rounds after {len(warm)} warm-up, "
              f"budget {args.budget}; hits differ between the three searches on {differ} calls; the cache holds "
