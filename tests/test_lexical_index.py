@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.records import decode_cuts, records_for
 from hseg.ingest.run import ingest_batch
-from hseg.retrieval.lexical_query import fts5_match, query_terms
+from hseg.retrieval.lexical_query import fts5_match, lexical_query, query_terms
 from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
 from hseg.store.lexical_index import FOLDER, _summed, journal_name
@@ -168,6 +168,25 @@ def test_summed_adds_each_words_terms_in_order_and_ranks_ties_by_rowid(words, sp
 def _or_ranking(index, terms):
     return index.db.rows("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid",
                          (fts5_match(terms),))
+
+
+def test_a_querys_pages_and_scores_are_the_or_rankings_normalised_by_its_best(six_books):
+    index = six_books.lexical_index
+    terms = query_terms(" ".join(_vocabulary(six_books)[5:200:9]))
+    expected = _or_ranking(index, terms)
+    names = index.segment_ids([r for r, _ in expected])
+    ranked = [(names[r], x / expected[0][1]) for r, x in expected]
+    lq = lexical_query(index, " ".join(terms), 0.3)
+    assert lq is not None and lq.terms == tuple(terms)
+    for n in (1, 5, 17, len(ranked), len(ranked) + 3):  # deeper pages, as later rounds ask
+        page = lq.page(n)
+        assert list(zip(page.ids, page.scores.tolist())) == ranked[:n]
+        assert page.floor == (ranked[n - 1][1] if n <= len(ranked) else 0.0)
+    every = list(lexical_rows(six_books)) + ["no-such-segment"]
+    score = dict(ranked)
+    assert lq.scores(every).tolist() == [score.get(sid, 0.0) for sid in every]
+    assert lq.score(ranked[0][0]) == 1.0 and lq.score("no-such-segment") == 0.0
+    assert lexical_query(index, "the of and", 0.0) is None
 
 
 def test_words_kept_from_an_earlier_query_are_read_again_after_any_write(tmp_path, chroma_collection_name, chunker):

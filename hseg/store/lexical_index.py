@@ -27,6 +27,11 @@ and ``chroma run`` servers), so it lives beside Chroma, in one of two ways (:fun
   are the only ones that can differ from a token's state). A rebuild reads every segment record
   (measured at 40k records in ``benchmarks/RESULTS.md``).
 
+A search scores every segment holding a query word (the normaliser of ``lex`` is the query's best
+BM25), one word at a time (:meth:`LexicalIndex.scored`: FTS5's own floats and order), and each
+connection keeps its words' terms (up to :data:`TERM_CACHE_PAIRS`) until the file changes: the
+common words that make a long question expensive are mostly words earlier questions asked.
+
 Records written without hseg (another tool writing hseg records into the collection) change
 Chroma's record count without a token or *pending* entry: each index object compares the count
 with the one recorded at its last sync on its first check and rebuilds if they differ, as the unit
@@ -34,7 +39,7 @@ index does (:mod:`hseg.store.unit_index`); later foreign writes are seen by the 
 ``HierarchicalStore.sync_lexical_index()`` rebuilds on demand.
 
 Example:
-    >>> index = store.lexical  # doctest: +SKIP
+    >>> index = store.lexical_index  # doctest: +SKIP
     >>> index.ensure_fresh(); index.top(["tides"], 3)  # doctest: +SKIP
     [(LexicalRow(segment_id='seg-...', ...), 7.91), ...]
 """
