@@ -368,7 +368,9 @@ class LexicalIndex:
         phrase's term depends only on the phrase (its IDF), the row (its size, the phrase's
         occurrences) and the table's totals, and a row without the phrase adds 0.0. So a one-word
         query scores each row with exactly that word's term, and adding those terms in the query's
-        order gives FTS5's own sum (``tests/test_lexical_index.py`` compares both on every bit).
+        order gives FTS5's own sum (``tests/test_lexical_index.py`` compares both on every bit; a
+        SQLite compiled to fuse FTS5's multiply and add, as compilers may on ARM, rounds its own sum
+        differently in the last bit).
         All words are read in one snapshot of the index, as one statement would be."""
         return _summed(self.db.term_scores(terms))
 
