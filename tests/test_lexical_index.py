@@ -179,7 +179,7 @@ def test_a_querys_pages_and_scores_are_the_or_rankings_normalised_by_its_best(si
     index = six_books.lexical_index
     terms = query_terms(" ".join(_vocabulary(six_books)[5:200:9]))
     expected = _or_ranking(index, terms)
-    names = index.segment_ids([r for r, _ in expected])
+    names = index.ids_at([r for r, _ in expected])
     ranked = [(names[r], x / expected[0][1]) for r, x in expected]
     lq = lexical_query(index, " ".join(terms), 0.3)
     assert lq is not None and lq.terms == tuple(terms)

@@ -82,9 +82,9 @@ class LexicalSource(Protocol):
 
     def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def segment_ids(self, rowids: Iterable[int]) -> dict[int, str]: ...
+    def ids_at(self, rowids: Iterable[int]) -> dict[int, str]: ...
 
-    def rowids(self, segment_ids: Iterable[str]) -> dict[str, int]: ...
+    def rowids_of(self, segment_ids: Iterable[str]) -> dict[str, int]: ...
 
     def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]: ...
 
@@ -146,7 +146,7 @@ class LexicalQuery:
         self._scored()
         if len(self._ids) < min(n, len(self._rowids)):
             more = self._rowids[len(self._ids):n].tolist()
-            named = self.index.segment_ids(more)
+            named = self.index.ids_at(more)
             self._ids += [named.get(r, "") for r in more]
         # the segments table and FTS5 are written in one transaction: a rowid without a name is not
         # expected, and is skipped as the join of earlier versions skipped it
@@ -161,7 +161,7 @@ class LexicalQuery:
         self._scored()
         unknown = [sid for sid in segment_ids if sid not in self._rowid_of]
         if unknown:
-            found = self.index.rowids(unknown)
+            found = self.index.rowids_of(unknown)
             self._rowid_of.update((sid, found.get(sid)) for sid in unknown)
         raw = np.zeros(len(segment_ids))
         if len(self._sorted):

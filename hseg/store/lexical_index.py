@@ -374,7 +374,7 @@ class LexicalIndex:
         All words are read in one snapshot of the index, as one statement would be."""
         return _summed(self.db.term_scores(terms))
 
-    def segment_ids(self, rowids: Iterable[int]) -> dict[int, str]:
+    def ids_at(self, rowids: Iterable[int]) -> dict[int, str]:
         """``{rowid: segment id}`` for those of ``rowids`` the index holds."""
         out: dict[int, str] = {}
         for part in batched([int(r) for r in rowids], _SQL_IDS):
@@ -382,7 +382,7 @@ class LexicalIndex:
                                     part))
         return out
 
-    def rowids(self, segment_ids: Iterable[str]) -> dict[str, int]:
+    def rowids_of(self, segment_ids: Iterable[str]) -> dict[str, int]:
         """``{segment id: rowid}`` for those of ``segment_ids`` the index holds."""
         out: dict[str, int] = {}
         for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
@@ -442,7 +442,7 @@ class LexicalIndex:
     def top(self, terms: Sequence[str], n: int) -> list[tuple[LexicalRow, float]]:
         """The ``n`` best segments for ``terms`` with their BM25 scores, best first."""
         rowids, scores = self.scored(terms)
-        ids = self.segment_ids(rowids[:n].tolist())
+        ids = self.ids_at(rowids[:n].tolist())
         rows = self.rows(ids.values())
         return [(rows[ids[r]], float(x)) for r, x in zip(rowids[:n].tolist(), scores[:n]) if ids.get(r) in rows]
 
@@ -452,7 +452,7 @@ class LexicalIndex:
         rowids, scores = self.scored(terms)
         score = dict(zip(rowids.tolist(), scores.tolist()))
         rows = self.rows(segment_ids)
-        at = self.rowids(rows)
+        at = self.rowids_of(rows)
         return {sid: (row, score.get(at[sid], 0.0)) for sid, row in rows.items()}
 
     def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
