@@ -62,7 +62,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import chromadb  # noqa: E402
-from query_latency import questions, rotated  # noqa: E402
+from query_latency import questions, rotated, store_questions_options  # noqa: E402
 
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.chunking.records import listed_segment_ids  # noqa: E402
@@ -374,11 +374,7 @@ def layout2_copy(db: str, name: str, to: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", required=True, help="a store built with hseg index")
-    ap.add_argument("--collection", default="hseg")
-    ap.add_argument("--questions", required=True, help="CSV with a 'question' column")
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--budget", type=int, default=4096)
+    store_questions_options(ap)
     ap.add_argument("--lexical-weight", type=float, default=0.2)
     ap.add_argument("--records", type=int, default=44, help="segment records per get in table 2")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the questions in table 1")

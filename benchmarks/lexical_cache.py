@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a sourc
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from query_latency import questions, rotated  # noqa: E402
+from query_latency import questions, rotated, store_questions_options  # noqa: E402
 
 from hseg.retrieval.lexical_query import fts5_match  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
@@ -71,12 +71,8 @@ def p50_ms(xs: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", required=True, help="a store built with hseg index")
-    ap.add_argument("--collection", default="hseg")
-    ap.add_argument("--questions", required=True, help="CSV with a 'question' column")
-    ap.add_argument("--queries", type=int, default=200)
+    store_questions_options(ap)
     ap.add_argument("--warmup", type=int, default=10, help="questions asked first, not timed (their words are kept)")
-    ap.add_argument("--budget", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None, help="append the markdown table to this file")
     args = ap.parse_args(argv)

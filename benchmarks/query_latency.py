@@ -348,6 +348,16 @@ def questions(path: str, limit: int) -> list[str]:
     return qs[:limit]
 
 
+def store_questions_options(ap: argparse.ArgumentParser, queries: int = 200) -> None:
+    """The options of a benchmark that searches one built store with a question file: ``--db``,
+    ``--collection``, ``--questions``, ``--queries``, ``--budget``."""
+    ap.add_argument("--db", required=True, help="a store built with hseg index")
+    ap.add_argument("--collection", default="hseg")
+    ap.add_argument("--questions", required=True, help="CSV with a 'question' column")
+    ap.add_argument("--queries", type=int, default=queries)
+    ap.add_argument("--budget", type=int, default=4096)
+
+
 def open_store(stack: ExitStack, args: argparse.Namespace, collection: str) -> HierarchicalStore:
     if not args.server:
         return HierarchicalStore(collection, path=args.path)
