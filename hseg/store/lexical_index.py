@@ -250,11 +250,8 @@ class _Database:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """The connection for reads that must see one state of the file (WAL: a read transaction's
-        snapshot), e.g. several statements that make one answer; inside a transaction, that one."""
+        snapshot), e.g. several statements that make one answer (not inside a transaction)."""
         with self.lock:
-            if self.conn.in_transaction:
-                yield self.conn
-                return
             self.conn.execute("BEGIN")
             try:
                 yield self.conn
