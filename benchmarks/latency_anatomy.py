@@ -1,6 +1,6 @@
 """Where a default search's time goes on a small store, and what a record's metadata costs a ``get``.
 
-Five measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
+Six measurements on a store built with ``hseg index`` (``--db``), each interleaved with a plain
 ``collection.query(n_results=5)`` on the same query vectors:
 
 1. **Searches by the reads they make.** The default search (hybrid ``unit="auto"``,
@@ -33,7 +33,15 @@ Five measurements on a store built with ``hseg index`` (``--db``), each interlea
    written anew in layout 2 from the same vectors (:func:`layout2_copy`; ``sync_unit_index()`` would
    fuse them again from the vectors Chroma returns, a few float32 ulps off), then table 3's
    interleaved searches on the store as it is and on the copy, hits compared. On a store whose unit
-   index is already of layout 2 both read the unit index.
+   index is already of layout 2 both read the unit index. (Since round 16 neither does: tables 4 and
+   5 size what round 14 chose, and table 4 replays the collection reads a search makes without the
+   lexical table.)
+6. **The passages' records from the lexical table** (hseg's since round 16,
+   ``LexicalIndex.records``): each default search's table read replayed on the table, as a ``get``
+   of the same segments' unit records (round 14's read; their texts only where the unit index is of
+   layout 2) and as a ``get`` of the collection's records, paired per search; then the default
+   search as shipped against the same search reading the collection instead (what it does when the
+   table lags a write), interleaved, hits compared.
 
 Usage:
     python benchmarks/latency_anatomy.py --db /tmp/bench/tbdb \
@@ -64,11 +72,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import chromadb  # noqa: E402
 from query_latency import questions, rotated, store_questions_options  # noqa: E402
 
+import hseg.retrieval.passages as passages  # noqa: E402
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.chunking.records import listed_segment_ids  # noqa: E402
 from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_metadata  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
+from hseg.store.lexical_index import LexicalIndex  # noqa: E402
+
+table_read = passages._from_table
 
 #: bookkeeping of a whole document that a cluster record could carry for its segments
 BOOKKEEPING = ("chunk_settings", "content_sha256", "hseg_schema")
@@ -286,6 +298,8 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
         return answer(reads)
 
     plans._answer = logged
+    from_table = passages._from_table
+    passages._from_table = lambda *args: None  # the collection's get, as a search made it before round 16
     try:
         gets = []
         for text, q in zip(texts, vectors):
@@ -294,6 +308,7 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
             gets.append(made[0] if made else ())
     finally:
         plans._answer = answer
+        passages._from_table = from_table
     collection = store.collection
     segments = collection.get(where={"hseg_level": "segment"}, include=["metadatas", "documents", "embeddings"])
     if store.unit_index is None or store.unit_index.existing is None:
@@ -351,6 +366,96 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
     return "\n".join(lines) + "\n"
 
 
+def table_reads(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, budget: int, weight: float,
+                rounds: int) -> str:
+    """Table 6: each default search's read of its passages from the lexical table, replayed on the
+    table, the unit index and the collection (paired per search); then whole searches as shipped
+    against the same searches reading the collection instead, interleaved, hits compared."""
+    if store.unit_index is None or store.unit_index.existing is None or store.lexical_index is None:
+        raise ValueError(f"--db: collection {store.collection.name!r} has no unit index or lexical index")
+    asked: list[list[str]] = []
+    real = LexicalIndex.records
+
+    def logged(self: LexicalIndex, segment_ids: Any) -> dict[str, tuple[dict[str, Any], str]]:
+        ids = list(segment_ids)
+        asked.append(ids)
+        return real(self, ids)
+
+    LexicalIndex.records = logged  # type: ignore[method-assign]
+    try:
+        reads = []
+        for text, q in zip(texts, vectors):
+            asked.clear()
+            store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+            reads.append(list(asked[0]) if asked else [])
+    finally:
+        LexicalIndex.records = real  # type: ignore[method-assign]
+    units = store.unit_index.existing
+    unit_of = {UnitKey.parse(u).segment_id: u for u in units.get(include=[])["ids"]}
+    lexical, collection = store.lexical_index, store.collection
+    timed: dict[str, list[float]] = defaultdict(list)
+    for r in range(rounds):
+        for i, (ids, q) in enumerate(zip(reads, vectors)):
+            if not ids:
+                continue
+            for label in rotated(["table", "unit index", "collection", "plain"], i + r):
+                t0 = time.perf_counter()
+                if label == "table":
+                    lexical.records(ids)
+                elif label == "unit index":
+                    units.get(ids=[unit_of[s] for s in ids if s in unit_of], include=["metadatas"])
+                elif label == "collection":
+                    collection.get(ids=ids, include=["metadatas", "documents"])
+                else:
+                    collection.query(query_embeddings=[q], n_results=5)
+                timed[label].append(time.perf_counter() - t0)
+    n = sum(1 for ids in reads if ids)
+    base = p50_ms(timed["plain"])
+    layout = store.unit_index.layout
+    lines = [f"the passages' records of {n} default searches (λ {weight}, budget {budget}), "
+             f"{sum(map(len, reads)) / max(n, 1):.1f} segments each on average, read × {rounds} rounds, interleaved "
+             f"with a plain query (p50 {base:.2f} ms); unit index of layout {layout}", "",
+             "| read from | p50 ms | × plain query | paired median saving against the table's read, ms |",
+             "|---|---|---|---|"]
+    for label in ("table", "unit index", "collection"):
+        saving = "" if label == "table" else \
+            f"{statistics.median(b - a for a, b in zip(timed['table'], timed[label])) * 1e3:.2f}"
+        lines.append(f"| {label} | {p50_ms(timed[label]):.2f} | {p50_ms(timed[label]) / base:.2f} | {saving} |")
+
+    def collection_read(*args: Any) -> None:
+        return None
+
+    searched: dict[str, list[float]] = defaultdict(list)
+    differ = 0
+    for r in range(rounds):
+        for i, (text, q) in enumerate(zip(texts, vectors)):
+            found = {}
+            for label in rotated(["shipped", "collection", "plain"], i + r):
+                if label == "plain":
+                    t0 = time.perf_counter()
+                    collection.query(query_embeddings=[q], n_results=5)
+                    searched[label].append(time.perf_counter() - t0)
+                    continue
+                if label == "collection":
+                    passages._from_table = collection_read  # type: ignore[assignment]
+                try:
+                    t0 = time.perf_counter()
+                    hits = store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
+                    searched[label].append(time.perf_counter() - t0)
+                finally:
+                    passages._from_table = table_read
+                found[label] = [(h.text, h.start, h.end, h.segment_ids, h.score) for h in hits]
+            differ += found["shipped"] != found["collection"]
+    base = p50_ms(searched["plain"])
+    lines += ["", f"the default search, {len(texts)} questions × {rounds} rounds, interleaved with a plain query "
+              f"(p50 {base:.2f} ms); hits differ on {differ} searches", "",
+              "| passages read from | p50 ms | × plain query |", "|---|---|---|"]
+    lines += [f"| {label} | {p50_ms(searched[label]):.2f} | **{p50_ms(searched[label]) / base:.2f}** |"
+              for label in ("shipped", "collection")]
+    lines[-2] = lines[-2].replace("| shipped |", "| the lexical table (as shipped) |")
+    return "\n".join(lines) + "\n"
+
+
 def layout2_copy(db: str, name: str, to: Path) -> Path:
     """A copy of the store directory ``db`` whose unit index is written anew in layout 2 with the
     same ids and vectors (the lexical index and the collection copied as they are)."""
@@ -380,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the questions in table 1")
     ap.add_argument("--get-rounds", type=int, default=800)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5])
+    ap.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6],
+                    choices=[1, 2, 3, 4, 5, 6])
     ap.add_argument("--out", default=None, help="append the markdown tables to this file")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -405,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
             tables.append(unit_texts(store, texts, vectors, args.budget, args.lexical_weight, args.rounds, Path(tmp)))
         if 5 in args.tables:
             tables.append(slim_searches(layouts, texts, vectors, args.budget, args.lexical_weight, args.rounds))
+        if 6 in args.tables:
+            tables.append(table_reads(store, texts, vectors, args.budget, args.lexical_weight, args.rounds))
     print("\n".join(tables))
     if args.out:
         with Path(args.out).open("a", encoding="utf-8") as out:

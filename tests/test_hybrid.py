@@ -9,6 +9,7 @@ import chromadb
 import numpy as np
 import pytest
 
+from hseg.chunking.records import RESERVED_PREFIX, SETTINGS_KEY
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
 from hseg.store import HierarchicalStore, SearchSettings
@@ -370,21 +371,19 @@ def test_a_record_that_does_not_continue_as_the_table_says_ends_its_passage_ther
         assert _continue(records, _Table(sizes=sizes), budget, where) == expected, budget
 
 
-@pytest.mark.parametrize("unit_texts", [True, False])
+@pytest.mark.parametrize("from_table", [True, False])
 def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_collection_name, monkeypatch,
-                                                                       unit_texts):
-    """On the unit index without a filter, one ``get`` of records per search (from the unit index when
-    it holds texts, else from the collection; vector reads aside): the passages' records and those the
-    rest of the budget adds to them. The same answers as reading those after the passages (and as
-    brute force, above)."""
+                                                                       from_table):
+    """On the unit index without a filter, the passages' records and those the rest of the budget adds
+    to them come in one read: from the lexical table, with no ``get`` at all, or (the table lagging a
+    write) from the collection in one ``get`` (vector reads aside). The same answers as reading those
+    after the passages (and as brute force, above)."""
     import hseg.retrieval.passages as passages
     import hseg.retrieval.plans as plans
-    from hseg.store.unit_index import UnitIndex
 
-    if not unit_texts:
-        monkeypatch.setattr(UnitIndex, "holds_texts", property(lambda self: False))
+    if not from_table:
+        monkeypatch.setattr(passages, "_from_table", lambda *args: None)
     store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
-    assert store.unit_index is not None and store.unit_index.holds_texts == unit_texts
     reads: list[str] = []
     real = plans._get
 
@@ -407,26 +406,26 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
     monkeypatch.setattr(passages, "_read_ahead", lambda *args: [])
     after = run()
     assert [hits for hits, _ in ahead] == [hits for hits, _ in after]
-    assert {n for _, n in ahead} == {1}
-    assert any(n == 2 for _, n in after)  # without reading ahead, the rules read again: they were used
+    one = 0 if from_table else 1
+    assert {n for _, n in ahead} == {one}
+    assert any(n == one + 1 for _, n in after)  # without reading ahead, the rules read again: they were used
 
 
-def test_passages_read_from_a_unit_index_that_holds_texts_equal_the_collections(chroma_collection_name, monkeypatch):
-    """Layout 2: the hybrid ``unit="auto"`` search reads its passages, a cluster taken whole as all
-    of its segments, and what rules 5 and 6 read ahead from the unit index, not the collection; each
-    hit equals the one read from the collection (its metadata aside, which is the unit record's),
-    and so does what both adapters return (``result_for``). Where the lexical table names a
-    cluster's segments otherwise than the walk's keys (a write in flight), the collection is read."""
+def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_collection_name, monkeypatch):
+    """The hybrid ``unit="auto"`` search reads its passages, a cluster taken whole as all of its
+    segments, and what rules 5 and 6 read ahead from the lexical table, with no ``get`` of records;
+    each hit equals the one read from the collection, its metadata the collection record's but for
+    the keys no search reads (:func:`~hseg.retrieval.unit_vectors.search_metadata`), and so does
+    what both adapters return (``result_for``). Where the table names a cluster's segments otherwise
+    than the walk's keys, or holds a segment of another size (a write in flight), the collection is read."""
     import dataclasses
 
     import hseg.retrieval.passages as passages
     import hseg.retrieval.plans as plans
     from hseg.retrieval.results import result_for
     from hseg.store.lexical_index import LexicalIndex
-    from hseg.store.unit_index import UnitIndex
 
     store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
-    assert store.unit_index is not None and store.unit_index.holds_texts
     reads: list[str] = []
     real_get = plans._get
 
@@ -461,21 +460,35 @@ def test_passages_read_from_a_unit_index_that_holds_texts_equal_the_collections(
                 [dataclasses.replace(h, metadata={}) for h in others]
             assert [result_for(h) for h in hits] == [result_for(h) for h in others]
 
-    from_index, read = run()
+    from_table, read = run()
     assert joined, "no search took a cluster whole"
-    assert all(names == [store.unit_index.name] for names in read)
-    for hits in from_index:
-        for h in hits:
-            assert h.metadata["hseg_doc_id"] == h.doc_id and "source" in h.metadata
+    assert all(names == [] for names in read)
     with monkeypatch.context() as m:
-        m.setattr(UnitIndex, "holds_texts", property(lambda self: False))
+        m.setattr(passages, "_from_table", lambda *args: None)
         from_collection, read = run()
         assert all(names == [store.collection.name] for names in read)
-    same(from_index, from_collection)
+    same(from_table, from_collection)
+    dropped = set()
+    for hits, others in zip(from_table, from_collection):
+        for h, o in zip(hits, others):
+            assert h.metadata["hseg_doc_id"] == h.doc_id and "source" in h.metadata
+            assert h.metadata == {k: o.metadata[k] for k in h.metadata}
+            dropped |= set(o.metadata) - set(h.metadata)
+    assert dropped and all(k.startswith(RESERVED_PREFIX) or k == SETTINGS_KEY for k in dropped)
 
     real_segments = LexicalIndex.cluster_segments
-    monkeypatch.setattr(LexicalIndex, "cluster_segments",
-                        lambda self, cids: {c: ids[:-1] for c, ids in real_segments(self, cids).items()})
-    lagging, read = run()
-    assert any(store.collection.name in names for names in read)
-    same(lagging, from_collection)
+    with monkeypatch.context() as m:
+        m.setattr(LexicalIndex, "cluster_segments",
+                  lambda self, cids: {c: ids[:-1] for c, ids in real_segments(self, cids).items()})
+        lagging, read = run()
+        assert any(store.collection.name in names for names in read)
+        same(lagging, from_collection)
+    real_records = LexicalIndex.records
+    with monkeypatch.context() as m:
+        m.setattr(LexicalIndex, "records", lambda self, ids: {
+            sid: ({**meta, "hseg_tokens": meta["hseg_tokens"] + 1}, text)
+            for sid, (meta, text) in real_records(self, ids).items()})
+        resized, read = run()
+        assert all(names == [store.collection.name] for names in read if names)
+        assert sum(bool(names) for names in read) > len(read) // 2
+        same(resized, from_collection)

@@ -261,9 +261,9 @@ def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma
                                                                            monkeypatch):
     import chromadb
 
+    import hseg.retrieval.passages as passages
     import hseg.store.connection as connection
     from hseg.retrieval.unit_vectors import TEXT_KEY
-    from hseg.store.unit_index import UnitIndex
 
     client = chromadb.EphemeralClient()
     rng = np.random.default_rng(8)
@@ -273,7 +273,7 @@ def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma
     with monkeypatch.context() as m:  # an index made before layout 2
         m.setattr(connection, "UNIT_LAYOUT", 1)
         store.add(chunkings[:2])
-    assert store.unit_index.layout == 1 and not store.unit_index.holds_texts
+    assert store.unit_index.layout == 1
     store.add(chunkings[2:])  # a write keeps the index's layout: its records never mix two
     metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
@@ -294,17 +294,17 @@ def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma
     assert store.sync_unit_index(["doc0"]) == len(chunkings[0].segments)  # part of it: the layout stays
     assert store.unit_index.layout == 1
     assert store.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert store.unit_index.layout == 2 and store.unit_index.holds_texts and store.unit_weights == (0.5, 0.2)
+    assert store.unit_index.layout == 2 and store.unit_weights == (0.5, 0.2)
     metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
     assert all(TEXT_KEY in m and "hseg_level" not in m for m in metas)
     assert store.unit_index.usable(0.5, 0.2) is not None
-    # the same hits as reading the rebuilt index's texts from the collection (not compared with the
-    # layout-1 answers: an in-memory client's kNN over a freshly written index misses a record in about
-    # one run in ten, at 5538a48 too; see the round-14 note)
+    # the same hits as reading the passages from the collection (not compared with the layout-1
+    # answers: an in-memory client's kNN over a freshly written index misses a record in about one
+    # run in ten, at 5538a48 too; see the round-14 note)
     rebuilt = answers(store)
     with monkeypatch.context() as m:
-        m.setattr(UnitIndex, "holds_texts", property(lambda self: False))
+        m.setattr(passages, "_from_table", lambda *args: None)
         assert [[h[:5] for h in hits] for hits in answers(store)] == [[h[:5] for h in hits] for hits in rebuilt]
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     assert reopened.unit_index.layout == 2 and answers(reopened) == rebuilt

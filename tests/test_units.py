@@ -189,13 +189,12 @@ def test_a_cluster_taken_whole_is_read_as_its_record_and_its_best_segment(chroma
                                                                            make_chunking, monkeypatch, lexical_weight):
     """Its text and span are the cluster record's, its metadata the best segment's: the other scored
     segments' records are not read, and the hits equal those built from every scored segment's.
-    (The collection's records: a unit index that holds texts serves the hybrid search otherwise,
-    tested below.)"""
+    (The collection's records: the lexical table serves the hybrid search otherwise, tested in
+    ``test_hybrid.py``.)"""
     import hseg.retrieval.passages as passages
     import hseg.retrieval.plans as plans
-    from hseg.store.unit_index import UnitIndex
 
-    monkeypatch.setattr(UnitIndex, "holds_texts", property(lambda self: False))
+    monkeypatch.setattr(passages, "_from_table", lambda *args: None)
 
     rng = np.random.default_rng(11)
     words = ["alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,6 +87,8 @@ class LexicalSource(Protocol):
     def rowids_of(self, segment_ids: Iterable[str]) -> dict[str, int]: ...
 
     def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]: ...
+
+    def records(self, segment_ids: Iterable[str]) -> dict[str, tuple[dict[str, Any], str]]: ...
 
     def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]: ...
 

@@ -50,7 +50,7 @@ from hseg.retrieval.selection import (
     walk,
 )
 from hseg.retrieval.settings import SearchSettings
-from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_record
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
 from hseg.text.structure import common_prefix
 
 __all__ = ["units_plan"]
@@ -58,13 +58,12 @@ __all__ = ["units_plan"]
 
 def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettings, *,
                unit_index: Any = None, lexical: LexicalQuery | None = None,
-               table: LexicalSource | None = None, unit_texts: bool = False) -> Plan[list[SearchHit]]:
+               table: LexicalSource | None = None) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
-    or ``None``; ``unit_texts``: its records hold their segments' texts (layout 2), so that the hybrid
-    path reads its passages from it. ``lexical`` is the query's lexical side (``lexical_weight`` > 0),
+    or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0),
     or ``None``: the dense paths above, untouched. ``table`` is the lexical index of a search with a
     lexical side (even one whose query has no words to look up): with it, ``unit="auto"`` spends the
     rest of a budget on the segments after its passages and the first sentences of the next (rules 5
@@ -73,15 +72,14 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     rest = None
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
         rest = Continuation(table, settings.budget_tokens)
-    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest, unit_texts)
+    hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest)
     if rest is not None:
         hits = yield from continued(collection, hits, rest, settings.where, settings.where_document)
     return hits
 
 
 def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
-              lexical: LexicalQuery | None, rest: Continuation | None = None,
-              unit_texts: bool = False) -> Plan[list[SearchHit]]:
+              lexical: LexicalQuery | None, rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
                                                settings.where_document)
     unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
@@ -91,7 +89,7 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
                                                 lexical))
         if unit_index is not None and not where_document:
             return (yield from _hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                               cluster_weight, neighbour_weight, lexical, rest, unit_texts))
+                                               cluster_weight, neighbour_weight, lexical, rest))
         return (yield from _search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
                                             cluster_weight, neighbour_weight, lexical))
     if unit == "segment":
@@ -309,12 +307,12 @@ def _bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: floa
 
 def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
                     where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
-                    rest: Continuation | None = None, unit_texts: bool = False) -> Plan[list[SearchHit]]:
+                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
-    With ``rest`` (rules 5 and 6 to follow) and no filter, the records they will use are read with
-    the passages' own (a filter would apply to them and not to these). With ``unit_texts`` all of
-    them are read from the index itself (:func:`_from_index`)."""
+    The passages' records are read from the lexical table (:func:`_from_table`), and with ``rest``
+    (rules 5 and 6 to follow) and no filter, the records the rules will use with them (a filter
+    would apply to those and not to these)."""
     qq = query_vector(q)
     where = dict(where) if where else None
     n = _first_page(k, budget, 32, 16)
@@ -359,12 +357,11 @@ def _hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, b
             score = np.array(list(known.values())) / (1.0 + lex.weight)
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
-            reads_ahead = rest is not None and where is None
-            listed = _listed_wholes(lex, order, runs) if reads_ahead or unit_texts else {}
-            ahead = _read_ahead(rest, order, runs, listed) if rest is not None and reads_ahead else []
-            found = (yield from _from_index(index, order, runs, ahead, lex, listed)) if unit_texts and taken else None
-            if found is None:  # the texts are the collection's (or the index lacked one the table named)
-                found = records((yield Get(collection, tuple(taken + ahead)))) if taken else {}
+            listed = _listed_wholes(lex, order, runs)
+            ahead = _read_ahead(rest, order, runs, listed) if rest is not None and where is None else []
+            found = _from_table(lex, order, runs, ahead, listed) if taken else {}
+            if found is None:  # the table does not hold them as the kNN's keys say: a write in flight
+                found = records((yield Get(collection, tuple(taken + ahead))))
             if ahead and rest is not None:
                 rest.remember([sid for sid in ahead if sid in found], found)
             return _indexed_passages(order, score, runs, taken, found)
@@ -378,35 +375,25 @@ def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list
     return lex.index.cluster_segments(whole) if whole else {}
 
 
-def _from_index(index: Any, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
-                lex: LexicalQuery, listed: Mapping[str, list[str]]) -> Plan[_Records | None]:
-    """The records of a walk's passages (:func:`_to_read`'s ids) and of what rules 5 and 6 read ahead,
-    from a unit index that holds its segments' texts (layout 2, :mod:`hseg.retrieval.unit_vectors`):
-    ``{id: (metadata, text)}``, or ``None`` when the index does not hold them as the lexical table
-    says (a write in flight), and the caller reads the collection instead.
+def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
+                listed: Mapping[str, list[str]]) -> _Records | None:
+    """The records of a walk's passages and of what rules 5 and 6 read ahead (``ahead``), from the
+    lexical table (:meth:`~hseg.store.lexical_index.LexicalIndex.records`): ``{id: (metadata, text)}``,
+    or ``None`` when the table does not hold a passage's segment as the walk's key says (it lags a
+    write in flight), and the caller reads the collection instead.
 
-    A cluster taken whole is read as all of its segments, its record made of theirs: its text is
-    theirs joined (segments tile their cluster), its span from the first's start to the last's end,
-    its heading path their common prefix, as :func:`hseg.chunking.records.chunk_metadata` writes a
-    cluster record. A segment record costs a ``get`` about two thirds of what a collection record
-    does (fewer metadata rows), so this is cheaper than a cluster record and its best segment read
-    from the collection (``benchmarks/latency_anatomy.py``, table 4). Its segments come from the
-    lexical table (``listed``, :func:`_listed_wholes`); they are checked against the cluster's size in
-    the walk's keys and must tile it."""
-    by_segment = {key.segment_id: key for key in keys}
+    A ``get`` of ~48 records costs about as much as a plain top-5 query; the table answers in a
+    tenth of that (``benchmarks/RESULTS.md``, round 16). A cluster taken whole is read as all of its
+    segments (``listed``: :func:`_listed_wholes`), its record made of theirs (:func:`_joined`),
+    checked against the cluster's size in the walk's key."""
     whole = [keys[run[0]] for run, is_whole in runs if is_whole]
-    segments = [keys[i].segment_id for run, is_whole in runs if not is_whole for i in run]
-    needed = [*segments, *(sid for key in whole for sid in listed[key.cluster_id])]
-    wanted = list(dict.fromkeys([*needed, *ahead]))
-    rows = lex.rows([sid for sid in wanted if sid not in by_segment])
-    by_segment.update((key.segment_id, key) for key in lex.unit_keys(list(rows.values())))
-    if any(sid not in by_segment for sid in needed):
-        return None
-    got = yield Get(index, tuple(by_segment[sid].encode() for sid in wanted if sid in by_segment), ("metadatas",))
-    found = {UnitKey.parse(uid).segment_id: unit_record(uid, meta or {})
-             for uid, meta in zip(got["ids"], got["metadatas"])}
-    if any(sid not in found for sid in segments):
-        return None
+    segments = [keys[i] for run, is_whole in runs if not is_whole for i in run]
+    needed = [*(key.segment_id for key in segments), *(sid for key in whole for sid in listed[key.cluster_id])]
+    found = lex.index.records([*needed, *ahead])
+    for key in segments:
+        got = found.get(key.segment_id)
+        if got is None or got[0]["hseg_cluster_id"] != key.cluster_id or got[0]["hseg_tokens"] != key.tokens:
+            return None
     for key in whole:
         cluster = _joined(key, listed[key.cluster_id], found)
         if cluster is None:

@@ -56,7 +56,7 @@ from hseg.chunking.records import (
 __all__ = [
     "COMPANION_SUFFIX", "UNIT_LAYOUT", "UNIT_RECORD_KEYS", "TEXT_KEY", "UnitKey", "companion_name", "fused_scale",
     "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys", "unit_record",
-    "DERIVED_KEYS",
+    "DERIVED_KEYS", "search_metadata", "with_derived",
 ]
 
 #: the companion collection of collection ``name`` is ``name + COMPANION_SUFFIX``
@@ -148,7 +148,18 @@ def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAY
     """
     if layout == 1:
         return dict(metadata)
-    return {**{k: v for k, v in metadata.items() if _kept(k)}, TEXT_KEY: text}
+    return {**search_metadata(metadata), TEXT_KEY: text}
+
+
+def search_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """What a search reads of a segment record's metadata but for :data:`DERIVED_KEYS`: the user's
+    keys and :data:`UNIT_RECORD_KEYS` (a layout-2 unit record's, and the lexical table's record).
+
+    Example:
+        >>> search_metadata({"source": "a.md", "hseg_start": 0, "hseg_end": 6, "hseg_level": "segment"})
+        {'source': 'a.md', 'hseg_start': 0}
+    """
+    return {k: v for k, v in metadata.items() if _kept(k)}
 
 
 def _kept(key: str) -> bool:
@@ -171,8 +182,19 @@ def unit_record(unit_id: str, metadata: Mapping[str, Any]) -> tuple[dict[str, An
     if not isinstance(text, str):
         raise ValueError(f"unit record {unit_id!r}: no {TEXT_KEY} (not a layout-2 unit index)")
     key = UnitKey.parse(unit_id)
-    meta.update(hseg_cluster_id=key.cluster_id, hseg_tokens=key.tokens, hseg_end=int(meta["hseg_start"]) + len(text))
-    return meta, text
+    return with_derived(meta, key.cluster_id, key.tokens, text), text
+
+
+def with_derived(metadata: Mapping[str, Any], cluster_id: str, tokens: int, text: str) -> dict[str, Any]:
+    """:func:`search_metadata`'s ``metadata`` of a segment with :data:`DERIVED_KEYS` put back: its
+    cluster, its tokens, and its end (its start plus its ``text``'s length).
+
+    Example:
+        >>> with_derived({"hseg_start": 7}, "clu-1", 2, "Tides.")
+        {'hseg_start': 7, 'hseg_cluster_id': 'clu-1', 'hseg_tokens': 2, 'hseg_end': 13}
+    """
+    return {**metadata, "hseg_cluster_id": cluster_id, "hseg_tokens": int(tokens),
+            "hseg_end": int(metadata["hseg_start"]) + len(text)}
 
 
 def filter_keys(where: Mapping[str, Any] | None) -> set[str]:

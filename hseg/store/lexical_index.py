@@ -66,6 +66,7 @@ import numpy as np
 
 from hseg.chunking.records import CUTS_KEY, SCHEMA_VERSION, Record
 from hseg.retrieval.lexical_query import LexicalRow, fts5_match
+from hseg.retrieval.unit_vectors import search_metadata, with_derived
 from hseg.store.reading import batched, get_by_documents, pages
 
 __all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", "cache_root", "journal_name",
@@ -83,7 +84,7 @@ JOURNAL_SUFFIX = "_hseg_writes"
 OPEN_WRITE_TTL_S = 3600.0
 #: open records of dead writers older than this are deleted by the next writer
 _JOURNAL_KEEP_S = 7 * 24 * 3600.0
-_FORMAT = "2"  # the layout of the SQLite file; another value is rebuilt (2: segments.cuts)
+_FORMAT = "3"  # the layout of the SQLite file; another value is rebuilt (2: segments.cuts; 3: segments.record)
 _TOKEN_ID = "token"
 _OPEN_PREFIX = "open-"
 #: segment ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
@@ -107,7 +108,7 @@ _DENSE_ROWIDS = 16
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
-    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT)",
+    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT, record TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
     "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
     # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
@@ -396,6 +397,18 @@ class LexicalIndex:
                 out[fields[0]] = LexicalRow(*fields)
         return out
 
+    def records(self, segment_ids: Iterable[str]) -> dict[str, tuple[dict[str, Any], str]]:
+        """``{segment id: (metadata, text)}`` for those of ``segment_ids`` the index holds: each as its
+        segment record reads to a search (:func:`~hseg.retrieval.unit_vectors.search_metadata` with the
+        derived keys put back), its text exactly the record's document."""
+        out: dict[str, tuple[dict[str, Any], str]] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), _SQL_IDS):
+            for sid, cid, tokens, record, text in self.db.rows(
+                    f"SELECT s.id, s.cluster_id, s.tokens, s.record, f.text FROM segments s JOIN fts f "
+                    f"ON f.rowid = s.rowid WHERE s.id IN ({','.join('?' * len(part))})", list(part)):
+                out[sid] = (with_derived(json.loads(record), cid, tokens, text), text)
+        return out
+
     def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
         """``{segment id: the segments after it in its document, in order}``, as long as their tokens
         add up to at most ``max_tokens``, then the first that does not fit (whose first sentences may
@@ -634,10 +647,11 @@ class LexicalIndex:
                 continue  # another writer's record sharing the collection
             doc = str(meta["hseg_doc_id"])
             cuts = meta.get(CUTS_KEY)
-            cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens, cuts) "
-                            "VALUES (?, ?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
-                                                          int(meta["hseg_index"]), int(meta["hseg_tokens"]),
-                                                          None if cuts is None else str(cuts)))
+            cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens, cuts, record) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
+                                                             int(meta["hseg_index"]), int(meta["hseg_tokens"]),
+                                                             None if cuts is None else str(cuts),
+                                                             json.dumps(search_metadata(meta))))
             c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
             sha = meta.get("content_sha256")
             shas[doc] = None if sha is None else str(sha)

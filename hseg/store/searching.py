@@ -82,11 +82,10 @@ class SearchPlanner:
                            settings.lexical_weight)
         if settings.resolved_unit == "cluster":
             return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
-        index, texts = None, False
+        index = None
         if settings.resolved_unit == "auto" and units is not None:
             index = units.usable(settings.cluster_weight, settings.neighbour_weight, settings.where)
-            texts = index is not None and units.holds_texts
         # a search with a lexical side spends the rest of a budget on what follows its passages, read
         # from the lexical index's table (made fresh by ready()); a dense one is left as the walk took it
         table = self.lexical_index if settings.lexical_weight and text is not None else None
-        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table, unit_texts=texts)
+        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table)

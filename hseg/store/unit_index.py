@@ -95,12 +95,6 @@ class UnitIndex:
             return UNIT_LAYOUT
         return int((self.existing.metadata or {}).get("hseg_unit_layout", 1))
 
-    @property
-    def holds_texts(self) -> bool:
-        """Whether the index's records hold their segments' texts (layout 2), so that a search can
-        read its passages from it."""
-        return self.layout >= 2
-
     def count(self) -> int:
         return 0 if self.existing is None else int(self.existing.count())
 
