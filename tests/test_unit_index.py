@@ -211,25 +211,27 @@ def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunk
     assert hits and fresh.unit_index.usable(0.5, 0.2) is not None
 
 
-def test_a_layout_2_unit_record_holds_its_text_and_what_a_search_reads():
-    from hseg.retrieval.unit_vectors import DERIVED_KEYS, TEXT_KEY, UNIT_RECORD_KEYS, unit_record
+def test_unit_records_of_each_layout_hold_what_it_says():
+    """Layout 1: the segment record's metadata; layout 2: the keys a search reads (no derived key)
+    and the text; layout 3 (the current): those keys alone."""
+    from hseg.retrieval.unit_vectors import DERIVED_KEYS, TEXT_KEY, UNIT_LAYOUT, UNIT_RECORD_KEYS
 
+    assert UNIT_LAYOUT == 3
     rng = np.random.default_rng(1)
     chunking = build_synthetic_chunking("d", rng, n_clusters=3, max_segments=3)
     recs = records_for(chunking, {"source": "a.md", "content_sha256": "9f2c"})
     segments = {r.id: r for r in recs if r.metadata["hseg_level"] == "segment"}
-    for layout in (1, 2):
-        for u in unit_records(recs, 0.5, 0.2, layout):
+    for layout in (1, 2, 3):
+        units = unit_records(recs, 0.5, 0.2, layout)
+        assert len(units) == len(segments)
+        for u in units:
             seg = segments[UnitKey.parse(u.id).segment_id]
             if layout == 1:
                 assert u.metadata == seg.metadata and TEXT_KEY not in u.metadata
                 continue
-            read = {k: v for k, v in seg.metadata.items() if k in UNIT_RECORD_KEYS + DERIVED_KEYS or k == "source"}
-            assert unit_record(u.id, u.metadata) == (read, seg.document)
+            read = {k: v for k, v in seg.metadata.items() if k in UNIT_RECORD_KEYS or k == "source"}
+            assert u.metadata == ({**read, TEXT_KEY: seg.document} if layout == 2 else read)
             assert not {"hseg_level", "chunk_settings", *DERIVED_KEYS} & set(u.metadata)
-    with pytest.raises(ValueError, match=TEXT_KEY):
-        unit_record(UnitKey(chunking.segments[0].id, "c", 0, 1, 1, 1).encode(),
-                    dict(segments[chunking.segments[0].id].metadata))
 
 
 def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(chroma_client,
@@ -257,27 +259,31 @@ def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(
         assert [(h.segment_ids, h.text) for h in got] == [(h.segment_ids, h.text) for h in expected]
 
 
-def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma_collection_name, make_chunking,
-                                                                           monkeypatch):
+@pytest.mark.parametrize("old", [1, 2])
+def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_current_one(
+        chroma_collection_name, make_chunking, monkeypatch, old):
     import chromadb
 
     import hseg.retrieval.passages as passages
     import hseg.store.connection as connection
-    from hseg.retrieval.unit_vectors import TEXT_KEY
+    from hseg.retrieval.unit_vectors import TEXT_KEY, UNIT_LAYOUT
 
     client = chromadb.EphemeralClient()
     rng = np.random.default_rng(8)
     words = ["alpha", "beta", "gamma", "delta", "kappa"]
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=4, max_segments=4, vocabulary=words) for i in range(3)]
     store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    with monkeypatch.context() as m:  # an index made before layout 2
-        m.setattr(connection, "UNIT_LAYOUT", 1)
+    with monkeypatch.context() as m:  # an index made by an earlier version
+        m.setattr(connection, "UNIT_LAYOUT", old)
         store.add(chunkings[:2])
-    assert store.unit_index.layout == 1
+    assert store.unit_index.layout == old
     store.add(chunkings[2:])  # a write keeps the index's layout: its records never mix two
     metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
-    assert all(TEXT_KEY not in m and m["hseg_level"] == "segment" for m in metas)
+    if old == 1:
+        assert all(TEXT_KEY not in m and m["hseg_level"] == "segment" for m in metas)
+    else:
+        assert all(TEXT_KEY in m and "hseg_level" not in m for m in metas)
     queries = [(rng.standard_normal(16).astype(np.float32), text) for text in ("alpha kappa", "beta", "delta gamma")]
 
     texts = {c.doc_id: c.text for c in chunkings}
@@ -290,14 +296,14 @@ def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma
         assert all(texts[doc][start:end] == text for hits in found for doc, _, start, end, text, _ in hits)
         return found
 
-    answers(store)  # the layout-1 index, texts read from the collection
+    answers(store)
     assert store.sync_unit_index(["doc0"]) == len(chunkings[0].segments)  # part of it: the layout stays
-    assert store.unit_index.layout == 1
+    assert store.unit_index.layout == old
     assert store.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert store.unit_index.layout == 2 and store.unit_weights == (0.5, 0.2)
+    assert store.unit_index.layout == UNIT_LAYOUT and store.unit_weights == (0.5, 0.2)
     metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
-    assert all(TEXT_KEY in m and "hseg_level" not in m for m in metas)
+    assert all(TEXT_KEY not in m and "hseg_level" not in m and "hseg_doc_id" in m for m in metas)
     assert store.unit_index.usable(0.5, 0.2) is not None
     # the same hits as reading the passages from the collection (not compared with the layout-1
     # answers: an in-memory client's kNN over a freshly written index misses a record in about one
@@ -307,7 +313,7 @@ def test_an_index_of_layout_1_is_searched_written_and_rebuilt_in_layout_2(chroma
         m.setattr(passages, "_from_table", lambda *args: None)
         assert [[h[:5] for h in hits] for hits in answers(store)] == [[h[:5] for h in hits] for hits in rebuilt]
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert reopened.unit_index.layout == 2 and answers(reopened) == rebuilt
+    assert reopened.unit_index.layout == UNIT_LAYOUT and answers(reopened) == rebuilt
 
 
 def test_unit_records_of_another_text_do_not_count_for_hseg_index(chroma_client, chroma_collection_name,

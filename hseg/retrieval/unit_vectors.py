@@ -26,14 +26,16 @@ What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the 
 
 * layout 1 (the first; no layout in the companion's metadata): the segment record's metadata, all
   of it, and no text;
-* layout 2: the segment's text and only what a search reads of a segment (:data:`UNIT_RECORD_KEYS`)
-  beside the user's keys (what its id and text say, :data:`DERIVED_KEYS`, is put back on read), so
-  that a search reads its passages from the index itself. Chroma keeps a row per metadata key and a
-  ``get`` costs per row: the passages of a 4096-token budget read this way cost about 0.6 of the
-  segment records with their 18 keys (``benchmarks/latency_anatomy.py``, table 4). The text is a
-  metadata value (:data:`TEXT_KEY`), not the record's document, which Chroma would index for
-  full-text search a second time, for nothing. A ``where`` on a key the records lack cannot be
-  answered by this index (:func:`serves_filter`).
+* layout 2 (rounds 14 and 15): the segment's text (a metadata value, :data:`TEXT_KEY`) and only what a
+  search reads of a segment (:func:`search_metadata`: :data:`UNIT_RECORD_KEYS` beside the user's
+  keys; what its id and text say, :data:`DERIVED_KEYS`, is not stored), so that a search could read
+  its passages from the index. Since then a search reads them from the lexical index's table (a
+  tenth of a ``get``'s time, ``benchmarks/RESULTS.md`` round 16), and the texts are not read;
+* layout 3: the keys of layout 2 without the text. Chroma keeps a row per metadata key, so these
+  records are smaller and quicker to write than layout 1's.
+
+A ``where`` on a key a layout-2 or -3 record lacks cannot be answered by the index
+(:func:`serves_filter`).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from hseg.chunking.records import (
 
 __all__ = [
     "COMPANION_SUFFIX", "UNIT_LAYOUT", "UNIT_RECORD_KEYS", "TEXT_KEY", "UnitKey", "companion_name", "fused_scale",
-    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys", "unit_record",
+    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys",
     "DERIVED_KEYS", "search_metadata", "with_derived",
 ]
 
@@ -64,14 +66,14 @@ COMPANION_SUFFIX = "_hseg_units"
 _SEP = "|"
 
 #: the layout new unit indexes are written in (see the module's docstring); an index records its own
-UNIT_LAYOUT = 2
-#: the keys a layout-2 unit record keeps of its segment record (beside the user's): what a passage, rules
-#: 5 and 6 (:mod:`hseg.retrieval.continuation`) and the encoder check read, and the text's hash for
-#: ``hseg index``, but for :data:`DERIVED_KEYS`
+UNIT_LAYOUT = 3
+#: the keys a unit record of layout 2 or 3 keeps of its segment record (beside the user's), and the
+#: lexical table's record of a segment: what a passage, rules 5 and 6 (:mod:`hseg.retrieval.continuation`)
+#: and the encoder check read, and the text's hash for ``hseg index``, but for :data:`DERIVED_KEYS`
 UNIT_RECORD_KEYS = ("hseg_doc_id", "hseg_start", HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
-#: what a search reads of a segment record that a layout-2 unit record says without a metadata row
-#: (each costs a ``get`` per record): its id holds the cluster and the tokens, and its end is its start
-#: plus its text's length; :func:`unit_record` puts them back
+#: what a search reads of a segment record that is not stored with :data:`UNIT_RECORD_KEYS`: its cluster,
+#: its tokens (in a unit record's id, and in the lexical table's columns) and its end (its start plus its
+#: text's length); :func:`with_derived` puts them back
 DERIVED_KEYS = ("hseg_cluster_id", "hseg_tokens", "hseg_end")
 #: the metadata key of a layout-2 unit record's text
 TEXT_KEY = "hseg_text"
@@ -140,20 +142,20 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def unit_metadata(metadata: Mapping[str, Any], text: str, layout: int = UNIT_LAYOUT) -> dict[str, Any]:
     """The metadata of a segment's unit record in ``layout``: the segment record's own (layout 1), or
-    its user keys, :data:`UNIT_RECORD_KEYS` and its ``text`` (layout 2).
+    :func:`search_metadata` and its ``text`` (layout 2), or without it (layout 3).
 
     Example:
-        >>> unit_metadata({"source": "a.md", "hseg_start": 0, "hseg_end": 6, "hseg_level": "segment"}, "Tides.")
+        >>> unit_metadata({"source": "a.md", "hseg_start": 0, "hseg_end": 6, "hseg_level": "segment"}, "Tides.", 2)
         {'source': 'a.md', 'hseg_start': 0, 'hseg_text': 'Tides.'}
     """
     if layout == 1:
         return dict(metadata)
-    return {**search_metadata(metadata), TEXT_KEY: text}
+    return {**search_metadata(metadata), TEXT_KEY: text} if layout == 2 else search_metadata(metadata)
 
 
 def search_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What a search reads of a segment record's metadata but for :data:`DERIVED_KEYS`: the user's
-    keys and :data:`UNIT_RECORD_KEYS` (a layout-2 unit record's, and the lexical table's record).
+    keys and :data:`UNIT_RECORD_KEYS` (a unit record's of layout 2 or 3, and the lexical table's record).
 
     Example:
         >>> search_metadata({"source": "a.md", "hseg_start": 0, "hseg_end": 6, "hseg_level": "segment"})
@@ -163,26 +165,9 @@ def search_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _kept(key: str) -> bool:
-    """Whether a layout-2 unit record keeps this key of its segment record: the user's keys (not the
+    """Whether :func:`search_metadata` keeps this key of a segment record: the user's keys (not the
     settings fingerprint, a long JSON no search reads) and :data:`UNIT_RECORD_KEYS`."""
     return (not key.startswith(RESERVED_PREFIX) and key != SETTINGS_KEY) or key in UNIT_RECORD_KEYS
-
-
-def unit_record(unit_id: str, metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """A layout-2 unit record as its segment record reads to a search: ``(metadata, text)``, the
-    metadata with :data:`DERIVED_KEYS` put back and without the text (``ValueError`` without one).
-
-    Example:
-        >>> uid = UnitKey("seg-1", "clu-1", 0, 2, 1, 2).encode()
-        >>> unit_record(uid, {"hseg_start": 7, "hseg_text": "Tides."})
-        ({'hseg_start': 7, 'hseg_cluster_id': 'clu-1', 'hseg_tokens': 2, 'hseg_end': 13}, 'Tides.')
-    """
-    meta = dict(metadata)
-    text = meta.pop(TEXT_KEY, None)
-    if not isinstance(text, str):
-        raise ValueError(f"unit record {unit_id!r}: no {TEXT_KEY} (not a layout-2 unit index)")
-    key = UnitKey.parse(unit_id)
-    return with_derived(meta, key.cluster_id, key.tokens, text), text
 
 
 def with_derived(metadata: Mapping[str, Any], cluster_id: str, tokens: int, text: str) -> dict[str, Any]:
@@ -216,7 +201,7 @@ def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
 
 def serves_filter(where: Mapping[str, Any] | None, layout: int) -> bool:
     """Whether a unit index of ``layout`` filters by ``where`` as the collection does: layout 1 holds
-    every key; layout 2 the user's, :data:`UNIT_RECORD_KEYS` and its text only (not even
+    every key; layouts 2 and 3 the user's and :data:`UNIT_RECORD_KEYS` only (not even
     :data:`DERIVED_KEYS`, nor ``hseg_level``, ``"segment"`` on every record it mirrors)."""
     return layout == 1 or all(_kept(k) for k in filter_keys(where))
 

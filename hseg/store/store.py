@@ -245,8 +245,7 @@ class HierarchicalStore:
         ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
         keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
         A full rebuild (no ``doc_ids``) also writes an index of an older layout anew in the current
-        one, whose records hold their segments' texts: hybrid ``unit="auto"`` searches read their
-        passages from it, which is faster (:mod:`hseg.retrieval.unit_vectors`).
+        one, whose records hold fewer metadata keys (:mod:`hseg.retrieval.unit_vectors`).
 
         Example:
             >>> store.sync_unit_index()  # doctest: +SKIP

@@ -11,8 +11,7 @@ gathered path until ``hseg index`` or :meth:`UnitIndex.sync` repairs it.
 An index keeps the layout it was created in (:data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT`, in the
 companion's metadata; none there: layout 1) and every write follows it, so its records never mix
 layouts. A full :meth:`UnitIndex.rebuild` writes an older index anew in the current layout. Each
-document's unit records go in one upsert call where they fit, as the collection's do, so a search
-that reads passages from the index (layout 2) reads one version of each document.
+document's unit records go in one upsert call where they fit, as the collection's do.
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ class UnitIndex:
         self._batch_size = batch_size
         self._complete: bool | None = None  # decided on the first unit="auto" search of this object
         self._warned_weights: set[tuple[float, float]] = set()  # weights the index cannot serve, told once
-        self._told_layout = False
 
     @property
     def collection(self) -> Any:
@@ -104,11 +102,6 @@ class UnitIndex:
         """The companion collection if it serves a search with these weights and this ``where`` (its
         records hold the keys the filter names) and covers every segment, else ``None`` (the caller
         gathers its candidates instead). Never writes."""
-        if self.layout < UNIT_LAYOUT and not self._told_layout:
-            self._told_layout = True
-            logger.info("collection %r: its unit index is of layout %d, so searches read their passages from the "
-                        "collection; store.sync_unit_index() writes it anew in layout %d (faster hybrid unit='auto' "
-                        "searches)", self.records.name, self.layout, UNIT_LAYOUT)
         if not serves_filter(where, self.layout):
             logger.debug("collection %r: unit='auto' filtered on %s takes the slower path: the unit index's "
                          "records do not hold every key it names", self.records.name, where)
@@ -148,7 +141,7 @@ class UnitIndex:
         """``{doc id: ids of the segments the index holds}`` for these documents; with ``shas``, only of
         the unit records written from that text of their document (``content_sha256``): a segment's
         id comes from its span, so a record left by a write cut short can hold another text's vector
-        (and, in layout 2, its text) under the same id."""
+        under the same id."""
         out: dict[str, set[str]] = {d: set() for d in doc_ids}
         for doc, uid, meta in self._records_of(doc_ids):
             if shas is None or meta.get(CONTENT_HASH_KEY) == shas.get(doc):
