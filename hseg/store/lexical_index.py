@@ -27,6 +27,11 @@ and ``chroma run`` servers), so it lives beside Chroma, in one of two ways (:fun
   are the only ones that can differ from a token's state). A rebuild reads every segment record
   (measured at 40k records in ``benchmarks/RESULTS.md``).
 
+Each row holds what a search reads of its segment record beside its text (``segments.record``:
+:func:`~hseg.retrieval.unit_vectors.search_metadata` as JSON; the text is the FTS5 table's), so the
+hybrid ``unit="auto"`` search reads its passages here (:meth:`LexicalIndex.records`), in a tenth of
+what a Chroma ``get`` of the same records costs (``benchmarks/RESULTS.md``, round 16).
+
 A search scores every segment holding a query word (the normaliser of ``lex`` is the query's best
 BM25), one word at a time (:meth:`LexicalIndex.scored`: FTS5's own floats and order), and each
 connection keeps its words' terms (up to :data:`TERM_CACHE_PAIRS`) until the file changes: the
