@@ -104,20 +104,40 @@ def test_query_cold_start_smoke(tmp_path):
     assert all(re.fullmatch(r"-?\d+\.\d\d", r[1]) for r in rows[1:]), rows  # seconds, two decimals
 
 
-@pytest.mark.model
-def test_lexical_cache_smoke(tmp_path):
-    """The three ways of scoring the lexical side give the same hits, and the table has its four rows."""
+def indexed_tiny_eval(tmp_path: Path) -> Path:
+    """:func:`tiny_eval`'s corpora indexed by ``hseg index`` into ``tmp_path / "db"``; returns its questions."""
     questions = tiny_eval(tmp_path / "eval")
     (tmp_path / "docs").mkdir()
     for md in (tmp_path / "eval" / "corpora").glob("*.md"):
         (tmp_path / "docs" / md.name).write_text(md.read_text(encoding="utf-8"), encoding="utf-8")
     run(["-m", "hseg.cli", "index", str(tmp_path / "docs"), "--db", str(tmp_path / "db"), "--quiet"], tmp_path)
+    return questions
+
+
+@pytest.mark.model
+def test_lexical_cache_smoke(tmp_path):
+    """The three ways of scoring the lexical side give the same hits, and the table has its four rows."""
+    questions = indexed_tiny_eval(tmp_path)
     stdout = run(["benchmarks/lexical_cache.py", "--db", str(tmp_path / "db"), "--questions", str(questions),
                   "--queries", "4", "--warmup", "2", "--rounds", "2", "--budget", "1024"], tmp_path)
     assert "hits differ between the three searches on 0 calls" in stdout
     rows = [r for r in table_rows(stdout) if r[0] != "call"]
     assert [r[0] for r in rows] == ["plain", "word cache", "one statement", "no reuse"]
     assert all(re.fullmatch(r"\d+\.\d\d", x) for r in rows for x in r[1:]), rows
+
+
+@pytest.mark.model
+def test_latency_anatomy_table_6_smoke(tmp_path):
+    """Table 6: the passages read from the lexical table and from the collection give the same hits;
+    the replayed reads and the searches each have their rows."""
+    questions = indexed_tiny_eval(tmp_path)
+    stdout = run(["benchmarks/latency_anatomy.py", "--db", str(tmp_path / "db"), "--questions", str(questions),
+                  "--queries", "4", "--rounds", "1", "--budget", "1024", "--tables", "6"], tmp_path)
+    assert "hits differ on 0 searches" in stdout
+    rows = [r for r in table_rows(stdout) if r[0] not in ("read from", "passages read from")]
+    assert [r[0] for r in rows] == ["table", "unit index", "collection", "the lexical table (as shipped)",
+                                    "collection"]
+    assert all(re.fullmatch(r"\*{0,2}\d+\.\d\d\*{0,2}", x) for r in rows for x in r[1:3]), rows
 
 
 # --------------------------------------------------------------------------- peers and --questions, no model

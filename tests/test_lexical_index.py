@@ -23,7 +23,8 @@ from hseg.ingest.run import ingest_batch
 from hseg.retrieval.lexical_query import fts5_match, lexical_query, query_terms
 from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
-from hseg.store.lexical_index import FOLDER, _summed, journal_name
+from hseg.store.lexical_index import FOLDER, journal_name
+from hseg.store.lexical_sqlite import summed_terms
 from tests.fakes import HashingEncoder, synthetic_book
 
 
@@ -166,7 +167,7 @@ def test_summed_adds_each_words_terms_in_order_and_ranks_ties_by_rowid(words, sp
         for r, x in zip(rowids.tolist(), terms.tolist()):
             total[r] = total.get(r, 0.0) + x
     expected = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
-    rowids, scores = _summed(parts)
+    rowids, scores = summed_terms(parts)
     assert list(zip(rowids.tolist(), scores.tolist())) == expected
 
 
@@ -397,7 +398,7 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     import sqlite3
     import threading
 
-    from hseg.store.lexical_index import _Database
+    from hseg.store.lexical_sqlite import Database
 
     path = tmp_path / "index.sqlite"
     other = sqlite3.connect(str(path), isolation_level=None)  # a file not yet in WAL, being written
@@ -410,7 +411,7 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
 
     def open_index() -> None:
         try:
-            opened.append(_Database(path))
+            opened.append(Database(path))
         except Exception as exc:  # pragma: no cover - the failure this test guards against
             opened.append(exc)
 
@@ -425,7 +426,7 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     assert not thread.is_alive()
     assert still_waiting, f"the open did not wait for the writer: {opened}"
     db = opened[0]
-    assert isinstance(db, _Database), db
+    assert isinstance(db, Database), db
     assert db.rows("PRAGMA journal_mode")[0][0] == "wal"
     assert db.rows("SELECT value FROM meta WHERE key = 'k'") == [("v",)]
     db.close()

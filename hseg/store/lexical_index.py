@@ -34,8 +34,9 @@ what a Chroma ``get`` of the same records costs (``benchmarks/RESULTS.md``, roun
 
 A search scores every segment holding a query word (the normaliser of ``lex`` is the query's best
 BM25), one word at a time (:meth:`LexicalIndex.scored`: FTS5's own floats and order), and each
-connection keeps its words' terms (up to :data:`TERM_CACHE_PAIRS`) until the file changes: the
-common words that make a long question expensive are mostly words earlier questions asked.
+connection keeps its words' terms until the file changes (:mod:`hseg.store.lexical_sqlite`, which
+holds the file's tables and connection): the common words that make a long question expensive are
+mostly words earlier questions asked.
 
 Records written without hseg (another tool writing hseg records into the collection) change
 Chroma's record count without a token or *pending* entry: each index object compares the count
@@ -52,16 +53,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
 import sqlite3
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +67,17 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.records import CUTS_KEY, SCHEMA_VERSION, Record
-from hseg.retrieval.lexical_query import LexicalRow, fts5_match
+from hseg.retrieval.lexical_query import LexicalRow
 from hseg.retrieval.unit_vectors import search_metadata, with_derived
+from hseg.store.lexical_sqlite import (
+    FORMAT,
+    SCHEMA,
+    TOKENIZER,
+    Database,
+    drop_memory_database,
+    memory_database,
+    summed_terms,
+)
 from hseg.store.reading import batched, get_by_documents, pages
 
 __all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", "cache_root", "journal_name",
@@ -79,8 +85,6 @@ __all__ = ["TOKENIZER", "FOLDER", "JOURNAL_SUFFIX", "Location", "LexicalIndex", 
 
 logger = logging.getLogger(__name__)
 
-#: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
-TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: the folder beside an embedded store's Chroma files that holds its lexical indexes
 FOLDER = "hseg-lexical"
 #: the journal collection of collection ``name`` (cache mode) is ``name + JOURNAL_SUFFIX``
@@ -89,7 +93,6 @@ JOURNAL_SUFFIX = "_hseg_writes"
 OPEN_WRITE_TTL_S = 3600.0
 #: open records of dead writers older than this are deleted by the next writer
 _JOURNAL_KEEP_S = 7 * 24 * 3600.0
-_FORMAT = "3"  # the layout of the SQLite file; another value is rebuilt (2: segments.cuts; 3: segments.record)
 _TOKEN_ID = "token"
 _OPEN_PREFIX = "open-"
 #: segment ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
@@ -102,26 +105,6 @@ _FOLLOWING_PAGE = 2
 
 _PAGE = 2000  # records per Chroma read when rebuilding
 
-#: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
-#: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
-TERM_CACHE_PAIRS = 2_000_000
-#: :func:`_summed` adds a query's words up in an array indexed by rowid while the largest rowid is at
-#: most this many times the (rowid, term) pairs: zeroing that array then costs about what sorting
-#: the pairs would
-_DENSE_ROWIDS = 16
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
-    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT, record TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
-    "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
-    # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
-    "CREATE INDEX IF NOT EXISTS segments_doc_position ON segments(doc_id, position)",
-    "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
-    "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
-)
 
 
 # --------------------------------------------------------------------------- where it lives
@@ -178,147 +161,6 @@ def lexical_location(collection: Any) -> Location | None:
     return Location("cache", cache_root() / "lexical" / where / tenant / database / f"{name}.sqlite", name)
 
 
-# --------------------------------------------------------------------------- the SQLite database
-
-
-class _Database:
-    """One SQLite connection (serialised by a lock: searches run in worker threads too) and the
-    index's writer lock."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None,
-                                    check_same_thread=False, timeout=600.0)
-        self.lock = threading.RLock()
-        self._memory_writer = threading.Lock()
-        # each word's BM25 terms (rowids, scores), kept while the file is as they were read from it
-        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._terms_pairs = 0
-        self._terms_state: tuple[int, int] | None = None
-        # Set up under the writer lock: switching a file to WAL while another connection (another
-        # store on the same path, in this process or another) is writing fails at once with "database
-        # is locked" (SQLite does not wait on its busy timeout there): 7 of 40 two-writer loops did.
-        with self.lock, self.writer():
-            if path is not None:
-                self.conn.execute("PRAGMA synchronous=NORMAL")
-                # WAL (kept in the file once set): readers see the last commit while a writer works
-                if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                    self.conn.execute("PRAGMA journal_mode=WAL")
-            for statement in _SCHEMA:
-                self.conn.execute(statement)
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self.lock:
-            return self.conn.execute(sql, params).fetchall()
-
-    def term_scores(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each word's ``(rowids, BM25 terms)`` (ascending rowids), read in one snapshot.
-
-        A word's terms are kept and reused while the file is unchanged: a word's IDF and every row's
-        length are the table's, so any write may change any of them. The file is unchanged while
-        ``PRAGMA data_version`` (other connections' commits, read inside the snapshot) and this
-        connection's ``total_changes`` (its own writes, rolled back ones too) are. Not kept within
-        a transaction of this connection: a rollback would not undo its count."""
-        with self.lock:
-            if self.conn.in_transaction:
-                return [_term_scores(self.conn, term) for term in terms]
-            with self.snapshot() as conn:
-                return self._cached_term_scores(conn, terms)
-
-    def _cached_term_scores(self, conn: sqlite3.Connection,
-                            terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-        if state != self._terms_state:
-            self._terms.clear()
-            self._terms_pairs, self._terms_state = 0, state
-        out = []
-        for term in terms:
-            found = self._terms.get(term)
-            if found is None:
-                found = _term_scores(conn, term)
-                self._keep(term, found)
-            else:
-                self._terms.move_to_end(term)
-            out.append(found)
-        return out
-
-    def _keep(self, term: str, found: tuple[np.ndarray, np.ndarray]) -> None:
-        if len(found[0]) > TERM_CACHE_PAIRS:
-            return
-        self._terms[term] = found
-        self._terms_pairs += len(found[0])
-        while self._terms_pairs > TERM_CACHE_PAIRS:
-            _, (dropped, _) = self._terms.popitem(last=False)
-            self._terms_pairs -= len(dropped)
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """The connection for reads that must see one state of the file (WAL: a read transaction's
-        snapshot), e.g. several statements that make one answer (not inside a transaction)."""
-        with self.lock:
-            self.conn.execute("BEGIN")
-            try:
-                yield self.conn
-            finally:
-                self.conn.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def writer(self, *, blocking: bool = True) -> Iterator[bool]:
-        """Hold the writer lock for the block; yields False (lock not taken) when ``blocking`` is off
-        and another writer holds it."""
-        if self.path is None:
-            got = self._memory_writer.acquire(blocking=blocking)
-            try:
-                yield got
-            finally:
-                if got:
-                    self._memory_writer.release()
-            return
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
-
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()
-
-
-_MEMORY: dict[str, _Database] = {}
-_MEMORY_LOCK = threading.Lock()
-
-
-def _memory_database(key: str) -> _Database:
-    """The in-memory index of an ephemeral collection, shared by every store of the process (as
-    ``EphemeralClient`` collections are)."""
-    with _MEMORY_LOCK:
-        db = _MEMORY.get(key)
-        if db is None:
-            db = _MEMORY[key] = _Database(None)
-        return db
-
-
 # --------------------------------------------------------------------------- the index
 
 
@@ -338,7 +180,7 @@ class LexicalIndex:
         self.location = location
         self.journal = journal
         self._batch_size = batch_size
-        self._db: _Database | None = None
+        self._db: Database | None = None
         self._count_checked = False  # the first check of this object compares record counts too
         self._settled: set[str] = set()  # expired open writes whose documents this object re-read
 
@@ -348,10 +190,10 @@ class LexicalIndex:
         return self.location.maintained
 
     @property
-    def db(self) -> _Database:
+    def db(self) -> Database:
         if self._db is None:
-            self._db = _memory_database(self.location.key) if self.location.path is None else \
-                _Database(self.location.path)
+            self._db = memory_database(self.location.key) if self.location.path is None else \
+                Database(self.location.path)
         return self._db
 
     def _meta(self) -> dict[str, str]:
@@ -364,9 +206,9 @@ class LexicalIndex:
         first, ties by rowid: the ranking of FTS5's ``-bm25()`` for ``fts5_match(terms)``, to the bit.
 
         It is summed here, one word at a time, so that each word's terms can be kept and reused
-        (:meth:`_Database.term_scores`): FTS5 takes ~2 µs a matching row to score, so a question of
-        15 words that hold 10k of 40k segments costs ~25 ms, mostly in its common words, which
-        other questions ask too (``benchmarks/RESULTS.md``, round 15). Exact:
+        (:meth:`~hseg.store.lexical_sqlite.Database.term_scores`): FTS5 takes ~2 µs a matching row
+        to score, so a question of 15 words that hold 10k of 40k segments costs ~25 ms, mostly in
+        its common words, which other questions ask too (``benchmarks/RESULTS.md``, round 15). Exact:
         FTS5's ``bm25()`` is a sum over the query's phrases, in their order, starting from 0.0; a
         phrase's term depends only on the phrase (its IDF), the row (its size, the phrase's
         occurrences) and the table's totals, and a row without the phrase adds 0.0. So a one-word
@@ -375,7 +217,7 @@ class LexicalIndex:
         SQLite compiled to fuse FTS5's multiply and add, as compilers may on ARM, rounds its own sum
         differently in the last bit).
         All words are read in one snapshot of the index, as one statement would be."""
-        return _summed(self.db.term_scores(terms))
+        return summed_terms(self.db.term_scores(terms))
 
     def ids_at(self, rowids: Iterable[int]) -> dict[int, str]:
         """``{rowid: segment id}`` for those of ``rowids`` the index holds."""
@@ -521,7 +363,7 @@ class LexicalIndex:
         found = self.db.rows("SELECT key, value FROM meta UNION ALL SELECT '', '' FROM pending LIMIT 1000")
         meta = {k: v for k, v in found if k}
         pending = any(not k for k, _ in found)
-        known = meta.get("collection_id") == str(self.collection.id) and meta.get("format") == _FORMAT
+        known = meta.get("collection_id") == str(self.collection.id) and meta.get("format") == FORMAT
         built = known and meta.get("built") == "1"
         if built and not pending and self._count_checked:
             return
@@ -570,7 +412,7 @@ class LexicalIndex:
 
     def _cache_current(self, token: str, *, check_count: bool) -> bool:
         meta = self._meta()
-        if meta.get("collection_id") != str(self.collection.id) or meta.get("format") != _FORMAT \
+        if meta.get("collection_id") != str(self.collection.id) or meta.get("format") != FORMAT \
                 or meta.get("built") != "1" or meta.get("token") != token:
             return False
         return not check_count or int(meta.get("synced_count", -1)) == int(self.collection.count())
@@ -579,17 +421,17 @@ class LexicalIndex:
         """Start afresh when the file belongs to another collection of the same name (dropped and
         created again) or to another layout; call with the writer lock held."""
         meta = self._meta()
-        if meta.get("collection_id") == str(self.collection.id) and meta.get("format") == _FORMAT:
+        if meta.get("collection_id") == str(self.collection.id) and meta.get("format") == FORMAT:
             return
         with self.db.transaction() as c:
-            if meta.get("format") != _FORMAT:  # another layout: its tables again, as this version declares them
+            if meta.get("format") != FORMAT:  # another layout: its tables again, as this version declares them
                 c.execute("DROP TABLE IF EXISTS segments")
-                for statement in _SCHEMA:
+                for statement in SCHEMA:
                     c.execute(statement)
             for table in ("segments", "documents", "pending", "fts", "meta"):
                 c.execute(f"DELETE FROM {table}")
             c.executemany("INSERT INTO meta VALUES (?, ?)",
-                          [("collection_id", str(self.collection.id)), ("format", _FORMAT), ("built", "0"),
+                          [("collection_id", str(self.collection.id)), ("format", FORMAT), ("built", "0"),
                            ("schema", str(SCHEMA_VERSION))])
 
     def _rebuild(self, token: str | None = None) -> int:
@@ -744,10 +586,7 @@ class LexicalIndex:
             self._db.close()
             self._db = None
         if self.location.path is None:
-            with _MEMORY_LOCK:
-                db = _MEMORY.pop(self.location.key, None)
-            if db is not None:
-                db.close()
+            drop_memory_database(self.location.key)
             return
         for suffix in ("", "-wal", "-shm", ".lock"):
             with contextlib.suppress(FileNotFoundError):
@@ -781,41 +620,6 @@ class LexicalIndex:
         _, opens = self._journal_state()
         dead = [rid for rid, started, _ in opens if time.time() - started > _JOURNAL_KEEP_S]
         self.journal.delete(ids=[open_id, *dead])
-
-
-def _term_scores(conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """The rows holding ``term`` and its BM25 term in each (FTS5's ``-bm25()`` of the one-word query)."""
-    found = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?", (fts5_match([term]),)).fetchall()
-    return (np.fromiter((r for r, _ in found), np.int64, len(found)),
-            np.fromiter((x for _, x in found), np.float64, len(found)))
-
-
-def _summed(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-word ``(rowids, terms)`` added up in the order given (FTS5's), as ``(rowids, totals)`` best
-    first, ties by rowid (FTS5's ``ORDER BY bm25(fts), rowid``).
-
-    The totals are kept in an array indexed by rowid where the rowids are dense enough for it to
-    cost no more than sorting them would (3× faster for a long question over 40k segments), else
-    in one indexed by the sorted distinct rowids. Either way each row gets one addition per word
-    that it holds, in the words' order."""
-    pairs = sum(len(r) for r, _ in parts)
-    if not pairs:
-        return np.empty(0, np.int64), np.empty(0, np.float64)
-    top = max(int(r.max()) for r, _ in parts if len(r)) + 1
-    if top <= _DENSE_ROWIDS * pairs:
-        total, held = np.zeros(top), np.zeros(top, dtype=bool)
-        for r, x in parts:  # a word's rowids are distinct: one addition per row and word, in order
-            total[r] += x
-            held[r] = True
-        rowids = np.flatnonzero(held)
-        total = total[rowids]
-    else:
-        rowids = np.unique(np.concatenate([r for r, _ in parts]))
-        total = np.zeros(len(rowids))
-        for r, x in parts:
-            total[np.searchsorted(rowids, r)] += x
-    order = np.lexsort((rowids, -total))
-    return rowids[order], total[order]
 
 
 def _set_meta(c: sqlite3.Connection, **values: str) -> None:
