@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             got = {}
             for label in rotated(list(CALLS), i + r):
                 if label == "no reuse":
-                    fresh.db._terms_state = None  # the next read empties the cache, as in a new process
+                    fresh.db.forget_terms()  # as in a new process
                 t0 = time.perf_counter()
                 if label == "plain":
                     stores["word cache"].collection.query(query_embeddings=[q], n_results=5)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                     got[label] = answer(stores[label].search(q, query_text=text, budget_tokens=args.budget))
                 times[(min(r, 1), label)].append(time.perf_counter() - t0)
             differ += len({tuple(v) for v in got.values()}) > 1
-    kept = stores["word cache"].lexical_index.db._terms_pairs
+    kept = stores["word cache"].lexical_index.db.kept_term_pairs
     lines = [f"`{Path(args.db).name}` ({stores['word cache'].collection.count():,} records), "
              f"{Path(args.questions).name}: {len(texts)} questions × {args.rounds} rounds after {len(warm)} warm-up, "
              f"budget {args.budget}; hits differ between the three searches on {differ} calls; the cache holds "

@@ -217,6 +217,24 @@ def test_words_kept_from_an_earlier_query_are_read_again_after_any_write(tmp_pat
         reader.delete("d0")
 
 
+def test_the_kept_terms_are_counted_and_can_be_forgotten(tmp_path, chroma_collection_name, chunker):
+    """What a benchmark of a process's first question relies on: ``forget_terms`` empties the kept
+    words (the next read goes to the file) and the answer is the same either way."""
+    store = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
+    index = store.lexical_index
+    terms = query_terms(" ".join(_vocabulary(store)[:40:4]))
+    assert index.db.kept_term_pairs == 0
+    first = index.scored(terms)
+    kept = index.db.kept_term_pairs
+    assert kept == sum(len(r) for r, _ in index.db.term_scores(terms)) > 0
+    index.db.forget_terms()
+    assert index.db.kept_term_pairs == 0
+    again = index.scored(terms)
+    assert index.db.kept_term_pairs == kept
+    assert again[0].tolist() == first[0].tolist() and again[1].tolist() == first[1].tolist()
+
+
 def test_a_persisted_index_is_not_rebuilt_on_open(tmp_path, chroma_collection_name, chunker, monkeypatch):
     path = str(tmp_path / "db")
     HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder()).add(

@@ -123,6 +123,19 @@ class Database:
             out.append(found)
         return out
 
+    @property
+    def kept_term_pairs(self) -> int:
+        """How many (rowid, term) pairs the connection keeps now (at most :data:`TERM_CACHE_PAIRS`)."""
+        with self.lock:
+            return self._terms_pairs
+
+    def forget_terms(self) -> None:
+        """Drop every kept word's terms: the next search reads them from the file, as a new process
+        would (for benchmarks of a process's first question)."""
+        with self.lock:
+            self._terms.clear()
+            self._terms_pairs, self._terms_state = 0, None
+
     def _keep(self, term: str, found: tuple[np.ndarray, np.ndarray]) -> None:
         if len(found[0]) > TERM_CACHE_PAIRS:
             return
