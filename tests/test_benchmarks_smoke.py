@@ -245,3 +245,13 @@ def test_hseg_method_names_and_flavours_without_the_model(benchmarks_without_mod
                         "--ks", "5", "--per-corpus"]) == 0
     out = capsys.readouterr().out
     assert "| B=1024 alpha |" in out and "| B=1024 beta |" in out
+
+
+def test_fts5_word_costs_smoke(shared_dir, tmp_path):
+    """Each way of reading a word's rows has its row, and the per-row costs are positive numbers."""
+    stdout = run(["benchmarks/fts5_word_costs.py", "--data", str(shared_dir / "data"), "--records", "300",
+                  "--queries", "6", "--rounds", "1"], tmp_path)
+    rows = [r for r in table_rows(stdout) if r[0] != "way"]
+    assert [r[0] for r in rows] == ["bm25 rows", "bm25 in C", "rowids", "count", "vocab tf"]
+    assert float(rows[0][5]) == 1.0 and all(float(r[2]) > 0 for r in rows)
+    assert "fts_docsize" in stdout
