@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from functools import lru_cache, wraps
 from typing import Any
 
+import numpy as np
 from evaluation import Chunk, Query, query_vectors
 
 TARGETS = (256, 512, 1024)
@@ -234,6 +235,57 @@ def round11_reads() -> Iterator[None]:
         passages._to_read, lexical_index._FOLLOWING_PAGE = real_read, real_page
 
 
+@contextmanager
+def lexical_neighbours() -> Iterator[None]:
+    """Inside the block, a segment's lexical score also takes its neighbours' (round 17, simulated):
+    ``bm25(s) + v · mean(bm25(n) for the segments next to s in its document)`` with ``v`` the dense
+    side's ``neighbour_weight`` (the segment's own score when it has no neighbour, as on the dense
+    side), normalised by the query's best as before. The dense score already has neighbour context;
+    this gives the lexical side the same. Every segment of the table is scored, exact, slow."""
+    from hseg.retrieval.lexical_query import LexicalQuery
+    from hseg.retrieval.settings import SearchSettings
+
+    v = SearchSettings().neighbour_weight
+    real = LexicalQuery._scored
+    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def neighbours(index: Any) -> tuple[np.ndarray, np.ndarray]:
+        # (previous rowid, next rowid) per rowid, 0 where there is none: read once per index
+        key = id(index)
+        if key not in tables:
+            rows = index.db.rows("SELECT rowid, doc_id, position FROM segments")
+            top = max((r for r, _, _ in rows), default=0) + 1
+            at = {(d, pos): r for r, d, pos in rows}
+            prev, nxt = np.zeros(top, np.int64), np.zeros(top, np.int64)
+            for r, d, pos in rows:
+                prev[r], nxt[r] = at.get((d, pos - 1), 0), at.get((d, pos + 1), 0)
+            tables[key] = (prev, nxt)
+        return tables[key]
+
+    def smoothed(self: Any) -> None:
+        if self.best is not None:
+            return
+        real(self)
+        prev, nxt = neighbours(self.index)
+        raw = np.zeros(len(prev))
+        raw[self._rowids] = self._raw
+        have = np.arange(len(prev)) > 0
+        count = (prev > 0).astype(float) + (nxt > 0)
+        around = np.where(count > 0, (raw[prev] * (prev > 0) + raw[nxt] * (nxt > 0)) / np.maximum(count, 1), raw)
+        total = np.where(have, raw + v * around, 0.0)
+        rowids = np.flatnonzero(total > 0)
+        order = np.lexsort((rowids, -total[rowids]))
+        self._rowids, self._raw = rowids[order], total[rowids][order]
+        self._sorted, self._sorted_raw = rowids, total[rowids]
+        self.best = float(self._raw[0]) if len(self._raw) else 0.0
+
+    LexicalQuery._scored = smoothed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LexicalQuery._scored = real  # type: ignore[method-assign]
+
+
 def under(switch: Callable[[], Any], method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` run inside ``switch()`` (:func:`rest_of_budget_off`: ``benchmarks/paired.py
     hseg_default hseg_default_walk``; :func:`cuts_off`: ``hseg_default hseg_default_no_cuts``)."""
@@ -249,6 +301,7 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
     register("hseg_default", default_method(retrieval_cls))
     register("hseg_default_walk", under(rest_of_budget_off, default_method(retrieval_cls)))
     register("hseg_default_no_cuts", under(cuts_off, default_method(retrieval_cls)))
+    register("hseg_default_lexnb", under(lexical_neighbours, default_method(retrieval_cls)))
     for t in TARGETS:
         # unit="cluster" named: with a budget and no unit the store answers with the auto unit
         SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})
