@@ -255,3 +255,41 @@ def test_fts5_word_costs_smoke(shared_dir, tmp_path):
     assert [r[0] for r in rows] == ["bm25 rows", "bm25 in C", "rowids", "count", "vocab tf"]
     assert float(rows[0][5]) == 1.0 and all(float(r[2]) > 0 for r in rows)
     assert "fts_docsize" in stdout
+
+
+def test_lexical_neighbours_switch_scores_what_results_md_says(benchmarks_without_model, tmp_path):
+    """``hseg_default_lexnb`` (round 17): inside the switch a segment's lexical score is its BM25 plus
+    0.2 × the mean of its document neighbours' (its own when it has none), over the query's best;
+    outside it, the plain BM25 again."""
+    import hseg_methods
+
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.retrieval.lexical_query import lexical_query
+    from hseg.store import HierarchicalStore
+    from tests.fakes import HashingEncoder, synthetic_book
+
+    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
+                                  min_segment_tokens=8, max_segment_tokens=48)
+    store = HierarchicalStore("lexnb", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    store.add([chunker.chunk(synthetic_book(1500, seed=s), doc_id=f"d{s}") for s in range(2)])
+    index = store.lexical_index
+    rows = index.db.rows("SELECT id, doc_id, position FROM segments")
+    words = sorted({w.lower() for (t,) in index.db.rows("SELECT text FROM fts") for w in re.findall(r"\w+", t)})
+    question = " ".join(words[3:60:7])
+    plain = lexical_query(index, question, 0.2)
+    ids = [sid for sid, _, _ in rows]
+    raw = dict(zip(ids, plain.scores(ids) * plain.best))
+    at = {(d, p): sid for sid, d, p in rows}
+    expected = {}
+    for sid, d, p in rows:
+        around = [raw[at[n]] for n in ((d, p - 1), (d, p + 1)) if n in at]
+        expected[sid] = raw[sid] + 0.2 * (sum(around) / len(around) if around else raw[sid])
+    best = max(expected.values())
+    with hseg_methods.lexical_neighbours():
+        smoothed = lexical_query(index, question, 0.2)
+        got = smoothed.scores(ids)
+        page = smoothed.page(5)
+    assert got == pytest.approx([expected[sid] / best for sid in ids], abs=1e-12)
+    assert any(raw[sid] == 0 < expected[sid] for sid in ids)  # a neighbour's words lift a segment without them
+    assert page.ids == sorted(ids, key=lambda s: -expected[s])[:5]
+    assert lexical_query(index, question, 0.2).scores(ids).tolist() == plain.scores(ids).tolist()
