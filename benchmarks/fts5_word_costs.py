@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from lexical_engines import DATA, load_units  # noqa: E402
+from lexical_engines import DATA, load_units, report  # noqa: E402
 
 from hseg.retrieval.lexical_query import fts5_match, query_terms  # noqa: E402
 from hseg.store.lexical_sqlite import TOKENIZER  # noqa: E402
@@ -119,10 +119,7 @@ def main() -> None:
                      f"{total / base:.2f} |")
     lines += ["", f"Every row's length (`fts_docsize`, what BM25 outside FTS5 needs once per change of the file): "
                   f"{docsize_ms:.1f} ms"]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -203,6 +203,14 @@ class Tantivy:
 # --------------------------------------------------------------------------- measuring
 
 
+def report(lines: list[str], out: str | None) -> None:
+    """Print the report's lines, and write them to ``out`` too when given."""
+    text = "\n".join(lines)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n", encoding="utf-8")
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
@@ -281,10 +289,7 @@ def main() -> None:
     fts = rows[0]
     lines += ["", f"FTS5 with stop words kept in the query: p50 {fts['fts5_all_words_p50_ms']:.2f} ms, "
                   f"p95 {fts['fts5_all_words_p95_ms']:.2f} ms"]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":
