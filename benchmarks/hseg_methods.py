@@ -247,20 +247,21 @@ def lexical_neighbours() -> Iterator[None]:
 
     v = SearchSettings().neighbour_weight
     real = LexicalQuery._scored
-    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    # the index held beside its arrays: an id alone could be reused by another index of the block
+    tables: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
 
     def neighbours(index: Any) -> tuple[np.ndarray, np.ndarray]:
         # (previous rowid, next rowid) per rowid, 0 where there is none: read once per index
-        key = id(index)
-        if key not in tables:
+        held = tables.get(id(index))
+        if held is None or held[0] is not index:
             rows = index.db.rows("SELECT rowid, doc_id, position FROM segments")
             top = max((r for r, _, _ in rows), default=0) + 1
             at = {(d, pos): r for r, d, pos in rows}
             prev, nxt = np.zeros(top, np.int64), np.zeros(top, np.int64)
             for r, d, pos in rows:
                 prev[r], nxt[r] = at.get((d, pos - 1), 0), at.get((d, pos + 1), 0)
-            tables[key] = (prev, nxt)
-        return tables[key]
+            held = tables[id(index)] = (index, prev, nxt)
+        return held[1], held[2]
 
     def smoothed(self: Any) -> None:
         if self.best is not None:

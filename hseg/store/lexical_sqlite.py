@@ -110,8 +110,7 @@ class Database:
                             terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
         if state != self._terms_state:
-            self._terms.clear()
-            self._terms_pairs, self._terms_state = 0, state
+            self._forget_terms(state)
         out = []
         for term in terms:
             found = self._terms.get(term)
@@ -133,8 +132,12 @@ class Database:
         """Drop every kept word's terms: the next search reads them from the file, as a new process
         would (for benchmarks of a process's first question)."""
         with self.lock:
-            self._terms.clear()
-            self._terms_pairs, self._terms_state = 0, None
+            self._forget_terms(None)
+
+    def _forget_terms(self, state: tuple[int, int] | None) -> None:
+        # what the kept terms are valid for: None matches no state of the file
+        self._terms.clear()
+        self._terms_pairs, self._terms_state = 0, state
 
     def _keep(self, term: str, found: tuple[np.ndarray, np.ndarray]) -> None:
         if len(found[0]) > TERM_CACHE_PAIRS:
