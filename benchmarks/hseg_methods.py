@@ -190,14 +190,14 @@ def read_ahead_off() -> Iterator[None]:
     """Inside the block, the unit-index path does not read the records rules 5 and 6 will use with
     its passages' records: the rules read them in a second ``get`` (the default of round 10), for
     the latency of one read against two in one process. Answers are the same."""
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.passages.indexed as indexed
 
-    real = passages._read_ahead
-    passages._read_ahead = lambda *args: []
+    real = indexed._read_ahead
+    indexed._read_ahead = lambda *args: []
     try:
         yield
     finally:
-        passages._read_ahead = real
+        indexed._read_ahead = real
 
 
 @contextmanager
@@ -217,22 +217,22 @@ def cuts_off() -> Iterator[None]:
 @contextmanager
 def round11_reads() -> Iterator[None]:
     """Inside the block, the auto unit reads as round 11 did: every scored segment of a cluster taken
-    whole (not only its best, :func:`hseg.retrieval.passages._to_read`) and the lexical table's rows after
-    a passage 8 positions at a time (not 2), for the latency of round 12's trims in one process.
-    Answers are the same."""
-    import hseg.retrieval.passages as passages
+    whole (not only its best, :func:`hseg.retrieval.passages.indexed._to_read`) and the lexical table's
+    rows after a passage 8 positions at a time (not 2), for the latency of round 12's trims in one
+    process. Answers are the same."""
+    import hseg.retrieval.passages.indexed as indexed
     import hseg.store.lexical_index as lexical_index
 
     def every_scored_segment(keys: Any, score: Any, runs: Any) -> list[str]:
         whole = sorted({keys[run[0]].cluster_id for run, taken_whole in runs if taken_whole})
         return [keys[i].segment_id for run, _ in runs for i in run] + whole
 
-    real_read, real_page = passages._to_read, lexical_index._FOLLOWING_PAGE
-    passages._to_read, lexical_index._FOLLOWING_PAGE = every_scored_segment, 8
+    real_read, real_page = indexed._to_read, lexical_index._FOLLOWING_PAGE
+    indexed._to_read, lexical_index._FOLLOWING_PAGE = every_scored_segment, 8
     try:
         yield
     finally:
-        passages._to_read, lexical_index._FOLLOWING_PAGE = real_read, real_page
+        indexed._to_read, lexical_index._FOLLOWING_PAGE = real_read, real_page
 
 
 @contextmanager

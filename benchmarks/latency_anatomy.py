@@ -72,7 +72,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import chromadb  # noqa: E402
 from query_latency import questions, rotated, store_questions_options  # noqa: E402
 
-import hseg.retrieval.passages as passages  # noqa: E402
+import hseg.retrieval.passages.indexed as indexed  # noqa: E402
 import hseg.retrieval.plans as plans  # noqa: E402
 from hseg.chunking.records import listed_segment_ids  # noqa: E402
 from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_metadata  # noqa: E402
@@ -80,7 +80,7 @@ from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
 from hseg.store.lexical_index import LexicalIndex  # noqa: E402
 
-table_read = passages._from_table
+table_read = indexed._from_table
 
 #: bookkeeping of a whole document that a cluster record could carry for its segments
 BOOKKEEPING = ("chunk_settings", "content_sha256", "hseg_schema")
@@ -298,8 +298,8 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
         return answer(reads)
 
     plans._answer = logged
-    from_table = passages._from_table
-    passages._from_table = lambda *args: None  # the collection's get, as a search made it before round 16
+    from_table = indexed._from_table
+    indexed._from_table = lambda *args: None  # the collection's get, as a search made it before round 16
     try:
         gets = []
         for text, q in zip(texts, vectors):
@@ -308,7 +308,7 @@ def unit_texts(store: HierarchicalStore, texts: list[str], vectors: np.ndarray, 
             gets.append(made[0] if made else ())
     finally:
         plans._answer = answer
-        passages._from_table = from_table
+        indexed._from_table = from_table
     collection = store.collection
     segments = collection.get(where={"hseg_level": "segment"}, include=["metadatas", "documents", "embeddings"])
     if store.unit_index is None or store.unit_index.existing is None:
@@ -437,13 +437,13 @@ def table_reads(store: HierarchicalStore, texts: list[str], vectors: np.ndarray,
                     searched[label].append(time.perf_counter() - t0)
                     continue
                 if label == "collection":
-                    passages._from_table = collection_read  # type: ignore[assignment]
+                    indexed._from_table = collection_read  # type: ignore[assignment]
                 try:
                     t0 = time.perf_counter()
                     hits = store.search(q, query_text=text, budget_tokens=budget, lexical_weight=weight)
                     searched[label].append(time.perf_counter() - t0)
                 finally:
-                    passages._from_table = table_read
+                    indexed._from_table = table_read
                 found[label] = [(h.text, h.start, h.end, h.segment_ids, h.score) for h in hits]
             differ += found["shipped"] != found["collection"]
     base = p50_ms(searched["plain"])

@@ -1,4 +1,4 @@
-"""Test doubles that keep property tests fast: a deterministic bag-of-words encoder."""
+"""Test doubles and helpers that keep tests fast: a deterministic bag-of-words encoder, small read pages."""
 
 from __future__ import annotations
 
@@ -84,6 +84,16 @@ def synthetic_book(n_chars: int, seed: int = 0) -> str:
             parts.append(para)
             size += len(para)
     return "".join(parts)[:n_chars]
+
+
+def read_in_small_pages(monkeypatch) -> None:
+    """Every search path that pages asks for 2 records a page, so every widening of its lists and
+    every further read runs."""
+    import hseg.retrieval.passages.indexed as indexed
+    import hseg.retrieval.passages.segments as segments
+
+    for module in (indexed, segments):
+        monkeypatch.setattr(module, "first_page", lambda *args: 2)
 
 
 def siblings_and_neighbours(segs, parent, scores):

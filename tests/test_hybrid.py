@@ -14,7 +14,7 @@ from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
 from hseg.store import HierarchicalStore, SearchSettings
 from tests.conftest import build_synthetic_chunking
-from tests.fakes import HashingEncoder, siblings_and_neighbours
+from tests.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 
 VOCAB = ("tide moon river delta glacier comet orbit valve piston court verdict yeast dough vaccine market "
          "price ridge summit crust silt").split()
@@ -144,9 +144,7 @@ def questions(store, chunkings, rng):
 @pytest.mark.parametrize("lam", [0.3, 2.0])
 def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name, unit, path, lam, monkeypatch):
     if "small pages" in path:  # every widening of both lists runs
-        import hseg.retrieval.passages
-
-        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+        read_in_small_pages(monkeypatch)
     store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
     if path.startswith("gathered"):
         store.unit_index = None
@@ -238,9 +236,7 @@ def test_a_vector_query_needs_its_text_and_a_string_query_is_its_own(chroma_coll
 
 
 def test_search_many_and_async_answer_as_search_does(chroma_collection_name, monkeypatch):
-    import hseg.retrieval.passages
-
-    monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+    read_in_small_pages(monkeypatch)
     store, _, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
     queries = [q / np.linalg.norm(q) for q in rng.standard_normal((len(QUESTIONS), 16)).astype(np.float32)]
     for setting in (dict(k=3), dict(budget_tokens=150, mode="segment"), dict(k=4, unit="segment"),
@@ -378,11 +374,11 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
     to them come in one read: from the lexical table, with no ``get`` at all, or (the table lagging a
     write) from the collection in one ``get`` (vector reads aside). The same answers as reading those
     after the passages (and as brute force, above)."""
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.passages.indexed as indexed
     import hseg.retrieval.plans as plans
 
     if not from_table:
-        monkeypatch.setattr(passages, "_from_table", lambda *args: None)
+        monkeypatch.setattr(indexed, "_from_table", lambda *args: None)
     store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
     reads: list[str] = []
     real = plans._get
@@ -403,7 +399,7 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
         return out
 
     ahead = run()
-    monkeypatch.setattr(passages, "_read_ahead", lambda *args: [])
+    monkeypatch.setattr(indexed, "_read_ahead", lambda *args: [])
     after = run()
     assert [hits for hits, _ in ahead] == [hits for hits, _ in after]
     one = 0 if from_table else 1
@@ -420,7 +416,7 @@ def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_colle
     than the walk's keys, or holds a segment of another size (a write in flight), the collection is read."""
     import dataclasses
 
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.passages.indexed as indexed
     import hseg.retrieval.plans as plans
     from hseg.retrieval.results import result_for
     from hseg.store.lexical_index import LexicalIndex
@@ -434,14 +430,14 @@ def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_colle
         return real_get(batch)
 
     joined: list[str] = []
-    real_joined = passages._joined
+    real_joined = indexed._joined
 
     def counted(key, segment_ids, found):
         joined.append(key.cluster_id)
         return real_joined(key, segment_ids, found)
 
     monkeypatch.setattr(plans, "_get", recorded)
-    monkeypatch.setattr(passages, "_joined", counted)
+    monkeypatch.setattr(indexed, "_joined", counted)
 
     def run():
         answers, read = [], []
@@ -464,7 +460,7 @@ def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_colle
     assert joined, "no search took a cluster whole"
     assert all(names == [] for names in read)
     with monkeypatch.context() as m:
-        m.setattr(passages, "_from_table", lambda *args: None)
+        m.setattr(indexed, "_from_table", lambda *args: None)
         from_collection, read = run()
         assert all(names == [store.collection.name] for names in read)
     same(from_table, from_collection)

@@ -264,7 +264,7 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
         chroma_collection_name, make_chunking, monkeypatch, old):
     import chromadb
 
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.passages.indexed as indexed
     import hseg.store.connection as connection
     from hseg.retrieval.unit_vectors import TEXT_KEY, UNIT_LAYOUT
 
@@ -310,7 +310,7 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
     # run in ten, at 5538a48 too; see the round-14 note)
     rebuilt = answers(store)
     with monkeypatch.context() as m:
-        m.setattr(passages, "_from_table", lambda *args: None)
+        m.setattr(indexed, "_from_table", lambda *args: None)
         assert [[h[:5] for h in hits] for hits in answers(store)] == [[h[:5] for h in hits] for hits in rebuilt]
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     assert reopened.unit_index.layout == UNIT_LAYOUT and answers(reopened) == rebuilt

@@ -15,7 +15,7 @@ from hseg.retrieval.selection import (
     select_auto,
 )
 from hseg.store import HierarchicalStore
-from tests.fakes import HashingEncoder, siblings_and_neighbours
+from tests.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 
 
 def candidates(seg_scores, clu_of, clu_scores, tokens, positions=None, with_siblings=True):
@@ -152,9 +152,7 @@ def brute_force(chunkings, q, budget, k, weight):
 def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, make_chunking, unit, path,
                                        monkeypatch):
     if path == "small pages":  # every widening and every further read of the segment path runs
-        import hseg.retrieval.passages
-
-        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+        read_in_small_pages(monkeypatch)
     rng = np.random.default_rng(7)
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
@@ -191,10 +189,10 @@ def test_a_cluster_taken_whole_is_read_as_its_record_and_its_best_segment(chroma
     segments' records are not read, and the hits equal those built from every scored segment's.
     (The collection's records: the lexical table serves the hybrid search otherwise, tested in
     ``test_hybrid.py``.)"""
-    import hseg.retrieval.passages as passages
+    import hseg.retrieval.passages.indexed as indexed
     import hseg.retrieval.plans as plans
 
-    monkeypatch.setattr(passages, "_from_table", lambda *args: None)
+    monkeypatch.setattr(indexed, "_from_table", lambda *args: None)
 
     rng = np.random.default_rng(11)
     words = ["alpha", "beta", "gamma", "delta", "kappa", "omega", "sigma"]
@@ -236,7 +234,7 @@ def test_a_cluster_taken_whole_is_read_as_its_record_and_its_best_segment(chroma
         whole = sorted({keys[run[0]].cluster_id for run, w in runs if w})
         return [keys[i].segment_id for run, _ in runs for i in run] + whole
 
-    monkeypatch.setattr(passages, "_to_read", every_scored_segment)
+    monkeypatch.setattr(indexed, "_to_read", every_scored_segment)
     assert [store.search(q, budget_tokens=b, unit="auto", **lexical) for q, b in searches] == answers
 
 
@@ -278,10 +276,9 @@ def _summary(hits):
 def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_collection_name, make_chunking,
                                                        small_pages, monkeypatch):
     if small_pages:  # widening rounds and further reads run, at a different step for each query
-        import hseg.retrieval.passages
         import hseg.retrieval.plans
 
-        monkeypatch.setattr(hseg.retrieval.passages, "_first_page", lambda *args: 2)
+        read_in_small_pages(monkeypatch)
         monkeypatch.setattr(hseg.retrieval.plans, "READS_PER_CALL", 4)  # groups split over several calls
         monkeypatch.setattr(hseg.retrieval.plans, "RESULTS_PER_CALL", 9)  # and searches of records by results
     rng = np.random.default_rng(11)

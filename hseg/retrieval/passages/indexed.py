@@ -1,0 +1,227 @@
+"""``unit="auto"`` on the unit index (:mod:`hseg.retrieval.unit_vectors`), dense and with the lexical
+score: one kNN of ids and distances gives segments in fused-score order with what the walk needs in
+their ids; the passages' records are then read from the lexical table or the collection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, heading_path
+from hseg.retrieval.continuation import Continuation
+from hseg.retrieval.hits import SearchHit
+from hseg.retrieval.lexical_query import LexicalQuery
+from hseg.retrieval.passages.assemble import Member, Records, passage, whole_cluster
+from hseg.retrieval.passages.candidates import bounded_walk, cosines, first_page
+from hseg.retrieval.plans import Get, Knn, Plan, records
+from hseg.retrieval.selection import ClusterSize, Selection, merge_runs, walk
+from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
+from hseg.text.structure import common_prefix
+
+__all__ = ["hybrid_indexed", "search_indexed"]
+
+
+def search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
+                    where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
+    scale = fused_scale(w, v)
+    qq = query_vector(q)
+    # a page of ids and distances costs about the same up to a few hundred records (metadata
+    # would cost per record), so the first page is deep: 32 tokens a segment, a quarter of the usual
+    n = first_page(k, budget, 32, 16)
+    while True:
+        res = yield Knn(index, qq, n, dict(where) if where else None)
+        ids = res["ids"]
+        keys = [UnitKey.parse(i) for i in ids]
+        score = scale * (1.0 - np.asarray(res["distances"], dtype=np.float64))
+        floor = float(score[-1]) if len(ids) >= n else -np.inf
+        sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in keys}
+        sel = walk(score, [key.cluster_id for key in keys], [key.tokens for key in keys], sizes, budget,
+                   max_units=k if budget is None else None, floor=floor)
+        if sel is not None:
+            runs, fused = _indexed_runs(keys, score, sel), score / scale
+            wanted = _to_read(keys, fused, runs)
+            got = (yield Get(collection, tuple(wanted))) if wanted else {"ids": []}
+            return _indexed_passages(keys, fused, runs, wanted, records(got))
+        n *= 2
+
+
+def _indexed_runs(keys: list[UnitKey], score: np.ndarray, sel: Selection) -> list[tuple[list[int], bool]]:
+    """The passages of a walk on the unit index, in rank order: each one's candidates (in document
+    order) and whether it is their cluster taken whole (one passage, however its scored segments lie)."""
+    whole = {c for _, c in sel.expanded}
+    out: list[tuple[list[int], bool]] = []
+    merged: set[str] = set()
+    for run in merge_runs([(key.cluster_id, key.position) for key in keys], sel.taken, score):
+        cid = keys[run[0]].cluster_id
+        if cid in whole:
+            if cid in merged:
+                continue
+            merged.add(cid)
+            run = sorted((i for i in sel.taken if keys[i].cluster_id == cid), key=lambda i: keys[i].position)
+        out.append((run, cid in whole))
+    return out
+
+
+def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]], wanted: list[str],
+                      found: Mapping[str, tuple[dict[str, Any], str]]) -> list[SearchHit]:
+    """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``found``
+    (``{id: (metadata, text)}``; ``wanted``: the ids that must be among them)."""
+    missing = [rid for rid in wanted if rid not in found]
+    if missing:
+        raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
+                          "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
+    hits: list[SearchHit] = []
+    for run, whole in runs:
+        if whole:
+            b = _best(run, score)
+            best = Member(keys[b].segment_id, *found[keys[b].segment_id], float(score[b]))
+            scores = {keys[i].segment_id: float(score[i]) for i in run}
+            hits.append(whole_cluster(best, scores, found[keys[b].cluster_id], keys[b].cluster_tokens))
+        else:
+            hits.append(passage([Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i]))
+                                  for i in run], "auto"))
+    return hits
+
+
+def _to_read(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]]) -> list[str]:
+    """The records the hits of a walk's ``runs`` are made of: each segment of a run, and for a cluster
+    taken whole its record and its best segment (whose metadata its hit carries): a ``get`` costs per
+    record, and the cluster's text is its record's."""
+    out: list[str] = []
+    for run, whole in runs:
+        out += [keys[_best(run, score)].segment_id, keys[run[0]].cluster_id] if whole else \
+            [keys[i].segment_id for i in run]
+    return out
+
+
+def _best(run: list[int], score: np.ndarray) -> int:
+    """The candidate of ``run`` with the best score, the first of equals (as :func:`max` takes them)."""
+    return max(run, key=lambda i: float(score[i]))
+
+
+def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]],
+                listed: Mapping[str, list[str]]) -> list[str]:
+    """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
+    their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
+    them (:func:`_listed_wholes`)."""
+    return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
+                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
+
+
+def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
+                    where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
+                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
+    """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
+    ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
+    The passages' records are read from the lexical table (:func:`_from_table`), and with ``rest``
+    (rules 5 and 6 to follow) and no filter, the records the rules will use with them (a filter
+    would apply to those and not to these)."""
+    qq = query_vector(q)
+    where = dict(where) if where else None
+    n = first_page(k, budget, 32, 16)
+    while True:
+        res = yield Knn(index, qq, n, where)
+        keys: dict[str, UnitKey] = {}
+        known: dict[str, float] = {}
+        for uid, dist in zip(res["ids"], res["distances"]):
+            key = UnitKey.parse(uid)
+            keys[key.segment_id], known[key.segment_id] = key, 1.0 - float(dist)
+        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
+        page = lex.page(n)
+        lexical = dict(zip(page.ids, page.scores.tolist()))
+        for sid, x in zip(list(known), lex.scores(list(known)).tolist()):
+            known[sid] += lex.weight * x
+        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known}
+        floor = floor_d + lex.weight * page.floor
+
+        def walk_of(scores: dict[str, float], at: float, keys: dict[str, UnitKey] = keys) -> Selection | None:
+            order = [keys[sid] for sid in scores]
+            sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in order}
+            return walk(np.array(list(scores.values())), [key.cluster_id for key in order],
+                        [key.tokens for key in order], sizes, budget, max_units=k if budget is None else None,
+                        floor=at)
+
+        while True:  # the bounded walk; then every candidate that may matter is read (once)
+            sel, wanted = bounded_walk(known, bounds, floor, walk_of, lambda sid, keys=keys: keys[sid].cluster_id)
+            if sel is not None or not wanted:
+                break
+            rows = lex.rows(wanted)
+            # filtered by the where as the kNN was: a lexical candidate absent from the answer fails it
+            got = yield Get(index, tuple(key.encode() for key in lex.unit_keys([rows[s] for s in wanted if s in rows])),
+                            ("embeddings",), where)
+            for uid, cos in zip(got["ids"], cosines(qq, got["embeddings"])):
+                key = UnitKey.parse(uid)
+                keys[key.segment_id] = key
+                known[key.segment_id] = float(cos) + lex.weight * lexical[key.segment_id]
+            for sid in wanted:
+                bounds.pop(sid, None)
+        if sel is not None:
+            order = [keys[sid] for sid in known]
+            score = np.array(list(known.values())) / (1.0 + lex.weight)
+            runs = _indexed_runs(order, score, sel)
+            taken = _to_read(order, score, runs)
+            listed = _listed_wholes(lex, order, runs)
+            ahead = _read_ahead(rest, order, runs, listed) if rest is not None and where is None else []
+            found = _from_table(lex, order, runs, ahead, listed) if taken else {}
+            if found is None:  # the table does not hold them as the kNN's keys say: a write in flight
+                found = records((yield Get(collection, tuple(taken + ahead))))
+            if ahead and rest is not None:
+                rest.remember([sid for sid in ahead if sid in found], found)
+            return _indexed_passages(order, score, runs, taken, found)
+        n *= 2
+
+
+def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> dict[str, list[str]]:
+    """``{cluster id: its segment ids in document order}`` for the clusters a walk's ``runs`` take
+    whole, from the lexical table (read once for the rules' read ahead and the passages' read)."""
+    whole = [keys[run[0]].cluster_id for run, is_whole in runs if is_whole]
+    return lex.index.cluster_segments(whole) if whole else {}
+
+
+def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
+                listed: Mapping[str, list[str]]) -> Records | None:
+    """The records of a walk's passages and of what rules 5 and 6 read ahead (``ahead``), from the
+    lexical table (:meth:`~hseg.store.lexical_index.LexicalIndex.records`): ``{id: (metadata, text)}``,
+    or ``None`` when the table does not hold a passage's segment as the walk's key says (it lags a
+    write in flight), and the caller reads the collection instead.
+
+    A ``get`` of ~48 records costs about as much as a plain top-5 query; the table answers in a
+    tenth of that (``benchmarks/RESULTS.md``, round 16). A cluster taken whole is read as all of its
+    segments (``listed``: :func:`_listed_wholes`), its record made of theirs (:func:`_joined`),
+    checked against the cluster's size in the walk's key."""
+    whole = [keys[run[0]] for run, is_whole in runs if is_whole]
+    segments = [keys[i] for run, is_whole in runs if not is_whole for i in run]
+    needed = [*(key.segment_id for key in segments), *(sid for key in whole for sid in listed[key.cluster_id])]
+    found = lex.index.records([*needed, *ahead])
+    for key in segments:
+        got = found.get(key.segment_id)
+        if got is None or got[0]["hseg_cluster_id"] != key.cluster_id or got[0]["hseg_tokens"] != key.tokens:
+            return None
+    for key in whole:
+        cluster = _joined(key, listed[key.cluster_id], found)
+        if cluster is None:
+            return None
+        found[key.cluster_id] = cluster
+    return found
+
+
+def _joined(key: UnitKey, segment_ids: list[str],
+            found: Mapping[str, tuple[dict[str, Any], str]]) -> tuple[dict[str, Any], str] | None:
+    """The record of ``key``'s cluster made of its segments' records (``None`` unless they are all
+    in ``found``, of that cluster, as many and as long as ``key`` says, and tile it)."""
+    members = [found.get(sid) for sid in segment_ids]
+    if len(members) != key.cluster_segments or any(m is None for m in members):
+        return None
+    metas = [m[0] for m in members if m is not None]
+    texts = [m[1] for m in members if m is not None]
+    if any(m.get("hseg_cluster_id") != key.cluster_id for m in metas) \
+            or sum(int(m.get("hseg_tokens", -1)) for m in metas) != key.cluster_tokens \
+            or any(int(a["hseg_end"]) != int(b["hseg_start"]) for a, b in zip(metas, metas[1:])):
+        return None
+    path = common_prefix(heading_path(m) for m in metas)
+    meta = {"hseg_start": int(metas[0]["hseg_start"]), "hseg_end": int(metas[-1]["hseg_end"]),
+            "hseg_segment_ids": json.dumps(segment_ids), HEADING_PATH_KEY: encode_heading_path(path)}
+    return meta, "".join(texts)
