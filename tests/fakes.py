@@ -86,6 +86,16 @@ def synthetic_book(n_chars: int, seed: int = 0) -> str:
     return "".join(parts)[:n_chars]
 
 
+def fake_encoder_factory(monkeypatch, make) -> None:
+    """``hseg.encoders.as_encoder`` returns ``make()`` for the rest of the test. The chunker, which
+    binds the factory when first imported, is imported before the patch: imported under it, it
+    would keep the fake for the rest of the session."""
+    import hseg.chunking.chunker  # noqa: F401
+    import hseg.encoders
+
+    monkeypatch.setattr(hseg.encoders, "as_encoder", lambda *args, **kwargs: make())
+
+
 def read_in_small_pages(monkeypatch) -> None:
     """Every search path that pages asks for 2 records a page, so every widening of its lists and
     every further read runs."""

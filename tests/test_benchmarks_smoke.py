@@ -176,9 +176,9 @@ def tiny_eval(root: Path) -> Path:
 def benchmarks_without_model(monkeypatch):
     """``retrieval`` and ``paired`` imported in-process, their encoder a hashing encoder."""
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    from tests.fakes import HashingEncoder
+    from tests.fakes import HashingEncoder, fake_encoder_factory
 
-    monkeypatch.setattr("hseg.encoders.as_encoder", lambda *args, **kwargs: HashingEncoder())
+    fake_encoder_factory(monkeypatch, HashingEncoder)
     import paired
     import retrieval
 

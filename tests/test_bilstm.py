@@ -215,9 +215,9 @@ def test_cli_parsers(capsys):
 
 
 def test_cli_train_and_eval_end_to_end(tmp_path, monkeypatch, capsys):
-    import hseg.encoders
+    from tests.fakes import fake_encoder_factory
 
-    monkeypatch.setattr(hseg.encoders, "as_encoder", lambda *a, **k: FakeEncoder())
+    fake_encoder_factory(monkeypatch, FakeEncoder)
     monkeypatch.setenv("HSEG_CACHE_DIR", str(tmp_path / "cache"))
     train = _write_corpus(tmp_path / "train", 6, 2)
     dev = _write_corpus(tmp_path / "dev", 3, 3)

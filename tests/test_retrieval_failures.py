@@ -18,9 +18,9 @@ import retrieval  # noqa: E402
 from evaluation import Chunk  # noqa: E402
 
 try:
-    from tests.fakes import HashingEncoder
+    from tests.fakes import HashingEncoder, fake_encoder_factory
 except ImportError:  # tests/ run as a plain directory
-    from fakes import HashingEncoder
+    from fakes import HashingEncoder, fake_encoder_factory
 
 CORPORA = {
     "alpha": "Rivers carry silt to the delta. Floods spread it on the plain.\n\nTides mix the estuary.",
@@ -54,8 +54,6 @@ def paragraphs(corpora: dict[str, str], queries: list, encoder) -> list[list[Chu
 
 
 def test_a_failing_method_keeps_finished_rows_and_fails_the_run(tmp_path, monkeypatch, capsys):
-    import hseg.encoders
-
     data = write_data(tmp_path / "data")
     out = tmp_path / "out"
     on_disk_when_it_failed: dict[str, object] = {}
@@ -66,7 +64,7 @@ def test_a_failing_method_keeps_finished_rows_and_fails_the_run(tmp_path, monkey
         on_disk_when_it_failed["md"] = sorted(p.name for p in (out / "methods").iterdir())
         raise RuntimeError("boom in the middle of the run")
 
-    monkeypatch.setattr(hseg.encoders, "as_encoder", lambda *a, **kw: HashingEncoder())
+    fake_encoder_factory(monkeypatch, HashingEncoder)
     monkeypatch.setitem(retrieval.METHODS, "first", paragraphs)
     monkeypatch.setitem(retrieval.METHODS, "broken", broken)
     monkeypatch.setitem(retrieval.METHODS, "last", paragraphs)
@@ -103,10 +101,8 @@ def test_a_failing_method_keeps_finished_rows_and_fails_the_run(tmp_path, monkey
 
 
 def test_a_clean_run_exits_normally_and_returns_its_rows(tmp_path, monkeypatch):
-    import hseg.encoders
-
     data = write_data(tmp_path / "data")
-    monkeypatch.setattr(hseg.encoders, "as_encoder", lambda *a, **kw: HashingEncoder())
+    fake_encoder_factory(monkeypatch, HashingEncoder)
     monkeypatch.setitem(retrieval.METHODS, "only", paragraphs)
     rows = retrieval.main(["--data", str(data), "--methods", "only", "--budgets", "1024", "--out", str(tmp_path / "o")])
     assert len(rows) == 6 and (tmp_path / "o" / "methods" / "only.md").exists()
