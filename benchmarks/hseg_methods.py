@@ -298,11 +298,17 @@ def under(switch: Callable[[], Any], method: Callable[..., Any]) -> Callable[...
     return method_under
 
 
+#: ``hseg_default_<name>``: the default run inside a switch, measured only when named (a run of every
+#: registered method measures what users get, not these simulations)
+SWITCHES: dict[str, Callable[[], Any]] = {
+    "walk": rest_of_budget_off,
+    "no_cuts": cuts_off,
+    "lexnb": lexical_neighbours,
+}
+
+
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
     register("hseg_default", default_method(retrieval_cls))
-    register("hseg_default_walk", under(rest_of_budget_off, default_method(retrieval_cls)))
-    register("hseg_default_no_cuts", under(cuts_off, default_method(retrieval_cls)))
-    register("hseg_default_lexnb", under(lexical_neighbours, default_method(retrieval_cls)))
     for t in TARGETS:
         # unit="cluster" named: with a budget and no unit the store answers with the auto unit
         SPECS[f"hseg_sc_{t}"] = (t, "cluster", {"unit": "cluster", "mode": "segment+cluster"})
@@ -318,13 +324,17 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 
 
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
-    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]``:
+    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]``,
+    or the default inside a switch, ``hseg_default_<switch>`` (:data:`SWITCHES`):
     ``~<flavour>`` chunks with that flavour (:data:`FLAVOURS`, ``hseg_auto_256~ctxenc``); ``+lex<W>``
     searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``+nb<V>`` with ``neighbour_weight=V``
     (the auto unit; other weights than the unit index's are searched on the gathered path);
     ``@<segmenter>`` chunks with that segmenter (a registered name or a saved weights file), to
     compare segmenters query by query
     (``benchmarks/paired.py hseg_auto_512@old.pt hseg_auto_512``). ``None`` for other names."""
+    base, _, switch = name.partition("hseg_default_")
+    if not base and switch in SWITCHES:
+        return under(SWITCHES[switch], default_method(retrieval_cls))
     rest, at, segmenter = name.partition("@")
     if at and not segmenter:
         return None

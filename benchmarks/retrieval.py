@@ -232,7 +232,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="../shared/data/chroma_eval")
     p.add_argument("--questions", default=None, help="questions file (default: questions.csv inside --data)")
-    p.add_argument("--methods", nargs="+", default=None, help=f"default: all of {', '.join(METHODS)}")
+    p.add_argument("--methods", nargs="+", default=None,
+                   help=f"default: all of {', '.join(METHODS)}; named only: the variants "
+                   "<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>] and the switches "
+                   f"{', '.join('hseg_default_' + s for s in hseg_methods.SWITCHES)}")
     p.add_argument("--corpora", nargs="+", default=None, help="restrict index and queries (default: all)")
     p.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     p.add_argument("--k", type=int, default=DEFAULT_K)
