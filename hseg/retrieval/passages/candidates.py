@@ -38,6 +38,7 @@ def first_page(k: int | None, budget_tokens: int | None, per_segment: int, least
 
 
 def cosines(query: np.ndarray, embeddings: Any) -> np.ndarray:
+    """cos(query, e) for each row of ``embeddings`` read by id (0 for a zero vector)."""
     e = np.asarray(embeddings, dtype=np.float64)
     if e.size == 0:
         return np.zeros(0)

@@ -26,6 +26,8 @@ __all__ = ["hybrid_indexed", "search_indexed"]
 
 def search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
                     where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
+    """Dense ``unit="auto"`` on the unit index built with cluster weight ``w`` and neighbour weight
+    ``v``: the kNN's distances are the fused scores, so the walk runs on them; only what it took is read."""
     scale = fused_scale(w, v)
     qq = query_vector(q)
     # a page of ids and distances costs about the same up to a few hundred records (metadata

@@ -21,9 +21,9 @@ __all__ = ["hybrid_segments", "search_segments"]
 
 def search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                      where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
-    # the ranking comes from a cheap kNN of ids and distances; records are read in rank order, a
-    # slice at a time, until the walk is decided (reading costs per record, ~0.06 ms). Cluster
-    # records and other writers' records in the ranking are skipped.
+    """Dense ``unit="segment"``: the ranking comes from a cheap kNN of ids and distances; records are
+    read in rank order, a slice at a time, until the walk is decided (reading costs per record,
+    ~0.06 ms). Cluster records and other writers' records in the ranking are skipped."""
     n = first_page(k, budget, 32, 16)
     while True:
         res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, dict(where) if where else None,
