@@ -287,6 +287,36 @@ def lexical_neighbours() -> Iterator[None]:
         LexicalQuery._scored = real  # type: ignore[method-assign]
 
 
+#: the constant of reciprocal rank fusion as LangChain's EnsembleRetriever and LlamaIndex's
+#: QueryFusionRetriever use it (``c`` in ``1 / (c + rank)``)
+RRF_C = 60
+
+
+@contextmanager
+def lexical_ranks() -> Iterator[None]:
+    """Inside the block, a segment's lexical score is its rank among the query's matches, not its
+    BM25 over the best (round 18, simulated): ``c / (c + r)`` with ``r`` the number of matches that
+    score more (1 for the best, as before; 0 without a query word) and ``c`` = :data:`RRF_C`. The
+    lexical evidence then counts as reciprocal rank fusion counts it, by position; the dense side
+    and the weight are unchanged. Monotone in BM25, so the pages' floors and the walk's bounds hold."""
+    from hseg.retrieval.lexical_query import LexicalQuery
+
+    real = LexicalQuery._normalised
+
+    def by_rank(self: Any, raw: Any) -> np.ndarray:
+        x = np.asarray(raw, dtype=np.float64)
+        if not len(self._raw):
+            return np.zeros_like(x)
+        ahead = np.searchsorted(-self._raw, -x, side="left")  # matches scoring more (best first)
+        return np.where(x > 0, RRF_C / (RRF_C + ahead), 0.0)
+
+    LexicalQuery._normalised = by_rank  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LexicalQuery._normalised = real  # type: ignore[method-assign]
+
+
 def under(switch: Callable[[], Any], method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` run inside ``switch()`` (:func:`rest_of_budget_off`: ``benchmarks/paired.py
     hseg_default hseg_default_walk``; :func:`cuts_off`: ``hseg_default hseg_default_no_cuts``)."""
@@ -304,6 +334,7 @@ SWITCHES: dict[str, Callable[[], Any]] = {
     "walk": rest_of_budget_off,
     "no_cuts": cuts_off,
     "lexnb": lexical_neighbours,
+    "lexrank": lexical_ranks,
 }
 
 

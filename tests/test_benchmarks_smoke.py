@@ -293,3 +293,36 @@ def test_lexical_neighbours_switch_scores_what_results_md_says(benchmarks_withou
     assert any(raw[sid] == 0 < expected[sid] for sid in ids)  # a neighbour's words lift a segment without them
     assert page.ids == sorted(ids, key=lambda s: -expected[s])[:5]
     assert lexical_query(index, question, 0.2).scores(ids).tolist() == plain.scores(ids).tolist()
+
+
+def test_lexical_ranks_switch_scores_by_position(benchmarks_without_model, tmp_path):
+    """``hseg_default_lexrank`` (round 18): inside the switch a segment's lexical score is
+    ``c / (c + r)``, ``r`` the number of matches scoring more BM25 (1 for the best, 0 without a
+    query word); pages keep their order; outside it, BM25 over the best again."""
+    import hseg_methods
+
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.retrieval.lexical_query import lexical_query
+    from hseg.store import HierarchicalStore
+    from tests.fakes import HashingEncoder, synthetic_book
+
+    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
+                                  min_segment_tokens=8, max_segment_tokens=48)
+    store = HierarchicalStore("lexrank", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    store.add([chunker.chunk(synthetic_book(1500, seed=s), doc_id=f"d{s}") for s in range(2)])
+    index = store.lexical_index
+    ids = [sid for (sid,) in index.db.rows("SELECT id FROM segments")]
+    words = sorted({w.lower() for (t,) in index.db.rows("SELECT text FROM fts") for w in re.findall(r"\w+", t)})
+    question = " ".join(words[3:60:7])
+    plain = lexical_query(index, question, 0.2)
+    raw = plain.scores(ids) * plain.best
+    c = hseg_methods.RRF_C
+    expected = [c / (c + sum(r > x for r in raw)) if x > 0 else 0.0 for x in raw]
+    with hseg_methods.lexical_ranks():
+        ranked = lexical_query(index, question, 0.2)
+        got = ranked.scores(ids)
+        page = ranked.page(5)
+    assert got.tolist() == pytest.approx(expected, abs=1e-12)
+    assert max(got) == 1.0 and 0 < min(x for x in got if x > 0) < 1 and 0.0 in got.tolist()
+    assert page.ids == plain.page(5).ids  # the same order: the score is monotone in BM25
+    assert lexical_query(index, question, 0.2).scores(ids).tolist() == plain.scores(ids).tolist()
