@@ -287,28 +287,31 @@ def lexical_neighbours() -> Iterator[None]:
         LexicalQuery._scored = real  # type: ignore[method-assign]
 
 
-#: the constant of reciprocal rank fusion as LangChain's EnsembleRetriever and LlamaIndex's
-#: QueryFusionRetriever use it (``c`` in ``1 / (c + rank)``)
-RRF_C = 60
+def rrf_c() -> int:
+    """The constant ``c`` of reciprocal rank fusion, ``1 / (c + rank)``, as the hybrid peer uses it:
+    LangChain's EnsembleRetriever default (60, as in LlamaIndex's QueryFusionRetriever)."""
+    from langchain_classic.retrievers import EnsembleRetriever
+
+    return int(EnsembleRetriever.model_fields["c"].default)
 
 
 @contextmanager
 def lexical_ranks() -> Iterator[None]:
     """Inside the block, a segment's lexical score is its rank among the query's matches, not its
     BM25 over the best (round 18, simulated): ``c / (c + r)`` with ``r`` the number of matches that
-    score more (1 for the best, as before; 0 without a query word) and ``c`` = :data:`RRF_C`. The
+    score more (1 for the best, as before; 0 without a query word) and ``c`` = :func:`rrf_c`. The
     lexical evidence then counts as reciprocal rank fusion counts it, by position; the dense side
     and the weight are unchanged. Monotone in BM25, so the pages' floors and the walk's bounds hold."""
     from hseg.retrieval.lexical_query import LexicalQuery
 
-    real = LexicalQuery._normalised
+    real, c = LexicalQuery._normalised, rrf_c()
 
     def by_rank(self: Any, raw: Any) -> np.ndarray:
         x = np.asarray(raw, dtype=np.float64)
         if not len(self._raw):
             return np.zeros_like(x)
         ahead = np.searchsorted(-self._raw, -x, side="left")  # matches scoring more (best first)
-        return np.where(x > 0, RRF_C / (RRF_C + ahead), 0.0)
+        return np.where(x > 0, c / (c + ahead), 0.0)
 
     LexicalQuery._normalised = by_rank  # type: ignore[method-assign]
     try:

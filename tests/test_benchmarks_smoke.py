@@ -257,25 +257,32 @@ def test_fts5_word_costs_smoke(shared_dir, tmp_path):
     assert "fts_docsize" in stdout
 
 
+def lexical_index_and_question(tmp_path):
+    """The lexical index of two small synthetic books (hashing encoder, TextTiling) and a question of
+    eight of their words, for the switches that rescore the lexical side."""
+    from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.store import HierarchicalStore
+    from tests.fakes import HashingEncoder, synthetic_book
+
+    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
+                                  min_segment_tokens=8, max_segment_tokens=48)
+    store = HierarchicalStore("lexical", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    store.add([chunker.chunk(synthetic_book(1500, seed=s), doc_id=f"d{s}") for s in range(2)])
+    index = store.lexical_index
+    words = sorted({w.lower() for (t,) in index.db.rows("SELECT text FROM fts") for w in re.findall(r"\w+", t)})
+    return index, " ".join(words[3:60:7])
+
+
 def test_lexical_neighbours_switch_scores_what_results_md_says(benchmarks_without_model, tmp_path):
     """``hseg_default_lexnb`` (round 17): inside the switch a segment's lexical score is its BM25 plus
     0.2 × the mean of its document neighbours' (its own when it has none), over the query's best;
     outside it, the plain BM25 again."""
     import hseg_methods
 
-    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.retrieval.lexical_query import lexical_query
-    from hseg.store import HierarchicalStore
-    from tests.fakes import HashingEncoder, synthetic_book
 
-    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
-                                  min_segment_tokens=8, max_segment_tokens=48)
-    store = HierarchicalStore("lexnb", path=str(tmp_path / "db"), encoder=HashingEncoder())
-    store.add([chunker.chunk(synthetic_book(1500, seed=s), doc_id=f"d{s}") for s in range(2)])
-    index = store.lexical_index
+    index, question = lexical_index_and_question(tmp_path)
     rows = index.db.rows("SELECT id, doc_id, position FROM segments")
-    words = sorted({w.lower() for (t,) in index.db.rows("SELECT text FROM fts") for w in re.findall(r"\w+", t)})
-    question = " ".join(words[3:60:7])
     plain = lexical_query(index, question, 0.2)
     ids = [sid for sid, _, _ in rows]
     raw = dict(zip(ids, plain.scores(ids) * plain.best))
@@ -301,22 +308,13 @@ def test_lexical_ranks_switch_scores_by_position(benchmarks_without_model, tmp_p
     query word); pages keep their order; outside it, BM25 over the best again."""
     import hseg_methods
 
-    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.retrieval.lexical_query import lexical_query
-    from hseg.store import HierarchicalStore
-    from tests.fakes import HashingEncoder, synthetic_book
 
-    chunker = HierarchicalChunker(encoder=HashingEncoder(), segmenter="texttiling", target_tokens=64,
-                                  min_segment_tokens=8, max_segment_tokens=48)
-    store = HierarchicalStore("lexrank", path=str(tmp_path / "db"), encoder=HashingEncoder())
-    store.add([chunker.chunk(synthetic_book(1500, seed=s), doc_id=f"d{s}") for s in range(2)])
-    index = store.lexical_index
+    index, question = lexical_index_and_question(tmp_path)
     ids = [sid for (sid,) in index.db.rows("SELECT id FROM segments")]
-    words = sorted({w.lower() for (t,) in index.db.rows("SELECT text FROM fts") for w in re.findall(r"\w+", t)})
-    question = " ".join(words[3:60:7])
     plain = lexical_query(index, question, 0.2)
     raw = plain.scores(ids) * plain.best
-    c = hseg_methods.RRF_C
+    c = hseg_methods.rrf_c()
     expected = [c / (c + sum(r > x for r in raw)) if x > 0 else 0.0 for x in raw]
     with hseg_methods.lexical_ranks():
         ranked = lexical_query(index, question, 0.2)
