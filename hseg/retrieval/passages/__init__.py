@@ -76,16 +76,16 @@ def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSetting
     if lexical is not None:
         if unit == "segment":
             return (yield from hybrid_segments(collection, query_vector, k, budget_tokens, where, where_document,
-                                                lexical))
+                                               lexical))
         if unit_index is not None and not where_document:
             return (yield from hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                               cluster_weight, neighbour_weight, lexical, rest))
+                                              cluster_weight, neighbour_weight, lexical, rest))
         return (yield from search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
-                                            cluster_weight, neighbour_weight, lexical))
+                                           cluster_weight, neighbour_weight, lexical))
     if unit == "segment":
         return (yield from search_segments(collection, query_vector, k, budget_tokens, where, where_document))
     if unit_index is not None and not where_document:
         return (yield from search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                           cluster_weight, neighbour_weight))
+                                          cluster_weight, neighbour_weight))
     return (yield from search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
-                                        cluster_weight, neighbour_weight))
+                                       cluster_weight, neighbour_weight))

@@ -37,7 +37,7 @@ def passage(members: list[Member], unit: str) -> SearchHit:
 
 
 def whole_cluster(best: Member, scores: dict[str, float], cluster: tuple[dict[str, Any], str],
-                   tokens: int) -> SearchHit:
+                  tokens: int) -> SearchHit:
     """One ``unit="auto"`` hit from a cluster taken whole (``cluster``: its record's metadata and
     text), of which ``scores`` are the segments scored and ``best`` the best of them."""
     meta, text = cluster

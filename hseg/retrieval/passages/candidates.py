@@ -57,7 +57,7 @@ def _stop_score(score: np.ndarray, cluster: list[str], sel: Selection) -> float:
 
 
 def bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: float, walk_of: Any,
-                  cluster_of: Any) -> tuple[Selection | None, list[str]]:
+                 cluster_of: Any) -> tuple[Selection | None, list[str]]:
     """The walk over the ``known`` scores, decided only if neither ``floor`` nor any ``bounds`` entry
     (an unresolved candidate's upper bound) reaches where it looked; else the candidates to resolve.
 

@@ -140,8 +140,8 @@ def _gather(
 
 
 def search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
-                     nweight: float, lex: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
+                    where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
+                    nweight: float, lex: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with cluster weight ``weight`` and neighbour weight ``nweight`` (and ``lex``, the
     lexical side), from gathered candidates (:func:`_gather`), deepened until the walk is decided."""
     need = max(8, budget // 48 + 4) if budget is not None else k

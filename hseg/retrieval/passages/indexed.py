@@ -25,7 +25,7 @@ __all__ = ["hybrid_indexed", "search_indexed"]
 
 
 def search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
+                   where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
     """Dense ``unit="auto"`` on the unit index built with cluster weight ``w`` and neighbour weight
     ``v``: the kNN's distances are the fused scores, so the walk runs on them; only what it took is read."""
     scale = fused_scale(w, v)
@@ -114,8 +114,8 @@ def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[i
 
 
 def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
-                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
+                   where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
+                   rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
     The passages' records are read from the lexical table (:func:`_from_table`), and with ``rest``

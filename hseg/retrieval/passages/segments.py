@@ -20,7 +20,7 @@ __all__ = ["hybrid_segments", "search_segments"]
 
 
 def search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
+                    where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
     """Dense ``unit="segment"``: the ranking comes from a cheap kNN of ids and distances; records are
     read in rank order, a slice at a time, until the walk is decided (reading costs per record,
     ~0.06 ms). Cluster records and other writers' records in the ranking are skipped."""
@@ -75,8 +75,8 @@ def _next_slice(rows: list[Member], read: int, k: int | None, budget: int | None
 
 
 def hybrid_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None,
-                     lex: LexicalQuery) -> Plan[list[SearchHit]]:
+                    where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None,
+                    lex: LexicalQuery) -> Plan[list[SearchHit]]:
     """``unit="segment"`` with the lexical score: dense = cos(q, segment). A candidate's cluster,
     position and tokens come from the lexical index; a kNN record it does not hold is read (another
     writer's record, or a segment written since), cluster records are skipped by their id."""
