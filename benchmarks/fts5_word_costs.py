@@ -3,7 +3,7 @@
     python benchmarks/fts5_word_costs.py [--records 40000] [--queries 200] [--data ../shared/data] [--out FILE]
 
 A process's first long question on a 40k store costs ~4× a plain query (``RESULTS.md``, rounds 15
-and 16): the lexical side reads each word's BM25 terms (``hseg.store.lexical_sqlite._term_scores``),
+and 16): the lexical side reads each word's BM25 terms (``hseg.store.lexical.database._term_scores``),
 and the common words are held by thousands of rows. This asks where that time goes, and what an
 engine built on FTS5's raw counts could save, on the units of ``benchmarks/lexical_engines.py``
 (``--records`` ~400-character pieces of the OpenStax training books, one FTS5 table with hseg's
@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from lexical_engines import DATA, load_units, report  # noqa: E402
 
 from hseg.retrieval.lexical_query import fts5_match, query_terms  # noqa: E402
-from hseg.store.lexical_sqlite import TOKENIZER  # noqa: E402
+from hseg.store.lexical import TOKENIZER  # noqa: E402
 
 WAYS = {
     "bm25 rows": "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?",

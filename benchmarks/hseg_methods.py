@@ -221,18 +221,18 @@ def round11_reads() -> Iterator[None]:
     rows after a passage 8 positions at a time (not 2), for the latency of round 12's trims in one
     process. Answers are the same."""
     import hseg.retrieval.passages.indexed as indexed
-    import hseg.store.lexical_index as lexical_index
+    import hseg.store.lexical.reads as lexical_reads
 
     def every_scored_segment(keys: Any, score: Any, runs: Any) -> list[str]:
         whole = sorted({keys[run[0]].cluster_id for run, taken_whole in runs if taken_whole})
         return [keys[i].segment_id for run, _ in runs for i in run] + whole
 
-    real_read, real_page = indexed._to_read, lexical_index._FOLLOWING_PAGE
-    indexed._to_read, lexical_index._FOLLOWING_PAGE = every_scored_segment, 8
+    real_read, real_page = indexed._to_read, lexical_reads.FOLLOWING_PAGE
+    indexed._to_read, lexical_reads.FOLLOWING_PAGE = every_scored_segment, 8
     try:
         yield
     finally:
-        indexed._to_read, lexical_index._FOLLOWING_PAGE = real_read, real_page
+        indexed._to_read, lexical_reads.FOLLOWING_PAGE = real_read, real_page
 
 
 @contextmanager

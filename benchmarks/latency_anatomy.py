@@ -78,7 +78,7 @@ from hseg.chunking.records import listed_segment_ids  # noqa: E402
 from hseg.retrieval.unit_vectors import UnitKey, companion_name, unit_metadata  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
 from hseg.store.connection import DEFAULT_HNSW  # noqa: E402
-from hseg.store.lexical_index import LexicalIndex  # noqa: E402
+from hseg.store.lexical import LexicalIndex  # noqa: E402
 
 table_read = indexed._from_table
 
@@ -381,7 +381,7 @@ def table_reads(store: HierarchicalStore, texts: list[str], vectors: np.ndarray,
         asked.append(ids)
         return real(self, ids)
 
-    LexicalIndex.records = logged  # type: ignore[method-assign]
+    LexicalIndex.records = logged  # type: ignore[method-assign,assignment]
     try:
         reads = []
         for text, q in zip(texts, vectors):

@@ -3,7 +3,7 @@
 The lexical side scores every segment that holds a query word (``LexicalQuery``: the normaliser is
 the query's best BM25). Until round 15 that was one FTS5 statement, ``-bm25()`` of the ``OR`` of the
 query's words. Since then the index adds the words' BM25 terms up one word at a time
-(:meth:`hseg.store.lexical_index.LexicalIndex.scored`, the same floats) and each connection keeps a
+(:meth:`hseg.store.lexical.LexicalIndex.scored`, the same floats) and each connection keeps a
 word's terms until the file changes, so a word that an earlier question asked costs nothing.
 
 Four calls per question, in rotated order, on three store objects over the same directory (three
@@ -49,7 +49,7 @@ from query_latency import questions, rotated, store_questions_options  # noqa: E
 
 from hseg.retrieval.lexical_query import fts5_match  # noqa: E402
 from hseg.store import HierarchicalStore  # noqa: E402
-from hseg.store.lexical_index import LexicalIndex  # noqa: E402
+from hseg.store.lexical import LexicalIndex  # noqa: E402
 
 CALLS = ("plain", "word cache", "one statement", "no reuse")
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     stores = {label: HierarchicalStore(args.collection, path=args.db) for label in CALLS[1:]}
     index = stores["one statement"].lexical_index
     assert index is not None
-    index.scored = types.MethodType(one_statement, index)
+    index.scored = types.MethodType(one_statement, index)  # type: ignore[method-assign]
     fresh = stores["no reuse"].lexical_index
     assert fresh is not None
     texts = questions(args.questions, args.warmup + args.queries)
@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                     got[label] = answer(stores[label].search(q, query_text=text, budget_tokens=args.budget))
                 times[(min(r, 1), label)].append(time.perf_counter() - t0)
             differ += len({tuple(v) for v in got.values()}) > 1
-    kept = stores["word cache"].lexical_index.db.kept_term_pairs
+    kept_by = stores["word cache"].lexical_index
+    assert kept_by is not None
+    kept = kept_by.db.kept_term_pairs
     lines = [f"`{Path(args.db).name}` ({stores['word cache'].collection.count():,} records), "
              f"{Path(args.questions).name}: {len(texts)} questions × {args.rounds} rounds after {len(warm)} warm-up, "
              f"budget {args.budget}; hits differ between the three searches on {differ} calls; the cache holds "

@@ -209,6 +209,7 @@ def build_openstax(store: HierarchicalStore, folder: Path, records: int, encoder
 def lexical_costs(store: HierarchicalStore) -> str:
     """The lexical index's size on disk and the time of a full rebuild from the collection."""
     index = store.lexical_index
+    assert index is not None
     t0 = time.perf_counter()
     n = store.sync_lexical_index()
     seconds = time.perf_counter() - t0

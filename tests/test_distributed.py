@@ -113,7 +113,7 @@ def _assert_lexical_agrees(store: HierarchicalStore, *, all_closed: bool) -> Non
     got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])
     assert rows == dict(zip(got["ids"], got["documents"]))
     if all_closed:
-        assert index._journal_state()[1] == []
+        assert index.journal.read(since=0.0).opens == []
 
 
 def _single_process(server, texts: dict[str, str], tmp_path: Path, chunker: HierarchicalChunker,

@@ -419,7 +419,7 @@ def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_colle
     import hseg.retrieval.passages.indexed as indexed
     import hseg.retrieval.plans as plans
     from hseg.retrieval.results import result_for
-    from hseg.store.lexical_index import LexicalIndex
+    from hseg.store.lexical import LexicalIndex
 
     store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
     reads: list[str] = []

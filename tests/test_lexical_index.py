@@ -23,8 +23,8 @@ from hseg.ingest.run import ingest_batch
 from hseg.retrieval.lexical_query import fts5_match, lexical_query, query_terms
 from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
-from hseg.store.lexical_index import FOLDER, journal_name
-from hseg.store.lexical_sqlite import summed_terms
+from hseg.store.lexical import FOLDER, journal_name
+from hseg.store.lexical.reads import summed_terms
 from tests.fakes import HashingEncoder, synthetic_book
 
 
@@ -239,11 +239,11 @@ def test_a_persisted_index_is_not_rebuilt_on_open(tmp_path, chroma_collection_na
     path = str(tmp_path / "db")
     HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder()).add(
         [chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
-    from hseg.store.lexical_index import LexicalIndex
+    from hseg.store.lexical import LexicalIndex
 
     rebuilt = []
-    original = LexicalIndex._rebuild
-    monkeypatch.setattr(LexicalIndex, "_rebuild", lambda self, *a: rebuilt.append(1) or original(self, *a))
+    original = LexicalIndex.rebuild
+    monkeypatch.setattr(LexicalIndex, "rebuild", lambda self, **m: rebuilt.append(1) or original(self, **m))
     reopened = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     assert in_step(reopened) and rebuilt == []
 
@@ -321,13 +321,15 @@ def test_each_client_of_a_server_derives_its_cache_and_sees_the_others_writes(
     assert str(reader.lexical_index.location.path).startswith(str(tmp_path / "reader"))
     writer.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
     assert in_step(reader)
-    writer.add(chunker.chunk(book(5), doc_id="d1"))  # another client's write: a new token
+    follower = reader.lexical_index.follower
+    assert follower.rebuilds == 1  # its first check: a new cache
+    writer.add(chunker.chunk(book(5), doc_id="d1"))  # another client's write: one log entry
     assert in_step(reader)
     writer.delete("d0")
     assert in_step(reader) and in_step(writer)
-    # nothing written since: the next check is one journal read, no rebuild
-    before = reader.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'token'")
-    assert in_step(reader) and reader.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'token'") == before
+    # followed by the documents written, never rebuilt again; nothing written since: nothing applied
+    assert (follower.rebuilds, follower.applied) == (1, 2)
+    assert in_step(reader) and (follower.rebuilds, follower.applied) == (1, 2)
     assert journal_name(chroma_collection_name) in {c.name for c in chroma_server.client().list_collections()}
 
 
@@ -338,14 +340,16 @@ def test_a_server_writer_that_died_mid_write_is_reread_by_every_reader(
     store = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
     store.add(chunker.chunk(book(1), doc_id="a"))
     assert in_step(store)
-    # a writer opens its write, writes Chroma's records and dies before closing it
-    store.lexical_index._journal_open(["a"])
+    # a writer opens its write, writes Chroma's records and dies before closing it; its open entry is
+    # taken for a dead writer's once it is older than OPEN_STALE_S (here at once)
+    monkeypatch.setattr("hseg.store.lexical.follow.OPEN_STALE_S", 0.0)
+    store.lexical_index.journal.begin(["a"])
     recs = records_for(chunker.chunk(book(4), doc_id="a"))
     store.collection.upsert(ids=[r.id for r in recs], embeddings=[r.embedding for r in recs],
                             documents=[r.document for r in recs], metadatas=[r.metadata for r in recs])
     stale = {r.id for r in records_for(chunker.chunk(book(1), doc_id="a"))} - {r.id for r in recs}
     store.collection.delete(ids=list(stale))
-    assert in_step(store)  # the token did not change, the open write names "a": it is read again
+    assert in_step(store)  # no write finished, the open write names "a": it is read again
 
 
 # --------------------------------------------------------------------------- hseg index's completeness
@@ -416,7 +420,7 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     import sqlite3
     import threading
 
-    from hseg.store.lexical_sqlite import Database
+    from hseg.store.lexical.database import Database
 
     path = tmp_path / "index.sqlite"
     other = sqlite3.connect(str(path), isolation_level=None)  # a file not yet in WAL, being written

@@ -1076,7 +1076,7 @@ def lexical_disagreement(db: Path, collection: str = "hseg") -> list[str]:
     both files as they are (nothing repaired): pending documents, missing, extra or stale rows."""
     import sqlite3
 
-    from hseg.store.lexical_index import FOLDER
+    from hseg.store.lexical import FOLDER
 
     con = sqlite3.connect(str(db / FOLDER / f"{collection}.sqlite"))
     try:
@@ -1100,7 +1100,7 @@ sys.path.insert(0, {repo!r})
 from chromadb.api.models.Collection import Collection
 from hseg.encoders import factory
 from hseg.cli import main
-from hseg.store.lexical_index import LexicalIndex
+from hseg.store.lexical import LexicalIndex
 from tests.fakes import HashingEncoder
 
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()

@@ -1,6 +1,6 @@
 """A query's words for the lexical (BM25) side: what is looked up, and why the stop words go.
 
-The lexical index (:mod:`hseg.store.lexical_index`) is SQLite FTS5 with the tokenizer
+The lexical index (:mod:`hseg.store.lexical`) is SQLite FTS5 with the tokenizer
 ``porter unicode61 remove_diacritics 2``: Unicode word characters, case and diacritics folded,
 English words stemmed (Porter), any other script kept as it is. A query is cut into words the same
 way (``\\w+``) and each word goes to FTS5 as a quoted string, so FTS5 applies its own tokenizer to
@@ -73,12 +73,12 @@ class LexicalRow:
     position: int
     tokens: int
     #: the record's sentence cuts as stored (``hseg_cuts``, JSON), read only where rule 6 may use them
-    #: (:meth:`~hseg.store.lexical_index.LexicalIndex.following`); ``None`` otherwise or when it has none
+    #: (:meth:`~hseg.store.lexical.LexicalIndex.following`); ``None`` otherwise or when it has none
     cuts: str | None = None
 
 
 class LexicalSource(Protocol):
-    """What a search reads of a lexical index (:class:`hseg.store.lexical_index.LexicalIndex`)."""
+    """What a search reads of a lexical index (:class:`hseg.store.lexical.LexicalIndex`)."""
 
     def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
 

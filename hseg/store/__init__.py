@@ -15,7 +15,7 @@ vector per segment whose cosine with a query is the segment's ``unit="auto"`` sc
 and :meth:`delete` keep it in step (its records are written after, and deleted before, the records
 they point to, so it never names a record the collection lacks).
 
-Beside both lives the **lexical index** (:mod:`hseg.store.lexical_index`): BM25 over the segments in
+Beside both lives the **lexical index** (:mod:`hseg.store.lexical`): BM25 over the segments in
 SQLite FTS5, a file in the Chroma folder of an embedded store (kept in step by every write, repaired
 after a cut-short one) or a per-client cache derived from a server's collection.
 

@@ -17,7 +17,7 @@ from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
            "storage_problem", "disk_trouble", "get_or_create_collection", "created_concurrently", "has_unit_index",
-           "open_unit_index", "drop_unit_index", "open_lexical_index", "check_schema", "collection_space",
+           "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
            "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
 logger = logging.getLogger(__name__)
@@ -196,32 +196,6 @@ def drop_unit_index(collection: Any) -> None:
     """Delete the companion collection of ``collection``'s unit index, through the same connection."""
     collection._client.delete_collection(companion_name(collection.name), tenant=collection.tenant,
                                          database=collection.database)
-
-
-def open_lexical_index(collection: Any, batch_size: Any) -> Any:
-    """The :class:`~hseg.store.lexical_index.LexicalIndex` of a collection (``None`` for an object that
-    is not a chromadb collection). A client of a server gets a per-client cache and the journal
-    collection its writers keep (created empty when absent), through the collection's own connection."""
-    from chromadb.api.models.Collection import Collection
-
-    from hseg.store.lexical_index import LexicalIndex, journal_name, lexical_location
-
-    location = lexical_location(collection)
-    if location is None:
-        return None
-    journal = None
-    if not location.maintained:
-        api = collection._client
-        where = {"tenant": collection.tenant, "database": collection.database}
-        try:
-            model = api.get_or_create_collection(name=journal_name(collection.name),
-                                                 metadata={"hseg_schema": SCHEMA_VERSION}, **where)
-        except Exception as exc:
-            if not created_concurrently(exc):
-                raise
-            model = api.get_collection(name=journal_name(collection.name), **where)  # another writer made it
-        journal = Collection(client=api, model=model, embedding_function=None)
-    return LexicalIndex(collection, location, batch_size, journal)
 
 
 def check_encoder(collection_name: str, recorded: str | None, name: str, *, allow_mismatch: bool = False) -> None:

@@ -1,12 +1,12 @@
 """Whole documents in and out of a store: the collection's records and the two indexes beside it
-(the unit index, :mod:`hseg.store.unit_index`, and the lexical index, :mod:`hseg.store.lexical_index`),
+(the unit index, :mod:`hseg.store.unit_index`, and the lexical index, :mod:`hseg.store.lexical`),
 written and deleted in the one order that keeps every index from naming a record the collection
 lacks.
 
 A write: the collection's records (documents packed whole into upsert calls,
 :func:`hseg.store.writing.write_batches`), then the unit index, then the lexical rows, and only then
 the records the documents no longer have. A delete: the indexes first, then the records. The
-lexical index's :meth:`~hseg.store.lexical_index.LexicalIndex.writing` brackets both, so a write cut
+lexical index's :meth:`~hseg.store.lexical.LexicalIndex.writing` brackets both, so a write cut
 short by a crash is found and repaired on the next open.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record
 from hseg.store.connection import remote_errors
-from hseg.store.lexical_index import LexicalIndex
+from hseg.store.lexical import LexicalIndex
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 

@@ -16,7 +16,7 @@ from hseg.retrieval.parents import parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan
 from hseg.retrieval.settings import SearchSettings
-from hseg.store.lexical_index import LexicalIndex
+from hseg.store.lexical import LexicalIndex
 from hseg.store.unit_index import UnitIndex
 
 __all__ = ["search_settings", "query_text", "SearchPlanner"]

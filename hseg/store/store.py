@@ -35,13 +35,13 @@ from hseg.store.connection import (
     get_or_create_collection,
     has_unit_index,
     open_client,
-    open_lexical_index,
     open_unit_index,
     remote_errors,
 )
 from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.freshness import FreshReads, persist_directory
+from hseg.store.lexical import LexicalIndex
 from hseg.store.reading import get_by_documents, pages
 from hseg.store.searching import SearchPlanner, search_settings
 from hseg.store.searching import query_text as query_text_of
@@ -158,7 +158,7 @@ class HierarchicalStore:
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size, lambda: drop_unit_index(collection)) \
             if has_unit_index(collection) else None
-        self.lexical_index = open_lexical_index(collection, self.max_batch_size)
+        self.lexical_index = LexicalIndex.open(collection)
         self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
         self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
         # an embedded client never reloads its vector index: searches must notice other processes' writes
@@ -212,7 +212,7 @@ class HierarchicalStore:
 
         Needed only for documents written into the collection without hseg (e.g. by a LlamaIndex
         ``ChromaVectorStore``); :meth:`add` and :meth:`delete` keep the index in step, and a search or
-        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical_index`).
+        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical`).
 
         Example:
             >>> store.sync_lexical_index()  # doctest: +SKIP
@@ -521,7 +521,7 @@ class HierarchicalStore:
         adjacent segments (:mod:`hseg.retrieval.passages`). Every path is exact with respect to the
         neighbours Chroma returns. With ``lexical_weight=λ`` > 0 every unit is ranked by its dense score
         ``+ λ ·`` its BM25 score divided by the query's best (the lexical index,
-        :mod:`hseg.store.lexical_index`), exact with respect to what Chroma and the lexical index return.
+        :mod:`hseg.store.lexical`), exact with respect to what Chroma and the lexical index return.
 
         Example:
             >>> [(h.cluster_id, round(h.score, 3)) for h in store.search("tides", k=2)]  # doctest: +SKIP

@@ -186,7 +186,7 @@ def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list
 def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
                 listed: Mapping[str, list[str]]) -> Records | None:
     """The records of a walk's passages and of what rules 5 and 6 read ahead (``ahead``), from the
-    lexical table (:meth:`~hseg.store.lexical_index.LexicalIndex.records`): ``{id: (metadata, text)}``,
+    lexical table (:meth:`~hseg.store.lexical.LexicalIndex.records`): ``{id: (metadata, text)}``,
     or ``None`` when the table does not hold a passage's segment as the walk's key says (it lags a
     write in flight), and the caller reads the collection instead.
 

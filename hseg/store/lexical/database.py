@@ -1,12 +1,11 @@
-"""The lexical index's SQLite file: its tables, one connection to it with the index's writer lock,
-and the BM25 terms of each word a connection has read (:mod:`hseg.store.lexical_index` keeps the
-file in step with Chroma and answers a search from it).
+"""The lexical index's SQLite file: one connection to it with the index's writer lock, and the BM25
+terms of each word the connection has read.
 
 A word's terms are FTS5's own: ``-bm25()`` of the one-word query (:func:`_term_scores`). Adding a
-query's words up one at a time, in its order (:func:`summed_terms`), gives FTS5's ``-bm25()`` of the
-``OR`` of the words to the bit, and lets a connection keep each word's terms
-(:meth:`Database.term_scores`) until the file changes: the common words that make a long question
-expensive are mostly words that earlier questions asked (``benchmarks/RESULTS.md``, round 15).
+query's words up one at a time, in its order (:func:`hseg.store.lexical.reads.summed_terms`), gives
+FTS5's ``-bm25()`` of the ``OR`` of the words to the bit, and lets a connection keep each word's
+terms (:meth:`Database.term_scores`) until the file changes: the common words that make a long
+question expensive are mostly words that earlier questions asked (``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -25,41 +24,13 @@ from typing import Any
 import numpy as np
 
 from hseg.retrieval.lexical_query import fts5_match
+from hseg.store.lexical.tables import SCHEMA
 
-__all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "TERM_CACHE_PAIRS", "Database", "memory_database",
-           "drop_memory_database", "summed_terms"]
-
-#: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
-TOKENIZER = "porter unicode61 remove_diacritics 2"
-
-#: the layout of the file (:data:`SCHEMA`), kept in its ``meta`` table; a file of another layout is rebuilt
-#: (2: ``segments.cuts``; 3: ``segments.record``)
-FORMAT = "3"
+__all__ = ["TERM_CACHE_PAIRS", "Database", "memory_database", "drop_memory_database"]
 
 #: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
 #: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
 TERM_CACHE_PAIRS = 2_000_000
-#: :func:`summed_terms` adds a query's words up in an array indexed by rowid while the largest rowid is at
-#: most this many times the (rowid, term) pairs: zeroing that array then costs about what sorting
-#: the pairs would
-_DENSE_ROWIDS = 16
-
-#: the tables of the file: the segments (what a search reads of each), the documents and the
-#: sha of the text their rows came from, those a writer left *pending*, and the FTS5 table of texts
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
-    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT, record TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
-    "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
-    # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
-    "CREATE INDEX IF NOT EXISTS segments_doc_position ON segments(doc_id, position)",
-    "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
-    "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
-)
-
-
 class Database:
     """One SQLite connection (serialised by a lock: searches run in worker threads too) and the
     index's writer lock."""
@@ -227,31 +198,3 @@ def _term_scores(conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.nd
     found = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?", (fts5_match([term]),)).fetchall()
     return (np.fromiter((r for r, _ in found), np.int64, len(found)),
             np.fromiter((x for _, x in found), np.float64, len(found)))
-
-
-def summed_terms(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-word ``(rowids, terms)`` added up in the order given (FTS5's), as ``(rowids, totals)`` best
-    first, ties by rowid (FTS5's ``ORDER BY bm25(fts), rowid``).
-
-    The totals are kept in an array indexed by rowid where the rowids are dense enough for it to
-    cost no more than sorting them would (3× faster for a long question over 40k segments), else
-    in one indexed by the sorted distinct rowids. Either way each row gets one addition per word
-    that it holds, in the words' order."""
-    pairs = sum(len(r) for r, _ in parts)
-    if not pairs:
-        return np.empty(0, np.int64), np.empty(0, np.float64)
-    top = max(int(r.max()) for r, _ in parts if len(r)) + 1
-    if top <= _DENSE_ROWIDS * pairs:
-        total, held = np.zeros(top), np.zeros(top, dtype=bool)
-        for r, x in parts:  # a word's rowids are distinct: one addition per row and word, in order
-            total[r] += x
-            held[r] = True
-        rowids = np.flatnonzero(held)
-        total = total[rowids]
-    else:
-        rowids = np.unique(np.concatenate([r for r, _ in parts]))
-        total = np.zeros(len(rowids))
-        for r, x in parts:
-            total[np.searchsorted(rowids, r)] += x
-    order = np.lexsort((rowids, -total))
-    return rowids[order], total[order]

@@ -1,0 +1,146 @@
+"""A cache following the write log: how a client of a server keeps its lexical index in step with
+what every client writes, at a cost that grows with the documents written, not with the store.
+
+One check (:meth:`Follower.follow`, before each search that reads the index):
+
+1. Read the log's entries since the cache's *position* (the time of its last complete read of the
+   log) minus :data:`~hseg.store.lexical.journal.MARGIN_S`: one ``get`` of the log's recent records.
+2. Rebuild from the collection only where the log cannot say what changed: a new cache or one of
+   another collection or layout, a horizon past the position (compaction deleted entries this
+   cache may never have seen), or, on an object's first check, a record count that neither the
+   count at the last sync nor the entries read explain (records written without hseg).
+3. Otherwise re-read the documents of ``done`` entries not yet applied and of ``open`` entries old
+   enough to be a dead writer's (:mod:`hseg.store.lexical.journal`), note the entries applied and
+   move the position, in one commit under the file's writer lock, so that processes sharing the
+   cache file apply each entry once.
+
+The record count at the last sync is known only at rest (no write under way when it was read):
+while writes run, the log explains every change of the count, and the first check at rest notes it.
+
+A passage is read from the cache's rows, which hold one version of each document (a document is
+re-read whole, in one commit): during a write, the version before it.
+
+The position kept in the file moves only when something is written there: a check that finds
+nothing new writes nothing (a write would make every reader of the file drop its kept word terms,
+:class:`~hseg.store.lexical.database.Database`), and this object remembers its own later position.
+A document whose write returned is in the log before the next check, so it is found lexically by
+the next search.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING
+
+from hseg.store.lexical.journal import MARGIN_S, OPEN_STALE_S, OPEN_WRITE_TTL_S, Entry, LogRead
+from hseg.store.lexical.tables import applied_among, record_applied, set_meta
+
+if TYPE_CHECKING:
+    from hseg.store.lexical.index import LexicalIndex
+
+__all__ = ["Follower"]
+
+logger = logging.getLogger(__name__)
+
+_POSITION = "log_position"
+
+
+class Follower:
+    """Keeps ``index`` (a cache) in step with its collection through the write log."""
+
+    def __init__(self, index: LexicalIndex) -> None:
+        assert index.journal is not None
+        self.index = index
+        self.journal = index.journal
+        self._position = -math.inf  # this object's last complete read of the log (its own clock)
+        self._reread: dict[str, float] = {}  # open entries whose documents this object re-read, and when
+        self.rebuilds = 0  #: full rebuilds this object made (for tests and logs)
+        self.applied = 0  #: log entries this object applied (for tests and logs)
+
+    def position(self, meta: dict[str, str]) -> float:
+        """The cache's position: the later of the file's and this object's."""
+        return max(float(meta.get(_POSITION, "-inf")), self._position)
+
+    def follow(self) -> None:
+        """One check (see the module docstring)."""
+        index = self.index
+        meta = index.meta()
+        position = self.position(meta)
+        started = time.time()
+        if not (index.belongs(meta) and meta.get("built") == "1" and math.isfinite(position)):
+            self._rebuild_locked("no cache of this collection yet", meta)
+            return
+        log = self.journal.read(since=position - MARGIN_S)
+        if log.horizon >= position - MARGIN_S:
+            self._rebuild_locked("the write log was compacted past this cache's last read", meta)
+            return
+        docs, entries = self._to_apply(log, started)
+        if entries or docs:
+            self._apply(entries, docs, started, counted=not log.opens)
+        elif not log.opens and meta.get("synced_count", "") == "":
+            self._apply([], set(), started, counted=True)  # at rest again: the count the log explains
+        elif not log.opens and not index._count_checked:
+            index._count_checked = True
+            if int(meta["synced_count"]) != int(index.collection.count()):
+                self._rebuild_locked("records were written without hseg's write log (the record count changed)",
+                                     meta)
+                return
+        index._count_checked = True
+        self._position = started
+
+    def _to_apply(self, log: LogRead, now: float) -> tuple[set[str], list[Entry]]:
+        """The documents of ``open`` entries to re-read, and the ``done`` entries not yet applied."""
+        docs: set[str] = set()
+        for entry in log.opens:
+            last = self._reread.get(entry.id, -math.inf)
+            if now - entry.at >= OPEN_STALE_S and now - last >= OPEN_STALE_S and last < entry.at + OPEN_WRITE_TTL_S:
+                self._reread[entry.id] = now
+                docs.update(entry.docs)
+        with self.index.db.lock:
+            fresh = applied_among(self.index.db.conn, [e.id for e in log.done])
+        return docs, [e for e in log.done if e.id not in fresh]
+
+    def _apply(self, entries: list[Entry], docs: set[str], started: float, *, counted: bool) -> None:
+        """Re-read ``docs`` and those of ``entries``, note the entries applied and move the position
+        (and, when ``counted``, no write being under way, the record count), in one commit."""
+        index = self.index
+        with index.db.writer():
+            with index.db.lock:
+                fresh = applied_among(index.db.conn, [e.id for e in entries])
+            entries = [e for e in entries if e.id not in fresh]  # another process sharing the file applied them
+            docs = docs | {d for e in entries for d in e.docs}
+            if not docs and not entries and not counted:
+                return
+            moved = {_POSITION: repr(max(started, float(index.meta().get(_POSITION, "-inf")))),
+                     # under way: the count includes part of a write, so no count is known until the next rest
+                     "synced_count": str(int(index.collection.count())) if counted else ""}
+            if docs:
+                index.rewrite(sorted(docs), clear_pending=False, **moved)
+            with index.db.transaction() as c:
+                record_applied(c, {e.id: e.at for e in entries}, forget_before=started - 3 * MARGIN_S)
+                set_meta(c, **moved)
+        self.applied += len(entries)
+
+    def _rebuild_locked(self, why: str, seen: dict[str, str]) -> None:
+        with self.index.db.writer():  # processes sharing this cache file rebuild one at a time
+            meta = self.index.meta()
+            if meta.get(_POSITION) != seen.get(_POSITION) and self.index.belongs(meta) and meta.get("built") == "1":
+                return  # another process rebuilt it while this one waited: the next check follows from there
+            logger.info("collection %r: rebuilding the lexical cache: %s", self.index.collection.name, why)
+            self.index.adopt()
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        """Every row again from the collection, the log's recent entries noted as applied (their writes
+        ended before the collection was read). Call with the writer lock held."""
+        started = time.time()
+        log = self.journal.read(since=started - 2 * MARGIN_S)
+        # with a write under way the count holds part of it: known again at the next rest
+        self.index.rebuild(**{_POSITION: repr(started), **({"synced_count": ""} if log.opens else {})})
+        with self.index.db.transaction() as c:
+            record_applied(c, {e.id: e.at for e in log.done}, forget_before=started - 3 * MARGIN_S)
+        self.rebuilds += 1
+        self.index._count_checked = True
+        self._position = started

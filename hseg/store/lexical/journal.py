@@ -1,0 +1,183 @@
+"""The write log of a collection whose lexical index is a cache (a client of a server): which
+documents each hseg write changed, so that a reader brings its cache up to date by re-reading those
+documents, not the whole collection.
+
+The log is the companion collection ``<name>_hseg_writes`` (Chroma is the only thing every client
+shares), one record per entry, each with a one-dimensional vector nobody searches:
+
+* ``open-<uuid>`` (``kind="open"``): a write under way, written before its first record. A reader
+  leaves its documents as they were until its ``done`` entry comes: re-reading a document half
+  written would mix two versions of it in one passage. An ``open`` entry older than
+  :data:`OPEN_STALE_S` may be a dead writer's, whose documents will never change again: those are
+  re-read then (what Chroma holds is all there is), at most once a :data:`OPEN_STALE_S`.
+* ``done-<uuid>`` (``kind="done"``): a write that finished, written after its last record and before
+  its ``open`` entry is deleted (a reader between the two sees both). ``at`` is the writer's clock
+  when it finished.
+* ``horizon`` (``kind="horizon"``): compaction's mark. A writer deletes ``done`` entries older than
+  :data:`KEEP_S` and raises the horizon to the time it deleted up to.
+
+Why a reader needs no order: re-reading a document reads what Chroma holds *now*, so applying
+entries in any order, or twice, leaves the same rows. What a reader needs is never to miss an entry.
+It reads the entries at or after its last read minus :data:`MARGIN_S` (an entry becomes visible a
+little after its writer's clock stamped it, and clocks of client machines differ a little), skips
+those it has applied (the cache's ``applied`` table), and rebuilds from scratch only when the
+horizon passed that point: compaction may have deleted an entry it never saw.
+
+The log's size is bounded by time: the ``done`` entries of the last :data:`KEEP_S` seconds, the
+``open`` entries of writes under way, and those of dead writers for :data:`OPEN_KEEP_S`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hseg.chunking.records import SCHEMA_VERSION
+from hseg.store.connection import created_concurrently
+
+__all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "Entry",
+           "LogRead", "Journal", "journal_name"]
+
+#: the journal collection of collection ``name`` is ``name + JOURNAL_SUFFIX``
+JOURNAL_SUFFIX = "_hseg_writes"
+#: ``done`` entries younger than this are kept: a reader that checks at least this often never rebuilds
+KEEP_S = 1800.0
+#: how far before its last read a reader looks again: more than an entry's trip to the server plus the
+#: clock difference between two client machines
+MARGIN_S = 120.0
+#: an open write older than this may be a dead writer's: its documents are re-read (what Chroma holds is
+#: what the writer left), again at most this often while it stays open; a live writer's ``done`` entry
+#: comes after, and its documents are read again then
+OPEN_STALE_S = 60.0
+#: an open write older than this is taken for a dead writer's: its documents are re-read once more, then no longer
+OPEN_WRITE_TTL_S = 3600.0
+#: open entries of dead writers older than this are deleted by the next writer
+OPEN_KEEP_S = 7 * 24 * 3600.0
+
+_OPEN, _DONE, _HORIZON = "open", "done", "horizon"
+
+
+def journal_name(collection_name: str) -> str:
+    """Name of the write journal beside ``collection_name``.
+
+    Example:
+        >>> journal_name("docs")
+        'docs_hseg_writes'
+    """
+    return collection_name + JOURNAL_SUFFIX
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of the log: its record id, when its writer stamped it, and its documents."""
+
+    id: str
+    at: float
+    docs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """What one read of the log found: ``done`` entries since the asked time, the ``open`` entries,
+    and the compaction horizon (0 before any compaction)."""
+
+    done: list[Entry] = field(default_factory=list)
+    opens: list[Entry] = field(default_factory=list)
+    horizon: float = 0.0
+
+
+class Journal:
+    """The write log of ``collection`` (created empty where absent, through the collection's own
+    connection).
+
+    Example:
+        >>> journal = Journal.open(collection)  # doctest: +SKIP
+        >>> entry = journal.begin(["doc-1"]); journal.end(entry, ["doc-1"])  # doctest: +SKIP
+        >>> [e.docs for e in journal.read(since=0.0).done]  # doctest: +SKIP
+        [('doc-1',)]
+    """
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+
+    @classmethod
+    def open(cls, collection: Any) -> Journal:
+        from chromadb.api.models.Collection import Collection
+
+        api = collection._client
+        where = {"tenant": collection.tenant, "database": collection.database}
+        name = journal_name(collection.name)
+        try:
+            model = api.get_or_create_collection(name=name, metadata={"hseg_schema": SCHEMA_VERSION}, **where)
+        except Exception as exc:
+            if not created_concurrently(exc):
+                raise
+            model = api.get_collection(name=name, **where)  # another writer made it
+        return cls(Collection(client=api, model=model, embedding_function=None))
+
+    @property
+    def name(self) -> str:
+        return str(self.collection.name)
+
+    def begin(self, doc_ids: Sequence[str]) -> str:
+        """Record a write of these documents as under way; returns its ``open`` entry's id."""
+        rid = f"{_OPEN}-{uuid.uuid4().hex}"
+        self._put(rid, _OPEN, time.time(), doc_ids)
+        return rid
+
+    def end(self, open_id: str, doc_ids: Sequence[str]) -> None:
+        """Record the write ``open_id`` of these documents as finished, then compact the log."""
+        now = time.time()
+        self._put(f"{_DONE}-{uuid.uuid4().hex}", _DONE, now, doc_ids)
+        self.collection.delete(ids=[open_id])
+        self.compact(now)
+
+    def abandon(self, open_id: str) -> None:
+        """Forget a write that failed before it changed anything."""
+        self.collection.delete(ids=[open_id])
+
+    def read(self, since: float) -> LogRead:
+        """The ``done`` entries stamped at or after ``since``, every ``open`` entry and the horizon."""
+        got = self.collection.get(where={"$or": [{"kind": {"$in": [_OPEN, _HORIZON]}}, {"at": {"$gte": since}}]},
+                                  include=["metadatas"])
+        out = LogRead()
+        horizon = 0.0
+        for rid, meta in zip(got["ids"], got["metadatas"]):
+            meta = meta or {}
+            kind, at = meta.get("kind"), float(meta.get("at") or 0.0)
+            if kind == _HORIZON:
+                horizon = max(horizon, at)
+            elif kind in (_OPEN, _DONE):
+                entry = Entry(rid, at, tuple(json.loads(str(meta.get("docs") or "[]"))))
+                (out.opens if kind == _OPEN else out.done).append(entry)
+        return LogRead(sorted(out.done, key=lambda e: (e.at, e.id)), out.opens, horizon)
+
+    def compact(self, now: float) -> int:
+        """Delete ``done`` entries older than :data:`KEEP_S` and dead writers' ``open`` entries older
+        than :data:`OPEN_KEEP_S`; returns how many went. The horizon is raised first, so that a reader
+        never finds an entry gone without the horizon saying so."""
+        cutoff = now - KEEP_S
+        old = self.collection.get(where={"$or": [{"$and": [{"kind": _DONE}, {"at": {"$lt": cutoff}}]},
+                                                 {"$and": [{"kind": _OPEN}, {"at": {"$lt": now - OPEN_KEEP_S}}]}]},
+                                  include=["metadatas"])
+        if not old["ids"]:
+            return 0
+        deleted_up_to = max(float((m or {}).get("at") or 0.0) for m in old["metadatas"])
+        current = self.read(since=now).horizon  # only ever raised: two writers compacting at once
+        self.collection.upsert(ids=[_HORIZON], embeddings=[[1.0]],
+                               metadatas=[{"kind": _HORIZON, "at": max(current, deleted_up_to)}])
+        self.collection.delete(ids=list(old["ids"]))
+        return len(old["ids"])
+
+    def drop(self) -> None:
+        """Delete the journal collection."""
+        c = self.collection
+        c._client.delete_collection(c.name, tenant=c.tenant, database=c.database)
+
+    def _put(self, rid: str, kind: str, at: float, doc_ids: Sequence[str]) -> None:
+        self.collection.upsert(ids=[rid], embeddings=[[1.0]],
+                               metadatas=[{"kind": kind, "at": at, "docs": json.dumps(sorted(set(doc_ids)))}])

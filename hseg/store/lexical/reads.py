@@ -1,0 +1,216 @@
+"""What a search reads of the lexical index: BM25 scores of a query's words, and the rows of the
+segments it names (their place in the document, size, sentence cuts, and what a search reads of
+the record beside its exact text), so that the hybrid ``unit="auto"`` search needs no Chroma read
+for its passages.
+
+These are reads of one file; keeping that file in step with Chroma is
+:mod:`hseg.store.lexical.index`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hseg.retrieval.lexical_query import LexicalRow
+from hseg.retrieval.unit_vectors import with_derived
+from hseg.store.lexical.database import Database
+from hseg.store.lexical.tables import SQL_IDS
+from hseg.store.reading import batched
+
+__all__ = ["FOLLOWING_PAGE", "TableReads", "summed_terms"]
+
+#: positions :meth:`TableReads.following` reads at a time, for all open chains in one statement: a
+#: chain is rarely longer (``benchmarks/RESULTS.md``), and every row read costs time in Python
+FOLLOWING_PAGE = 2
+
+#: :func:`summed_terms` adds a query's words up in an array indexed by rowid while the largest rowid is at
+#: most this many times the (rowid, term) pairs: zeroing that array then costs about what sorting
+#: the pairs would
+_DENSE_ROWIDS = 16
+
+
+class TableReads:
+    """The reads of the lexical index's file ``db`` (a property: the file is opened at first use)."""
+
+    @property
+    def db(self) -> Database:
+        raise NotImplementedError
+
+    def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every segment holding any of ``terms`` as ``(rowids, BM25 scores)`` (higher is better), best
+        first, ties by rowid: the ranking of FTS5's ``-bm25()`` for ``fts5_match(terms)``, to the bit.
+
+        It is summed here, one word at a time, so that each word's terms can be kept and reused
+        (:meth:`~hseg.store.lexical.database.Database.term_scores`): FTS5's cost is per matching row
+        scored, mostly in a long question's common words, which other questions ask too
+        (``benchmarks/RESULTS.md``). Exact:
+        FTS5's ``bm25()`` is a sum over the query's phrases, in their order, starting from 0.0; a
+        phrase's term depends only on the phrase (its IDF), the row (its size, the phrase's
+        occurrences) and the table's totals, and a row without the phrase adds 0.0. So a one-word
+        query scores each row with exactly that word's term, and adding those terms in the query's
+        order gives FTS5's own sum (the lexical index's tests compare both on every bit; a
+        SQLite compiled to fuse FTS5's multiply and add, as compilers may on ARM, rounds its own sum
+        differently in the last bit).
+        All words are read in one snapshot of the index, as one statement would be."""
+        return summed_terms(self.db.term_scores(terms))
+
+    def ids_at(self, rowids: Iterable[int]) -> dict[int, str]:
+        """``{rowid: segment id}`` for those of ``rowids`` the index holds."""
+        out: dict[int, str] = {}
+        for part in batched([int(r) for r in rowids], SQL_IDS):
+            out.update(self.db.rows(f"SELECT rowid, id FROM segments WHERE rowid IN ({','.join('?' * len(part))})",
+                                    part))
+        return out
+
+    def rowids_of(self, segment_ids: Iterable[str]) -> dict[str, int]:
+        """``{segment id: rowid}`` for those of ``segment_ids`` the index holds."""
+        out: dict[str, int] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), SQL_IDS):
+            out.update(self.db.rows(f"SELECT id, rowid FROM segments WHERE id IN ({','.join('?' * len(part))})",
+                                    list(part)))
+        return out
+
+    def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
+        """``{segment id: row}`` for those of ``segment_ids`` the index holds."""
+        out: dict[str, LexicalRow] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), SQL_IDS):
+            for fields in self.db.rows(f"SELECT id, doc_id, cluster_id, position, tokens FROM segments "
+                                       f"WHERE id IN ({','.join('?' * len(part))})", list(part)):
+                out[fields[0]] = LexicalRow(*fields)
+        return out
+
+    def records(self, segment_ids: Iterable[str]) -> dict[str, tuple[dict[str, Any], str]]:
+        """``{segment id: (metadata, text)}`` for those of ``segment_ids`` the index holds: each as its
+        segment record reads to a search (:func:`~hseg.retrieval.unit_vectors.search_metadata` with the
+        derived keys put back), its text exactly the record's document."""
+        out: dict[str, tuple[dict[str, Any], str]] = {}
+        for part in batched(list(dict.fromkeys(segment_ids)), SQL_IDS):
+            for sid, cid, tokens, record, text in self.db.rows(
+                    f"SELECT s.id, s.cluster_id, s.tokens, s.record, f.text FROM segments s JOIN fts f "
+                    f"ON f.rowid = s.rowid WHERE s.id IN ({','.join('?' * len(part))})", list(part)):
+                out[sid] = (with_derived(json.loads(record), cid, tokens, text), text)
+        return out
+
+    def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]:
+        """``{segment id: the segments after it in its document, in order}``, as long as their tokens
+        add up to at most ``max_tokens``, then the first that does not fit (whose first sentences may
+        still fit: rule 6 of :mod:`hseg.retrieval.selection`), each row with its sentence cuts
+        (``LexicalRow.cuts``). Only those the index holds: a gap in the positions ends the list."""
+        start = self.rows(segment_ids)
+        chains: dict[str, list[LexicalRow]] = {sid: [] for sid in start}
+        # a list still open: its document and the position it reached
+        last = {sid: (row.doc_id, int(row.position)) for sid, row in start.items()} if max_tokens > 0 else {}
+        total = dict.fromkeys(chains, 0)
+        page = FOLLOWING_PAGE
+        while last:
+            rows = []
+            for wanted in batched(list(last.items()), SQL_IDS // 3):
+                pairs = " UNION ALL ".join("SELECT ?, ?, ?" for _ in wanted)
+                rows += self.db.rows(f"WITH open(sid, doc_id, after) AS ({pairs}) SELECT o.sid, n.id, n.doc_id, "
+                                     "n.cluster_id, n.position, n.tokens, n.cuts FROM open o JOIN segments n "
+                                     "ON n.doc_id = o.doc_id AND n.position > o.after AND n.position <= o.after + ? "
+                                     "ORDER BY o.sid, n.position",
+                                     [x for sid, (doc, after) in wanted for x in (sid, doc, after)] + [page])
+            grew = dict.fromkeys(last, 0)
+            ended: set[str] = set()
+            for sid, *fields in rows:
+                row = LexicalRow(*fields)
+                if sid in ended:
+                    continue
+                if row.position != last[sid][1] + 1:
+                    ended.add(sid)
+                    continue
+                if total[sid] + row.tokens > max_tokens:
+                    chains[sid].append(row)
+                    ended.add(sid)
+                    continue
+                chains[sid].append(row)
+                total[sid] += row.tokens
+                last[sid] = (row.doc_id, row.position)
+                grew[sid] += 1
+            last = {sid: at for sid, at in last.items() if grew[sid] == page}  # a full page: read on
+        return chains
+
+    def top(self, terms: Sequence[str], n: int) -> list[tuple[LexicalRow, float]]:
+        """The ``n`` best segments for ``terms`` with their BM25 scores, best first."""
+        rowids, scores = self.scored(terms)
+        ids = self.ids_at(rowids[:n].tolist())
+        rows = self.rows(ids.values())
+        return [(rows[ids[r]], float(x)) for r, x in zip(rowids[:n].tolist(), scores[:n]) if ids.get(r) in rows]
+
+    def lookup(self, terms: Sequence[str], segment_ids: Iterable[str]) -> dict[str, tuple[LexicalRow, float]]:
+        """``{segment id: (row, BM25 score)}`` for those of ``segment_ids`` the index holds (score 0
+        when no query word occurs in it)."""
+        rowids, scores = self.scored(terms)
+        score = dict(zip(rowids.tolist(), scores.tolist()))
+        rows = self.rows(segment_ids)
+        at = self.rowids_of(rows)
+        return {sid: (row, score.get(at[sid], 0.0)) for sid, row in rows.items()}
+
+    def cluster_sizes(self, cluster_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """``{cluster id: (segments, tokens)}``: what taking a whole cluster costs (as in :class:`UnitKey`)."""
+        ids = list(dict.fromkeys(cluster_ids))
+        out: dict[str, tuple[int, int]] = {}
+        for part in batched(ids, SQL_IDS):
+            for cid, n, t in self.db.rows(f"SELECT cluster_id, count(*), sum(tokens) FROM segments WHERE cluster_id "
+                                          f"IN ({','.join('?' * len(part))}) GROUP BY cluster_id", part):
+                out[cid] = (int(n), int(t))
+        return out
+
+    def cluster_segments(self, cluster_ids: Iterable[str]) -> dict[str, list[str]]:
+        """``{cluster id: its segment ids in document order}``."""
+        ids = list(dict.fromkeys(cluster_ids))
+        out: dict[str, list[str]] = {c: [] for c in ids}
+        for part in batched(ids, SQL_IDS):
+            for cid, sid in self.db.rows(f"SELECT cluster_id, id FROM segments WHERE cluster_id IN "
+                                         f"({','.join('?' * len(part))}) ORDER BY position", part):
+                out[cid].append(sid)
+        return out
+
+    def count(self) -> int:
+        """Segments the index holds."""
+        return int(self.db.rows("SELECT count(*) FROM segments")[0][0])
+
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]]:
+        """``{doc id: (its segment ids, the content_sha256 its rows came from)}`` for the documents the
+        index holds (maintained indexes; checked by ``hseg index``: :func:`hseg.ingest.is_complete`)."""
+        out: dict[str, tuple[set[str], str | None]] = {}
+        for part in batched(list(doc_ids), SQL_IDS):
+            marks = ",".join("?" * len(part))
+            for doc, sha in self.db.rows(f"SELECT doc_id, sha FROM documents WHERE doc_id IN ({marks})", part):
+                out[doc] = (set(), sha)
+            for doc, sid in self.db.rows(f"SELECT doc_id, id FROM segments WHERE doc_id IN ({marks})", part):
+                out.setdefault(doc, (set(), None))[0].add(sid)
+        return out
+
+
+def summed_terms(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-word ``(rowids, terms)`` added up in the order given (FTS5's), as ``(rowids, totals)`` best
+    first, ties by rowid (FTS5's ``ORDER BY bm25(fts), rowid``).
+
+    The totals are kept in an array indexed by rowid where the rowids are dense enough for it to
+    cost no more than sorting them would (3× faster for a long question over 40k segments), else
+    in one indexed by the sorted distinct rowids. Either way each row gets one addition per word
+    that it holds, in the words' order."""
+    pairs = sum(len(r) for r, _ in parts)
+    if not pairs:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    top = max(int(r.max()) for r, _ in parts if len(r)) + 1
+    if top <= _DENSE_ROWIDS * pairs:
+        total, held = np.zeros(top), np.zeros(top, dtype=bool)
+        for r, x in parts:  # a word's rowids are distinct: one addition per row and word, in order
+            total[r] += x
+            held[r] = True
+        rowids = np.flatnonzero(held)
+        total = total[rowids]
+    else:
+        rowids = np.unique(np.concatenate([r for r, _ in parts]))
+        total = np.zeros(len(rowids))
+        for r, x in parts:
+            total[np.searchsorted(rowids, r)] += x
+    order = np.lexsort((rowids, -total))
+    return rowids[order], total[order]

@@ -1,0 +1,105 @@
+"""The lexical index's tables and the statements that write them: one row per segment record (what a
+search reads of it, its text in the FTS5 table), the documents with the sha their rows came from,
+the documents a writer left *pending*, and the log entries a cache has applied.
+
+Every function here takes an open transaction's connection: what commits together is the caller's
+to say (:mod:`hseg.store.lexical.index`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hseg.chunking.records import CUTS_KEY
+from hseg.retrieval.unit_vectors import search_metadata
+from hseg.store.reading import batched
+
+__all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "insert_rows", "delete_documents", "set_meta",
+           "clear_rows", "record_applied", "applied_among"]
+
+#: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+#: the layout of the file (:data:`SCHEMA`), kept in its ``meta`` table; a file of another layout is rebuilt
+#: (2: ``segments.cuts``; 3: ``segments.record``; the ``applied`` table is created where it is missing)
+FORMAT = "3"
+
+#: ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
+SQL_IDS = 900
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
+    "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL, cuts TEXT, record TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS segments_doc ON segments(doc_id)",
+    "CREATE INDEX IF NOT EXISTS segments_cluster ON segments(cluster_id)",
+    # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
+    "CREATE INDEX IF NOT EXISTS segments_doc_position ON segments(doc_id, position)",
+    "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
+    "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
+    # the write log's entries (hseg.store.lexical.journal) a cache has read its documents for, with
+    # their time: entries older than the log keeps are forgotten here too
+    "CREATE TABLE IF NOT EXISTS applied(entry TEXT PRIMARY KEY, at REAL NOT NULL)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
+)
+
+
+def set_meta(c: sqlite3.Connection, **values: str) -> None:
+    c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+
+def clear_rows(c: sqlite3.Connection) -> None:
+    """Every row of every segment, document, pending document and applied entry (``meta`` stays)."""
+    for table in ("segments", "documents", "fts", "pending", "applied"):
+        c.execute(f"DELETE FROM {table}")
+
+
+def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any]) -> int:
+    """The rows of these segment records (other records are skipped: another writer's sharing the
+    collection) and their documents' shas; returns the rows written."""
+    n = 0
+    shas: dict[str, str | None] = {}
+    for rid, text, meta in zip(ids, docs, metas):
+        meta = meta or {}
+        if meta.get("hseg_level") != "segment" or "hseg_cluster_id" not in meta:
+            continue
+        doc = str(meta["hseg_doc_id"])
+        cuts = meta.get(CUTS_KEY)
+        cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens, cuts, record) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
+                                                         int(meta["hseg_index"]), int(meta["hseg_tokens"]),
+                                                         None if cuts is None else str(cuts),
+                                                         json.dumps(search_metadata(meta))))
+        c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
+        sha = meta.get("content_sha256")
+        shas[doc] = None if sha is None else str(sha)
+        n += 1
+    c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
+    return n
+
+
+def delete_documents(c: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
+    """Every row of these documents."""
+    for part in batched(list(doc_ids), SQL_IDS):
+        marks = ",".join("?" * len(part))
+        c.execute(f"DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id IN ({marks}))", part)
+        c.execute(f"DELETE FROM segments WHERE doc_id IN ({marks})", part)
+        c.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
+
+
+def record_applied(c: sqlite3.Connection, entries: Mapping[str, float], forget_before: float) -> None:
+    """Note these log entries ``{entry id: time}`` as applied, and forget those older than
+    ``forget_before`` (the log itself no longer holds them)."""
+    c.executemany("INSERT OR REPLACE INTO applied VALUES (?, ?)", entries.items())
+    c.execute("DELETE FROM applied WHERE at < ?", (forget_before,))
+
+
+def applied_among(c: sqlite3.Connection, entries: Iterable[str]) -> set[str]:
+    """Those of ``entries`` already applied."""
+    out: set[str] = set()
+    for part in batched(list(entries), SQL_IDS):
+        out.update(e for (e,) in c.execute(f"SELECT entry FROM applied WHERE entry IN ({','.join('?' * len(part))})",
+                                           part))
+    return out
