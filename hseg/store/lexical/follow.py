@@ -87,7 +87,6 @@ class Follower:
                 self._rebuild_locked("records were written without hseg's write log (the record count changed)",
                                      meta)
                 return
-        index._count_checked = True
         self._position = started
 
     def _to_apply(self, log: LogRead, now: float) -> tuple[set[str], list[Entry]]:
@@ -122,6 +121,7 @@ class Follower:
                 record_applied(c, {e.id: e.at for e in entries}, forget_before=started - 3 * MARGIN_S)
                 set_meta(c, **moved)
         self.applied += len(entries)
+        index._count_checked = index._count_checked or counted  # the count now recorded is the collection's
 
     def _rebuild_locked(self, why: str, seen: dict[str, str]) -> None:
         with self.index.db.writer():  # processes sharing this cache file rebuild one at a time

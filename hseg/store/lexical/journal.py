@@ -44,8 +44,9 @@ __all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "OPEN_STALE_S", "OPEN_WRITE_T
 
 #: the journal collection of collection ``name`` is ``name + JOURNAL_SUFFIX``
 JOURNAL_SUFFIX = "_hseg_writes"
-#: ``done`` entries younger than this are kept: a reader that checks at least this often never rebuilds
-KEEP_S = 1800.0
+#: ``done`` entries younger than this are kept: a reader that checks at least this often never rebuilds.
+#: A check reads only the entries since its last one, so a longer log costs a check nothing
+KEEP_S = 3 * 3600.0
 #: how far before its last read a reader looks again: more than an entry's trip to the server plus the
 #: clock difference between two client machines
 MARGIN_S = 120.0
