@@ -2,8 +2,8 @@
 
     python benchmarks/fts5_word_costs.py [--records 40000] [--queries 200] [--data ../shared/data] [--out FILE]
 
-A process's first long question on a 40k store costs ~4× a plain query (``RESULTS.md``, rounds 15
-and 16): the lexical side reads each word's BM25 terms (``hseg.store.lexical.database._term_scores``),
+A process's first long question on a 40k store costs ~4× a plain query (``RESULTS.md``, "The
+default search"): the lexical side reads each word's BM25 terms (``hseg.store.lexical.database._term_scores``),
 and the common words are held by thousands of rows. This asks where that time goes, and what an
 engine built on FTS5's raw counts could save, on the units of ``benchmarks/lexical_engines.py``
 (``--records`` ~400-character pieces of the OpenStax training books, one FTS5 table with hseg's

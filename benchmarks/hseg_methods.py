@@ -30,7 +30,7 @@ import numpy as np
 from evaluation import Chunk, Query, query_vectors
 
 TARGETS = (256, 512, 1024)
-#: the lexical weight of the ``_hybrid`` methods (benchmarks/RESULTS.md, "hybrid search": the weights tried)
+#: the lexical weight of the ``_hybrid`` methods (docs/decisions.md, "Hybrid search and the defaults")
 HYBRID_WEIGHT = 0.3
 
 
