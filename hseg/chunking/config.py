@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: the default cluster size: with the budget-aware hybrid unit, 256 beat 512 on every development set at
-#: 1024 and 4096 tokens (benchmarks/RESULTS.md, "The default configuration")
+#: 1024 and 4096 tokens (docs/decisions.md, "Hybrid search and the defaults")
 DEFAULT_TARGET_TOKENS = 256
 #: segments longer than this are cut (48–192 measured best for segments as retrieval units)
 MAX_SEGMENT_TOKENS = 192
@@ -56,7 +56,7 @@ def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: in
     With 48–192-token segments a 256-token parent held 1.95 segments on average, so the paper's
     segment vectors added nothing to the cluster vector; capped at half the target (2.65 segments)
     Segment+Cluster recall rose from 88.0 / 96.6 / 98.9 to 90.6 / 98.1 / 99.8 at budgets
-    1024 / 2048 / 4096 (benchmarks/RESULTS.md). Larger targets keep 192.
+    1024 / 2048 / 4096 (docs/decisions.md, "Chunking"). Larger targets keep 192.
     """
     if target_tokens is None:
         return MAX_SEGMENT_TOKENS
@@ -189,7 +189,7 @@ class ChunkerConfig:
         if self.max_cluster_tokens is not None:
             return int(self.max_cluster_tokens)
         # 1.5x keeps parents near the target size, which matters when a reader budget is filled
-        # with whole parents (benchmarks/RESULTS.md: 2x let 1000-token parents crowd out others)
+        # with whole parents (docs/decisions.md: 2x let 1000-token parents crowd out others)
         return (3 * (self.effective_target_tokens or DEFAULT_TARGET_TOKENS)) // 2
 
     # ------------------------------------------------------------------ description

@@ -53,7 +53,7 @@ def finite_float(text: str) -> float:
 def quiet_model_loading() -> None:
     """Silence transformers' weight-loading bar (the CLI owns the process, so this is its call).
 
-    Without importing transformers (0.5 s): a query served by the onnx backend never needs it.
+    Without importing transformers (slow to import): a query served by the onnx backend never needs it.
     transformers reads huggingface_hub's switch when it is first imported.
     """
     if "transformers" in sys.modules:

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 #: how a model given by name is run; both give the same vectors (cosine >= 0.9999)
 BACKENDS = ("onnx", "torch")
-#: onnx: as fast as torch at ingestion on CPU and ~15x faster to start (benchmarks/RESULTS.md)
+#: onnx: as fast as torch at ingestion on CPU and much faster to start (benchmarks/RESULTS.md)
 DEFAULT_BACKEND = "onnx"
 
 

@@ -3,7 +3,8 @@
 :class:`OnnxEncoder` runs a graph exported from the model's own weights (by
 :mod:`hseg.encoders.onnx_export`, on first use, then cached) with ``onnxruntime`` and tokenizes with the
 ``tokenizers`` library. Serving a query therefore imports neither torch nor transformers: a cold
-``hseg query`` pays for onnxruntime (~0.2 s) instead of sentence-transformers (~6 s).
+``hseg query`` pays for importing onnxruntime instead of sentence-transformers
+(``benchmarks/query_cold_start.py``, ``benchmarks/RESULTS.md``).
 
 The exported graph contains the whole sentence-transformers pipeline (transformer, pooling,
 dense layers, normalisation), traced from the same torch modules, and the tokenizer is the one

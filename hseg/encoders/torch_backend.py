@@ -38,8 +38,8 @@ class SentenceTransformerEncoder:
         model: a model name (default ``sentence-transformers/all-MiniLM-L6-v2``, served from the
             bundled offline package when installed) or a loaded ``SentenceTransformer``.
         device: ``"cpu"``, ``"cuda"``, ... ; ``None`` picks the best available.
-        batch_size: texts per forward pass (32: sentences are short, and on CPU 32 measured ~10% faster
-            than 64; raise it on a GPU).
+        batch_size: texts per forward pass (32: sentences are short, and on CPU 32 measured faster
+            than 64, ``docs/decisions.md``; raise it on a GPU).
         show_progress: show sentence-transformers' progress bar on long inputs.
 
     Example:

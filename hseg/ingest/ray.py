@@ -294,8 +294,8 @@ def index_dataset(
         batch_size=batch_docs,
         batch_format="numpy",
         # a worker holds its next batch while it runs one, so it never waits for the driver's round trip
-        # (measured: 2 workers on 2 cores sat idle ~20% of the run with one batch each, when the driver
-        # and Ray's daemons only run by preempting them); not more, so that at the end no batch waits
+        # (measured, docs/decisions.md: with one batch each, workers sat idle while the driver and Ray's
+        # daemons ran by preempting them); not more, so that at the end no batch waits
         # behind a busy worker while another is idle for longer than one batch
         compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=2),
         num_cpus=num_cpus,

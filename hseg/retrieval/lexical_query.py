@@ -8,8 +8,8 @@ it and no query syntax (``AND``, ``NEAR``, ``*``, quotes) can be injected by the
 
 English stop words are left out of the query, not of the index: BM25 gives a word found in half
 the segments almost no weight (FTS5 clamps its IDF at 1e-6), but FTS5 still scores every segment
-that holds it, so "What is the ..." cost 30-60 ms on 40k segments with them and ~1 ms without
-(``benchmarks/lexical_engines.py``). A question in another language keeps all its words.
+that holds it, so "What is the ..." cost many times more with them than without
+(``benchmarks/lexical_engines.py``, ``docs/decisions.md``). A question in another language keeps all its words.
 
 Example:
     >>> query_terms("What is the Coriolis effect?")

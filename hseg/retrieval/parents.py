@@ -51,10 +51,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: the first Chroma request asks for ``ceil(oversample * k)`` records. On 100k records each returned
-#: record costs ~0.13 ms (metadata and document reads), the parent-text ``get`` ~0.9 ms and an extra
-#: round trip a whole query (~3.5 ms); 1.5 (8 records for k=5) keeps ``search(k=5)`` within 1.5x of
-#: a bare ``query(n_results=5)`` (benchmarks/query_latency.py). When a first request falls short,
+#: the first Chroma request asks for ``ceil(oversample * k)`` records. Each returned record costs its
+#: metadata and document reads, and an extra round trip costs a whole query; 1.5 (8 records for k=5)
+#: keeps ``search(k=5)`` close to a bare ``query(n_results=5)`` (benchmarks/query_latency.py,
+#: benchmarks/RESULTS.md). When a first request falls short,
 #: the next one is sized from the parents-per-record rate it saw, so a low default costs at most
 #: one extra round trip. Raise it when many vectors of one parent usually sit close together.
 DEFAULT_OVERSAMPLE = 1.5
@@ -175,7 +175,7 @@ def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSett
     server_levels = False
     while True:
         # levels are filtered client-side (_collapse) while the request is small: any Chroma
-        # ``where`` costs a metadata scan (hundreds of ms at 100k records), a few more results do not
+        # ``where`` costs a metadata scan of the collection, a few more results do not
         chroma_where = level_where(mode, where) if server_levels else (dict(where) if where else None)
         res = yield Knn(collection, np.asarray(query_vector, dtype=np.float32), n, chroma_where,
                         dict(where_document) if where_document else None, ("metadatas", "distances", "documents"))

@@ -27,7 +27,7 @@ the context the cluster gives. This rule keeps both signals:
    (:func:`cut_passages`), so the budget is spent to within a sentence and a passage may end
    inside a segment. Its size is the chunker's own count of that prefix (``Segment.cuts``).
 
-Tuned on the three development corpora of Chroma's evaluation (``benchmarks/RESULTS.md``):
+Tuned on the three development corpora of Chroma's evaluation (``docs/decisions.md``):
 ``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
 about one recall point at 1024 and reached 100 at 4096 at target sizes 256 and 512; whole-cluster
 expansion on the third segment cost recall at 1024 when unconditional, hence the budget guard.

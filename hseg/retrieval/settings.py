@@ -32,12 +32,12 @@ MODES = ("segment+cluster", "cluster", "segment")
 #: what a result is: a whole parent (the paper), a passage of segments, or passages chosen for a budget
 UNITS = ("cluster", "segment", "auto")
 DEFAULT_K = 4
-#: the cluster's share in a unit="auto" score (benchmarks/RESULTS.md, "the budget-aware unit")
+#: the cluster's share in a unit="auto" score (docs/decisions.md, "The budget-aware unit")
 DEFAULT_CLUSTER_WEIGHT = 0.5
 #: the share of the mean score of a segment's two neighbours in a unit="auto" score
 DEFAULT_NEIGHBOUR_WEIGHT = 0.2
 #: the lexical (BM25) score's weight: hybrid by default. Chosen on the development sets (Chroma's
-#: corpora, two textbook question sets; benchmarks/RESULTS.md, "The default configuration"): 0.1-0.3
+#: corpora, two textbook question sets; docs/decisions.md, "Hybrid search and the defaults"): 0.1-0.3
 #: all beat every dense and BM25 peer there, 0.2 had the best mean; above 0.5 the lexical score
 #: overrides paraphrase matches and Chroma's corpora lose
 DEFAULT_LEXICAL_WEIGHT = 0.2

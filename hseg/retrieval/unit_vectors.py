@@ -18,19 +18,19 @@ triangle inequality for every collection, so nothing global has to be kept up to
 
 The index lives in a companion collection (:func:`companion_name`): one record per segment record.
 Its record ids carry the four numbers the selection walk needs (:class:`UnitKey`): Chroma returns
-ids with the distances at no extra cost, while every metadata field costs per record (about 0.05 ms
-a record on 100k records, ``benchmarks/query_latency.py``), so the walk reads a long candidate list
+ids with the distances at no extra cost, while every metadata field costs per record
+(``benchmarks/query_latency.py``, ``benchmarks/RESULTS.md``), so the walk reads a long candidate list
 for the price of a short one.
 
 What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the companion's metadata):
 
 * layout 1 (the first; no layout in the companion's metadata): the segment record's metadata, all
   of it, and no text;
-* layout 2 (rounds 14 and 15): the segment's text (a metadata value, :data:`TEXT_KEY`) and only what a
+* layout 2: the segment's text (a metadata value, :data:`TEXT_KEY`) and only what a
   search reads of a segment (:func:`search_metadata`: :data:`UNIT_RECORD_KEYS` beside the user's
   keys; what its id and text say, :data:`DERIVED_KEYS`, is not stored), so that a search could read
-  its passages from the index. Since then a search reads them from the lexical index's table (a
-  tenth of a ``get``'s time, ``benchmarks/RESULTS.md`` round 16), and the texts are not read;
+  its passages from the index. Since then a search reads them from the lexical index's table
+  (cheaper than a ``get``: ``benchmarks/RESULTS.md``), and the texts are not read;
 * layout 3: the keys of layout 2 without the text. Chroma keeps a row per metadata key, so these
   records are smaller and quicker to write than layout 1's.
 

@@ -1,6 +1,6 @@
 """Training the BiLSTM segmenter: embedding cache, batches, early stopping, threshold choice.
 
-Sentence embeddings dominate the cost (the encoder is ~100x the BiLSTM), so they are computed
+Sentence embeddings dominate the cost (the encoder is far slower than the BiLSTM), so they are computed
 once and cached on disk, one ``.npy`` per document keyed by the encoder name and a hash of the
 document's sentences: re-running training, evaluation or another seed costs no encoding.
 """

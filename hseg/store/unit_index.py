@@ -5,7 +5,7 @@ Writes (:meth:`UnitIndex.write`, :meth:`UnitIndex.delete`, :meth:`UnitIndex.sync
 calls that change it, and each records the counts both collections had when they were left in step.
 A search asks :meth:`UnitIndex.usable`, which only reads: when those counts still hold the index is
 trusted at the price of two counts; otherwise the segments are counted once per object (a metadata
-scan, ~0.5 s on 100k records) and, if the index does not cover them, ``unit="auto"`` takes the
+scan of the collection) and, if the index does not cover them, ``unit="auto"`` takes the
 gathered path until ``hseg index`` or :meth:`UnitIndex.sync` repairs it.
 
 An index keeps the layout it was created in (:data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT`, in the

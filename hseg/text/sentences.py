@@ -23,49 +23,12 @@ How a document is cut, coarse to fine:
    else at grapheme boundaries, taking the longest prefix that fits (galloping + bisection,
    O(log n) tokenizer calls per piece).
 
-Choice of splitter, by measurement (``benchmarks/sentence_splitters.py``, Python 3.11, 2 CPU
-cores): boundary F1 (precision / recall) in % on gold sentences re-joined with single spaces
-(wiki_dev: 60 docs / 7,649 boundaries; OpenStax: 300 seeded docs / 30,172; Choi 1+2: 400 docs /
-27,608; train_synth: 400 seeded docs / 9,730), and throughput on the three Chroma markdown corpora
-(MB/s of UTF-8, one thread, best of 5 round-robin rounds at load ~1.3; pysbd from a separate run):
-
-======================================  ================  ================  ================  ================  =====
-splitter                                wiki_dev          OpenStax          Choi              synth             MB/s
-======================================  ================  ================  ================  ================  =====
-own rules alone (text as one line)      91.3 (95.6/87.4)  98.7 (99.6/97.7)  97.6 (99.3/96.0)  99.7 (99.9/99.5)  15.3
-**split_sentences** (rules + markdown)  91.3 (95.6/87.4)  98.7 (99.6/97.7)  97.6 (99.3/96.0)  99.7 (99.9/99.5)  12.6
-blingfire 0.1.8                         90.7 (95.1/86.7)  98.5 (99.4/97.6)  95.7 (97.4/94.0)  99.6 (99.9/99.3)   5.8
-nltk 3.10.4 punkt, untrained            94.5 (92.5/96.6)  97.9 (98.0/97.7)  93.0 (87.2/99.5)  99.3 (98.9/99.8)   3.4
-sentencex 1.0.32                        87.2 (97.7/78.7)  97.8 (99.7/96.0)  95.5 (98.5/92.7)  99.6 (99.9/99.3)   1.9
-syntok 1.4.4                            90.8 (95.1/86.9)  98.4 (99.5/97.3)  96.5 (98.0/95.1)  99.3 (99.5/99.0)   0.9
-pysbd 0.3.4 (char_span)                 74.6 (97.9/60.3)  98.5 (99.9/97.1)  73.6 (94.7/60.2)  99.8 (100./99.7)   0.2
-======================================  ================  ================  ================  ================  =====
-
-The rules in this module are chosen: best F1 on OpenStax and Choi, within 0.1 of the best on
-synth, best on average (96.8 vs 96.2 punkt, 96.1 blingfire) and the best precision/recall
-balance (untrained punkt wins wiki_dev only by cutting at almost every period, hence its 87 %
-precision on Choi); 2x faster than blingfire and far above the 2 MB/s target; pure Python
-(blingfire's py3-none-any wheel carries a Linux native library built for x86-64 only) and
-without model data (punkt's cannot be downloaded here). Caveats on the numbers: the wiki,
-OpenStax and synth gold sentences were themselves cut by pysbd, per paragraph, so F1 there is
-agreement with pysbd (pysbd run on whole documents scores low on wiki_dev and Choi); Choi's
-Brown-corpus sentences are the independent gold. The rules were written while reading error
-samples of wiki_dev, OpenStax and Choi; train_synth was only scored afterwards. Most remaining
-"errors" are artefacts of the gold: sentences starting in lower case (WikiText's ``unk``,
-Choi's segment openings cut mid-sentence), pysbd keeping quoted speech together or cutting
-after "c." in "c. 753 BC".
-
-Line-break policy inside a paragraph, by measurement (F1 on the same documents written one
-sentence per line / hard-wrapped at 80 columns; "auto" is what :func:`split_sentences` does):
-
-============================================  ===========  ===========  ===========  ============
-policy                                        wiki_dev     OpenStax     Choi         synth
-============================================  ===========  ===========  ===========  ============
-always a boundary                             98.0 / 49.0  99.8 / 54.0  99.6 / 49.5  100.0 / 53.9
-boundary unless lower-case continuation       97.8 / 77.8  99.7 / 91.7  99.6 / 84.7  100.0 / 86.6
-never (punctuation only)                      91.3 / 91.1  98.7 / 98.6  97.6 / 97.6   99.7 / 99.5
-auto: "never" if greedily wrapped, else above 97.8 / 91.1  99.7 / 98.6  99.6 / 97.6  100.0 / 99.5
-============================================  ===========  ===========  ===========  ============
+The rules were chosen by measurement against blingfire, nltk's punkt, sentencex, syntok and pysbd
+(``benchmarks/sentence_splitters.py``; the tables are in ``benchmarks/RESULTS.md``, "Segmentation"):
+the best F1 on OpenStax and Choi and on average, the best precision/recall balance, and faster than
+blingfire, in pure Python and without model data. They were written while reading error samples of
+wiki_dev, OpenStax and Choi; most remaining "errors" are artefacts of the gold (sentences starting
+in lower case, quoted speech kept together). The line-break policy of step 2 was chosen the same way.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Three read paths, each exact with respect to the neighbours Chroma returns (the 
   (twice as deep) runs only when the first page ends before the budget is spent.
 * ``unit="segment"``: one kNN of ids and distances on the collection itself, then its records read
   in rank order, a slice at a time (usually one ``get``), until the walk is decided. Levels are told
-  apart client-side: a Chroma ``where`` on the level costs a metadata scan (~350 ms on 100k records).
+  apart client-side: a Chroma ``where`` on the level costs a metadata scan (``benchmarks/RESULTS.md``).
 * ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
   filter, a collection written by another tool): the fused score is assembled from gathered
   segments, clusters and neighbours (several round trips; kept for these cases).

@@ -10,7 +10,7 @@ most d_last + λ·lex_last (0 past the last match). The walk's floor is the larg
 resolved, so it decides only when nothing unresolved can rank where it looked: the answer is exact
 with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
 
-A get costs per record (~0.02 ms a vector, ~0.065 ms a text and its metadata at 40k records), so the
+A get costs per record, more for a text and its metadata than for a vector (``docs/decisions.md``), so the
 vectors of lexical-only candidates are read only when the walk cannot decide without them, and then
 only those whose bound beats the point where the known candidates stop (:func:`bounded_walk`); both
 lists double while it is still undecided.
@@ -61,7 +61,7 @@ def bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: float
     """The walk over the ``known`` scores, decided only if neither ``floor`` nor any ``bounds`` entry
     (an unresolved candidate's upper bound) reaches where it looked; else the candidates to resolve.
 
-    A get costs per record (~0.02 ms a vector at 40k records), so only the candidates whose bound
+    A get costs per record (``docs/decisions.md``), so only the candidates whose bound
     beats the stop point of the known candidates alone are asked for: adding candidates can only
     make a walk stop at a higher score. The walk's own check makes it exact whatever that rule
     misses (the whole-cluster rule can break it): it stays undecided, and what is left above

@@ -78,7 +78,7 @@ def _gather(
     if nweight:  # a segment next to a near one may rank high through its neighbour
         around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
         # neighbour ids name segments (the schema), so only the caller's filters are passed: a level
-        # filter on a get by ids made Chroma scan the metadata, about 30 ms a call on 2.7k records
+        # filter on a get by ids made Chroma scan the metadata (docs/decisions.md, the gathered path)
         rows.update((yield from _fetch_scored(collection, q, around, where, wdoc)))
     cluster_score: dict[str, float] = {}
     nearest: set[str] = set()

@@ -190,8 +190,8 @@ def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[in
     or ``None`` when the table does not hold a passage's segment as the walk's key says (it lags a
     write in flight), and the caller reads the collection instead.
 
-    A ``get`` of ~48 records costs about as much as a plain top-5 query; the table answers in a
-    tenth of that (``benchmarks/RESULTS.md``, round 16). A cluster taken whole is read as all of its
+    A ``get`` of a budget's records costs about as much as a plain top-5 query; the table answers
+    for much less (``benchmarks/RESULTS.md``). A cluster taken whole is read as all of its
     segments (``listed``: :func:`_listed_wholes`), its record made of theirs (:func:`_joined`),
     checked against the cluster's size in the walk's key."""
     whole = [keys[run[0]] for run, is_whole in runs if is_whole]

@@ -22,8 +22,8 @@ __all__ = ["hybrid_segments", "search_segments"]
 def search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
                     where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None) -> Plan[list[SearchHit]]:
     """Dense ``unit="segment"``: the ranking comes from a cheap kNN of ids and distances; records are
-    read in rank order, a slice at a time, until the walk is decided (reading costs per record,
-    ~0.06 ms). Cluster records and other writers' records in the ranking are skipped."""
+    read in rank order, a slice at a time, until the walk is decided (reading costs per record).
+    Cluster records and other writers' records in the ranking are skipped."""
     n = first_page(k, budget, 32, 16)
     while True:
         res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, dict(where) if where else None,
@@ -62,7 +62,7 @@ def search_segments(collection: Any, q: np.ndarray, k: int | None, budget: int |
 def _next_slice(rows: list[Member], read: int, k: int | None, budget: int | None) -> int:
     """Records to read next when the walk is undecided: the segments still missing at the mean size
     and the segment share seen so far, with a quarter as margin. Usually a few records: doubling
-    instead cost a 100-record read (~10 ms) in one query of five at budget 4096."""
+    instead cost a 100-record read in one query of five at budget 4096 (``benchmarks/RESULTS.md``)."""
     if not rows:
         return 2 * read
     share = len(rows) / read
