@@ -192,15 +192,18 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
     hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})
-    for part in batched(ref_ids, IN_FILTER_SIZE):
-        store.delete_where(where_in("document_id", part))
-    batch = store.max_batch_size()
-    for i in range(0, len(nodes), batch):
-        vector_store.add(nodes[i : i + batch])
-    if store.unit_index is not None:
-        store.sync_unit_index(hseg_ids)
-    if store.lexical_index is not None:
-        store.sync_lexical_index(hseg_ids)
+    # one turn of an embedded store's writer lock for all of it: the vector store's adds are writes hseg
+    # does not make, and another process writing in between would lose vectors (hseg.store.lock)
+    with store.writing():
+        for part in batched(ref_ids, IN_FILTER_SIZE):
+            store.delete_where(where_in("document_id", part))
+        batch = store.max_batch_size()
+        for i in range(0, len(nodes), batch):
+            vector_store.add(nodes[i : i + batch])
+        if store.unit_index is not None:
+            store.sync_unit_index(hseg_ids)
+        if store.lexical_index is not None:
+            store.sync_lexical_index(hseg_ids)
 
 
 def _to_node(hit: SearchHit) -> TextNode:

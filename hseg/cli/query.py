@@ -172,9 +172,13 @@ def run_stats(args: argparse.Namespace) -> int:
     print(f"segments   {stats['segments']}  (mean {fmt(stats['mean_segment_tokens'])} tokens)")
     print(f"vectors    {stats['vectors']}" + (f"  (+{stats['other_records']} records of other writers)"
                                               if stats["other_records"] else ""))
+    lost, lost_units = stats["records_without_vectors"], stats["unit_records_without_vectors"] or 0
+    if lost or lost_units:
+        print(f"NO VECTOR  {lost} records and {lost_units} unit-index records (metadata only: no search finds them; "
+              "two processes wrote this store at once)")
     if stats["documents_incomplete"]:
         print(f"complete   {stats['documents_complete']} documents; {stats['documents_incomplete']} INCOMPLETE "
-              "(an interrupted or failed write): re-run 'hseg index' on their paths")
+              "(an interrupted or failed write, or lost vectors): re-run 'hseg index' on their paths")
     else:
         print(f"complete   all {stats['documents_complete']} documents")
     if stats["unit_index_segments"] is not None:

@@ -33,6 +33,7 @@ from hseg.chunking.records import SCHEMA_VERSION, Record, flatten_metadata, reco
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.settings import MODES, UNITS, SearchSettings
 from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address
+from hseg.store.lock import WriterBusyError
 from hseg.store.store import HierarchicalStore
 
 #: the name of :class:`SearchHit` before 0.4 (it was never only a parent)
@@ -52,4 +53,5 @@ __all__ = [
     "MODES",
     "flatten_metadata",
     "records_for",
+    "WriterBusyError",
 ]

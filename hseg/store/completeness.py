@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
@@ -64,10 +64,11 @@ def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
     return pos
 
 
-def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]] | None
-                 ) -> dict[str, Any]:
+def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]] | None,
+                 vectorless: Collection[str] = ()) -> dict[str, Any]:
     """Whole and partial documents of a store (``records``: ``{doc id: {record id: metadata}}``;
-    ``units``: the segment ids its unit index holds per document, ``None`` without one), as
+    ``units``: the segment ids its unit index holds per document, ``None`` without one;
+    ``vectorless``: the documents with a record or unit-index record whose vector is missing), as
     ``hseg stats`` reports them. A partial document is one ``hseg index`` would redo.
 
     Example:
@@ -81,7 +82,7 @@ def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: 
         segments += len(seg_ids)
         held = (units or {}).get(doc, set())
         covered += len(held & seg_ids)
-        if tiled_length(recs) is None or (units is not None and held != seg_ids):
+        if tiled_length(recs) is None or (units is not None and held != seg_ids) or doc in vectorless:
             incomplete.append(doc)
     return {"documents_complete": len(records) - len(incomplete), "documents_incomplete": len(incomplete),
             "incomplete_documents": sorted(incomplete)[:20],

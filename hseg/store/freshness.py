@@ -13,8 +13,14 @@ by the store's own writes, the next search opens a private client on the same pa
 chromadb's per-process client cache, which cannot be refreshed without stopping every client of
 the process) and reads through it; an older private view is stopped once no search uses it.
 
-Writes keep going through the store's own collection: two clients writing one path would overwrite
-each other's index files (see :mod:`hseg.store.lock`).
+Writes go through the store's own collection, under the writer lock (:mod:`hseg.store.lock`), and
+that client must have seen every other process's write: one whose vector index predates them saves
+it over theirs (measured: serialised writers, the second writing through a client opened before the
+first wrote, lost 1,000-2,500 of the first one's vectors). :func:`current_writes`, entered with the
+lock held, starts the client's engine anew when the write log has moved since this process last
+wrote or last started it; every collection of the client (the store's, its unit index, an adapter's
+``ChromaVectorStore``) then reads the database from disk and the log at its next call. That costs a
+few milliseconds, plus loading the vector index again, and only after another process wrote.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["LogPosition", "FreshReads", "persist_directory"]
+__all__ = ["LogPosition", "FreshReads", "persist_directory", "current_writes"]
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +206,61 @@ class FreshReads:
             old.retired = True
             old.stop_if_unused()
 
+    def current(self, position: int | None) -> None:
+        """The store's own collections were just started anew at log ``position`` (under the writer
+        lock, :func:`current_writes`): searches read through them again."""
+        with self._lock:
+            self._replace(None, position)
+
     def close(self) -> None:
         with self._lock:
             self._replace(None, self._seen)
         self.log.close()
+
+
+class _Client:
+    """What this process knows of one embedded client's engine: the write-log position it is current
+    with (``None``: unknown), and the writes of this process going through it now."""
+
+    def __init__(self) -> None:
+        self.seen: int | None = None
+        self.writes = 0
+        self.lock = threading.Lock()
+
+
+_clients_lock = threading.Lock()
+_clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def current_writes(collection: Any, log: LogPosition) -> Iterator[int | None]:
+    """Around a write through ``collection`` (an embedded client's), with the store's writer lock
+    held: when no other write of this process is under way through its client, and the write log
+    (``log``) moved since the client was last known current, the client's engine is started anew, so
+    the write goes through a vector index holding every earlier write. Yields the log position it was
+    started anew at, else ``None`` (``None`` too when the log cannot be read). A client whose
+    position is unknown (its first write here, or an unreadable log) is started anew: a few milliseconds."""
+    api = collection._client
+    with _clients_lock:
+        client = _clients.setdefault(api, _Client())
+    restarted = None
+    with client.lock:
+        if client.writes == 0:
+            position = log.read()
+            if position is None or position != client.seen:
+                # RustBindingsAPI.start() makes a new engine (``bindings``) and swaps it in at once; calls
+                # under way finish on the old one, every later call of every collection of this client
+                # reads the database afresh (chromadb 1.5.9)
+                api.start()
+                restarted = position
+                logger.debug("%s: another process wrote since this client last wrote: its engine was started "
+                             "anew before this write", log.file.parent)
+            client.seen = position
+        client.writes += 1
+    try:
+        yield restarted
+    finally:
+        with client.lock:
+            client.writes -= 1
+            # the lock is held: every write since the client was current went through it
+            client.seen = log.read()

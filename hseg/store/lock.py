@@ -1,17 +1,34 @@
-"""One writing process per embedded store: an advisory lock file beside the Chroma database.
+"""One writing process at a time per embedded store: a lock on the Chroma database folder itself.
 
 An embedded Chroma (``PersistentClient``) keeps each collection's vector index in the memory of the
 process that opened it and writes it back to disk from there. Two processes writing one database
 therefore overwrite each other's vectors: the metadata and text of every record survive in SQLite,
 but some records lose their vector and no search finds them again (measured: 220 of 3,123 records
-after two overlapping ``hseg index`` runs). Writers must take turns, each opening the database
-after the previous one has finished.
+after two overlapping ``hseg index`` runs; 671-698 records after two library writers). Writers must
+take turns, and each must write through a client that has seen the previous one's writes
+(:mod:`hseg.store.freshness` re-opens the writer's view when another process wrote since).
 
-:func:`writer_lock` takes an exclusive ``flock`` on ``<db>/hseg-writer.lock`` before the database is
-opened, and waits its turn (bounded) when another process holds it. The kernel releases the lock
-when its holder exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer.
-Readers take no lock. A Chroma server (``chroma run``) serves any number of writing clients and
-needs none of this.
+:func:`writer_lock` takes an exclusive ``flock`` on the database folder ``<db>`` itself, then on the
+file ``<db>/hseg-writer.lock`` (which holds the holder's process id, for the waiting message), and
+waits its turn (bounded) when another process holds them. Every hseg write of an embedded store
+takes it: ``hseg index`` for its whole run, :class:`hseg.store.HierarchicalStore` around each write
+(and so the LangChain and LlamaIndex adapters). The kernel releases a ``flock`` when its holder
+exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer. Readers take no
+lock. A Chroma server (``chroma run``) serves any number of writing clients and needs none of this,
+nor does an in-memory store.
+
+Why the folder: a lock on a file alone is defeated by deleting the file while it is held (the next
+writer creates a new file and locks that: vectors were lost so, both writers exiting 0). Re-checking
+the file's inode after locking only protects the one locking, not the holder of the deleted file.
+The folder cannot be removed without removing the database with it; it exists before Chroma opens
+the database (hseg creates it), and nothing else locks it (SQLite's own locks are ``fcntl`` locks on
+``chroma.sqlite3``, which a ``flock`` of that file emulated over ``fcntl``, as on NFS, would collide with).
+The file stays locked too, second, so that a writer of an older hseg, which locks only the file,
+still takes turns with this one.
+
+The lock belongs to the process: a write of a thread while another thread of the same process holds
+it goes ahead (both go through the process's one client, hence one vector index), and ``hseg index``,
+which holds it for its run, calls the store's writes, which take it again without waiting.
 
 Example:
     >>> with writer_lock("./hseg-db", timeout_s=600):  # doctest: +SKIP
@@ -25,11 +42,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock"]
+__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
@@ -37,6 +55,39 @@ _POLL_S = 0.2
 
 class WriterBusyError(RuntimeError):
     """Another process kept the writer lock of an embedded store longer than we could wait."""
+
+
+class _Held:
+    """The lock of one database folder as this process holds it: its two descriptors and how many
+    blocks (of any thread) are inside it."""
+
+    def __init__(self, folder_fd: int, file_fd: int) -> None:
+        self.fds = (folder_fd, file_fd)
+        self.count = 0
+
+    def release(self) -> None:
+        folder_fd, file_fd = self.fds
+        with contextlib.suppress(OSError):
+            os.ftruncate(file_fd, 0)
+        for fd in (file_fd, folder_fd):  # the file first: the reverse of taking them
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+_registry = threading.Lock()
+_held: dict[str, _Held] = {}  # by the folder's real path
+_gates: dict[str, threading.Lock] = {}  # one thread at a time takes (or lets go of) a folder's lock
+
+
+def _key(db: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.fspath(db))
+
+
+def holds_writer_lock(db: str | os.PathLike[str]) -> bool:
+    """Whether this process holds the writer lock of the embedded store in folder ``db``."""
+    with _registry:
+        return _key(db) in _held
 
 
 def _holder(path: Path) -> str:
@@ -47,22 +98,16 @@ def _holder(path: Path) -> str:
     return f"process {pid}" if pid.isdigit() else "another process"
 
 
-@contextlib.contextmanager
-def writer_lock(db: str | os.PathLike[str], *, timeout_s: float = 600.0,
-                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Hold the writer lock of the embedded store in folder ``db`` (created if absent) for the block.
-
-    Waits up to ``timeout_s`` seconds for another writer to finish (``on_wait(holder)`` is told once,
-    e.g. to print a line), then raises :class:`WriterBusyError` naming the holder.
-    """
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s < 0:
-        raise ValueError(f"timeout_s must be a number >= 0, got {timeout_s!r}")
-    folder = Path(db)
-    path = folder / LOCK_NAME
+def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int, int]:
+    """Descriptors of the folder (created if absent) and of the lock file in it (created if absent)."""
+    fds: list[int] = []
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fds.append(os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)))
+        fds.append(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as exc:  # a read-only or full disk: say so before Chroma fails less clearly
+        for fd in fds:
+            os.close(fd)
         if exc.errno == errno.ENOSPC:
             raise OSError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the disk is full; "
                           "free space and run again") from exc
@@ -70,30 +115,81 @@ def writer_lock(db: str | os.PathLike[str], *, timeout_s: float = 600.0,
             raise PermissionError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the store "
                                   "is read-only, and a writer needs to write it") from exc
         raise
-    try:
-        deadline = time.monotonic() + timeout_s
-        told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-            if time.monotonic() >= deadline:
-                raise WriterBusyError(f"{db}: {_holder(path)} is writing to this store (lock {path}); waited "
-                                      f"{timeout_s:g} s. Run one writer at a time, or serve the store with "
-                                      "'chroma run' for several") from None
-            if not told and on_wait is not None:
-                on_wait(_holder(path))
-                told = True
-            time.sleep(_POLL_S)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+    return fds[0], fds[1]
+
+
+def _take(fd: int, db: str | os.PathLike[str], path: Path, deadline: float, timeout_s: float,
+          on_wait: Callable[[str], None] | None, told: list[bool]) -> None:
+    """``flock(fd)`` exclusively, polling until ``deadline``; then :class:`WriterBusyError`."""
+    while True:
         try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            raise WriterBusyError(f"{db}: {_holder(path)} is writing to this store (lock {path}); waited "
+                                  f"{timeout_s:g} s. Run one writer at a time, or serve the store with "
+                                  "'chroma run' for several")
+        if not told[0] and on_wait is not None:
+            on_wait(_holder(path))
+            told[0] = True
+        time.sleep(_POLL_S)
+
+
+def _acquire(db: str | os.PathLike[str], timeout_s: float, on_wait: Callable[[str], None] | None) -> _Held:
+    folder = Path(db)
+    path = folder / LOCK_NAME
+    deadline = time.monotonic() + timeout_s
+    folder_fd, file_fd = _open(db, folder, path)
+    try:
+        told = [False]
+        _take(folder_fd, db, path, deadline, timeout_s, on_wait, told)
+        _take(file_fd, db, path, deadline, timeout_s, on_wait, told)  # held only by an older hseg's writer
+        os.ftruncate(file_fd, 0)
+        os.write(file_fd, str(os.getpid()).encode())
+    except BaseException:
+        os.close(file_fd)
+        os.close(folder_fd)  # closing lets go of a lock taken
+        raise
+    return _Held(folder_fd, file_fd)
+
+
+@contextlib.contextmanager
+def writer_lock(db: str | os.PathLike[str], *, timeout_s: float = 600.0,
+                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the writer lock of the embedded store in folder ``db`` (created if absent) for the block.
+
+    Waits up to ``timeout_s`` seconds for another process to finish (``on_wait(holder)`` is told once,
+    e.g. to print a line), then raises :class:`WriterBusyError` naming the holder. Taken again while
+    this process holds it (by any thread), it is entered at once.
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s < 0:
+        raise ValueError(f"timeout_s must be a number >= 0, got {timeout_s!r}")
+    key = _key(db)
+    with _registry:
+        gate = _gates.setdefault(key, threading.Lock())
+    # another thread of this process may be waiting for the same lock: wait behind it, as long
+    if not gate.acquire(timeout=timeout_s):
+        raise WriterBusyError(f"{db}: another thread of this process waited {timeout_s:g} s for the writer lock "
+                              f"(lock {Path(db) / LOCK_NAME}); another process is writing to this store")
+    try:
+        with _registry:
+            held = _held.get(key)
+        if held is None:
+            held = _acquire(db, timeout_s, on_wait)
+            with _registry:
+                _held[key] = held
+        held.count += 1
     finally:
-        os.close(fd)
+        gate.release()
+    try:
+        yield
+    finally:
+        with gate:
+            held.count -= 1
+            if held.count == 0:
+                with _registry:
+                    del _held[key]
+                held.release()

@@ -1,5 +1,6 @@
 """What a store holds, as ``hseg stats`` reports it: counts and sizes of the records, which
-documents are whole, the unit index's coverage, and the encoders the records name."""
+documents are whole (their vectors included), the unit index's coverage, and the encoders the
+records name."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hseg.chunking.records import ENCODER_KEY
 from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
 from hseg.store.connection import remote_errors
-from hseg.store.reading import level_stats, pages
+from hseg.store.reading import ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 
 __all__ = ["collection_stats"]
@@ -25,7 +26,9 @@ _KEPT = ("hseg_level", "hseg_doc_id", "hseg_tokens", "hseg_cluster_index", "hseg
 
 def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str, Any]:
     """The figures of :meth:`hseg.store.HierarchicalStore.stats` for ``collection`` and its unit
-    index, read page by page (vectors are not read)."""
+    index, read page by page; the vectors are read too, and a document with a record or unit-index
+    record whose vector is missing (two processes that wrote an embedded store at once) is incomplete:
+    metadata alone does not make it searchable."""
     by_doc: dict[str, dict[str, dict[str, Any]]] = {}
     metas = []
     encoders: dict[str, int] = {}
@@ -39,16 +42,27 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
                 metas.append(m)
                 if "hseg_doc_id" in m:
                     by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+    with remote_errors(collection, "reading the collection's vectors"):
+        vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])
+    broken = {doc for doc, recs in by_doc.items() if not vectorless.isdisjoint(recs)}
     units: dict[str, set[str]] | None = None
+    unit_vectorless: set[str] = set()
     if unit_index is not None:
         units = {}
+        owner: dict[str, str] = {}
         companion = unit_index.existing  # a read: an index nobody created yet is an empty one
         with remote_errors(collection, "reading the unit index"):
             for got in ([] if companion is None else pages(companion, None, ["metadatas"], _PAGE)):
                 for uid, m in zip(got["ids"], got["metadatas"]):
-                    units.setdefault(str((m or {}).get("hseg_doc_id")), set()).add(UnitKey.parse(uid).segment_id)
+                    owner[uid] = doc = str((m or {}).get("hseg_doc_id"))
+                    units.setdefault(doc, set()).add(UnitKey.parse(uid).segment_id)
+            if companion is not None:
+                unit_vectorless = ids_without_vectors(companion, list(owner))
+        broken |= {owner[u] for u in unit_vectorless}
     meta = collection.metadata or {}
     return {"collection": collection.name, "encoder": meta.get("hseg_encoder"),
-            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units),
+            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units, broken),
+            "records_without_vectors": len(vectorless),
+            "unit_records_without_vectors": None if unit_index is None else len(unit_vectorless),
             "record_encoders": encoders,
             "unit_index_records": None if unit_index is None else unit_index.count()}

@@ -40,8 +40,9 @@ from hseg.store.connection import (
 )
 from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
-from hseg.store.freshness import FreshReads, persist_directory
+from hseg.store.freshness import FreshReads, current_writes, persist_directory
 from hseg.store.lexical import LexicalIndex
+from hseg.store.lock import writer_lock
 from hseg.store.reading import get_by_documents, pages
 from hseg.store.searching import SearchPlanner, search_settings
 from hseg.store.searching import query_text as query_text_of
@@ -60,6 +61,14 @@ _TORN_VIEW_TRIES = 4
 _TORN_VIEW_WAIT_S = 0.05
 
 T = TypeVar("T")
+
+#: seconds a write of an embedded store waits for another process's (:meth:`HierarchicalStore.writing`)
+DEFAULT_LOCK_TIMEOUT = 600.0
+
+
+def _check_lock_timeout(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"lock_timeout must be a number of seconds >= 0, got {value!r}")
 
 
 class HierarchicalStore:
@@ -81,6 +90,9 @@ class HierarchicalStore:
             default 1.5); later requests widen as needed, so this only tunes latency.
         allow_encoder_mismatch: accept an encoder whose name differs from the one recorded in the
             collection (e.g. the same model loaded from another path).
+        lock_timeout: seconds a write of an embedded store (``path=``, or a ``PersistentClient``)
+            waits while another process writes to it (default 600), then raises
+            :class:`hseg.store.lock.WriterBusyError`; see :meth:`writing`.
 
     Only one of ``path``, ``client`` and ``host`` may be given; with none, the store uses
     ``chromadb.EphemeralClient()`` (in memory; all ephemeral clients of a process share data).
@@ -104,7 +116,9 @@ class HierarchicalStore:
         configuration: Mapping[str, Any] | None = None,
         oversample: float = DEFAULT_OVERSAMPLE,
         allow_encoder_mismatch: bool = False,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
+        _check_lock_timeout(lock_timeout)
         client = open_client(path, client, host, port)
         extra = dict(configuration or {})
         extra = dict(extra.get("hnsw") or {}) if "hnsw" in extra else extra  # accept Chroma's nested form too
@@ -115,6 +129,7 @@ class HierarchicalStore:
         with connect_errors(client):
             collection = get_or_create_collection(client, collection_name, hnsw, enc)
             self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
+        self.lock_timeout = lock_timeout
 
     @classmethod
     def from_collection(
@@ -124,6 +139,7 @@ class HierarchicalStore:
         *,
         oversample: float = DEFAULT_OVERSAMPLE,
         allow_encoder_mismatch: bool = False,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> HierarchicalStore:
         """Wrap an existing chromadb ``Collection`` (e.g. ``langchain_chroma.Chroma._collection``).
 
@@ -135,9 +151,11 @@ class HierarchicalStore:
             ...     collection_configuration={"hnsw": {"space": "cosine"}})
             >>> store = HierarchicalStore.from_collection(vs._collection, encoder=emb)  # doctest: +SKIP
         """
+        _check_lock_timeout(lock_timeout)
         self = cls.__new__(cls)
         self._init(collection, getattr(collection, "_client", None), encoder, oversample, allow_encoder_mismatch,
                    DEFAULT_HNSW)
+        self.lock_timeout = lock_timeout
         return self
 
     def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool,
@@ -198,10 +216,39 @@ class HierarchicalStore:
         raise AssertionError("unreachable")  # the last try returns or raises
 
     @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold this embedded store's writer lock for the block (nothing for a server or in-memory store).
+
+        Every write of the store takes it by itself (:meth:`add`, :meth:`delete`, :meth:`delete_where`,
+        :meth:`sync_unit_index`, :meth:`drop`): processes writing one embedded store take turns, each
+        waiting up to :attr:`lock_timeout` seconds, then :class:`hseg.store.lock.WriterBusyError`. A
+        block of writes made around the store through its collection (e.g. a LlamaIndex
+        ``ChromaVectorStore.add``) holds it for all of them; the store's own writes inside take it
+        again without waiting. On entry, when another process wrote since this process's client last
+        wrote, the client is started anew, so the writes go through a vector index holding that
+        process's vectors instead of saving an older one over them (:mod:`hseg.store.lock`,
+        :func:`hseg.store.freshness.current_writes`).
+
+        Example:
+            >>> with store.writing():  # doctest: +SKIP
+            ...     chroma_vector_store.add(nodes)
+            ...     store.sync_unit_index(doc_ids)
+        """
+        fresh = self._fresh
+        if fresh is None:
+            yield
+            return
+        with writer_lock(fresh.path, timeout_s=self.lock_timeout), current_writes(self.collection, fresh.log) as new:
+            if new is not None:
+                fresh.current(new)
+            yield
+
+    @contextlib.contextmanager
     def _writing(self, action: str) -> Iterator[None]:
-        """Around one of this store's writes: its fresh reads must not take it for another process's,
-        and a lost server is named in the error."""
-        with nullcontext() if self._fresh is None else self._fresh.writing(), remote_errors(self.collection, action):
+        """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
+        its fresh reads must not take it for another process's, and a lost server is named in the error."""
+        with self.writing(), nullcontext() if self._fresh is None else self._fresh.writing(), \
+                remote_errors(self.collection, action):
             yield
 
     # ----------------------------------------------------------------- the indexes
@@ -387,7 +434,7 @@ class HierarchicalStore:
         """
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
-        with remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
+        with self.writing(), remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
             if self.lexical_index is not None:
                 self.lexical_index.drop()
             if self.unit_index is not None and self.unit_index.existing is not None:
@@ -468,17 +515,20 @@ class HierarchicalStore:
 
     def stats(self) -> dict[str, Any]:
         """Counts and mean token sizes of the hseg records, how many documents are whole (their
-        records and unit-index records all there; :func:`hseg.store.completeness.completeness`), and
+        records and unit-index records all there, each with its vector;
+        :func:`hseg.store.completeness.completeness`), ``records_without_vectors`` and
+        ``unit_records_without_vectors`` (records metadata alone keeps: no search finds them), and
         ``record_encoders``, the records counted by the encoder their ``hseg_encoder`` names (more than
         one, or another than ``encoder``, means vectors of several models were written into the
-        collection); read page by page (:func:`hseg.store.stats.collection_stats`). Vectors are not
-        read here: ``hseg index`` checks them when it skips a document.
+        collection); read page by page (:func:`hseg.store.stats.collection_stats`), through a view
+        that has seen other processes' writes.
 
         Example:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        return collection_stats(self.collection, self.unit_index)
+        with self._reading() as (collection, units):
+            return collection_stats(collection, units)
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""
