@@ -8,27 +8,43 @@ from typing import Any, TypeVar
 
 from hseg.retrieval.plans import is_missing_vector
 
-__all__ = ["pages", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE", "ids_without_vectors"]
+__all__ = ["pages", "in_order", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE",
+           "ids_without_vectors"]
 
 T = TypeVar("T")
 
 
 def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], page: int
           ) -> Iterator[dict[str, Any]]:
-    """The collection's records matching ``where``, one ``get`` of at most ``page`` records at a time.
+    """The collection's records matching ``where``, in pages of at most ``page`` records, in the
+    order Chroma lists them.
+
+    The ids first, in one ``get`` without payload, then each page by its ids: a ``get`` with a
+    ``where``, ``limit`` and ``offset`` evaluates the filter over the whole collection for every page
+    (seconds a page at a few hundred thousand records, so a full read grew with the square of the
+    store), where a read by ids costs its page. Records deleted meanwhile are left out; records
+    written meanwhile are not read (as with any paging).
 
     Example:
         >>> ids = [i for got in pages(collection, None, [], 5000) for i in got["ids"]]  # doctest: +SKIP
     """
     if isinstance(page, bool) or not isinstance(page, int) or page < 1:
         raise ValueError(f"page must be a positive int, got {page!r}")
-    offset = 0
-    while True:
-        got = collection.get(where=dict(where) if where else None, include=include, limit=page, offset=offset)
-        yield got
-        if len(got["ids"]) < page:
-            return
-        offset += page
+    ids = list(collection.get(where=dict(where) if where else None, include=[])["ids"])
+    for part in batched(ids, page):
+        yield in_order(collection.get(ids=list(part), include=include), part)
+
+
+def in_order(got: Mapping[str, Any], ids: Sequence[str]) -> dict[str, Any]:
+    """A ``get``'s result with its records in the order of ``ids`` (those it holds)."""
+    at = {rid: i for i, rid in enumerate(got["ids"])}
+    order = [at[rid] for rid in ids if rid in at]
+    out = dict(got)
+    for key, values in got.items():
+        if key != "included" and values is not None and not isinstance(values, (str, bytes)) \
+                and hasattr(values, "__len__") and len(values) == len(got["ids"]):
+            out[key] = values[order] if hasattr(values, "shape") else [values[i] for i in order]
+    return out
 
 
 def level_stats(metadatas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
