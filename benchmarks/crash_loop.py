@@ -4,9 +4,9 @@
 
 Each round writes 60 small files to a temporary folder, starts ``hseg index docs --db db
 --batch-docs 8`` (the hashing test encoder, TextTiling: the same child script as
-``tests/test_reliability.py``), waits until its first write begins, sleeps a random 0-0.6 s and
+``tests/stress/test_faults_kill_9.py``), waits until its first write begins, sleeps a random 0-0.6 s and
 sends SIGKILL. The database as the crash left it is copied and every document in it is checked
-for completeness (``tests/test_reliability.document_problems``). Exits 1 if any document was
+for completeness (``tests.support.checks.document_problems``). Exits 1 if any document was
 incomplete.
 """
 
@@ -37,8 +37,10 @@ def main() -> int:
 
     import chromadb
 
-    from tests.fakes import synthetic_book
-    from tests.test_reliability import CHILD, FAKE_CLI, REPO, document_problems, stored_documents
+    from tests.support import REPO
+    from tests.support.checks import document_problems, stored_documents
+    from tests.support.fakes import CLI_CHILD as CHILD
+    from tests.support.fakes import FAKE_CLI, synthetic_book
 
     rnd = random.Random(args.seed)
     files = {f"docs/f{i:03d}.md": synthetic_book(1_500 + 37 * i, seed=i) for i in range(60)}

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(ray.shutdown)
         host, port = args.host, args.port
         if host is None:
-            from tests.chroma_server import ChromaServer
+            from tests.support.chroma_server import ChromaServer
 
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="ingest-scale-"))
             server = stack.enter_context(ChromaServer(Path(folder) / "chroma"))

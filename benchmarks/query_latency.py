@@ -362,7 +362,7 @@ def store_questions_options(ap: argparse.ArgumentParser, queries: int = 200) -> 
 def open_store(stack: ExitStack, args: argparse.Namespace, collection: str) -> HierarchicalStore:
     if not args.server:
         return HierarchicalStore(collection, path=args.path)
-    from tests.chroma_server import ChromaServer
+    from tests.support.chroma_server import ChromaServer
 
     server = stack.enter_context(ChromaServer(args.path))
     return HierarchicalStore(collection, client=server.client())

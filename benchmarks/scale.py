@@ -166,7 +166,7 @@ def reader(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         t0 = time.perf_counter()
         if args.server:
-            from tests.chroma_server import ChromaServer
+            from tests.support.chroma_server import ChromaServer
 
             server = stack.enter_context(ChromaServer(args.path))
             store = HierarchicalStore(COLLECTION, client=server.client(), encoder=LookupEncoder(

@@ -1,0 +1,56 @@
+"""The shipped BiLSTM weights with the real model: a real document segmented, and ``hseg chunk`` with a
+saved copy of the weights (the rest of the segmenter is ``tests/unit/test_bilstm.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import REPO, SHARED
+
+torch = pytest.importorskip("torch")
+
+from hseg.cli import main  # noqa: E402
+from hseg.segmentation.bilstm import BiLSTMSegmenter  # noqa: E402
+from hseg.segmentation.wiki727k import read_wiki727k  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # a tiny LSTM gains nothing from threads, and on a loaded machine their spin-waits cost 10x
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.model
+def test_shipped_weights_segment_a_real_document(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from hseg.encoders import as_encoder
+
+    folder = SHARED / "data/segmentation/wiki_dev"
+    if not folder.is_dir():
+        pytest.skip("../shared data absent")
+    doc = read_wiki727k(folder, limit=1)[0]
+    encoder = as_encoder(None, device="cpu")
+    seg = BiLSTMSegmenter.load(encoder=encoder)
+    ends = seg.boundaries(doc.sentences, encoder.encode(doc.sentences))
+    assert ends[-1] == len(doc.sentences) - 1
+    assert 1 < len(ends) < len(doc.sentences) // 2
+
+
+# ------------------------------------------------------------------------- segmenter names and paths
+
+
+@pytest.mark.model
+def test_cli_chunk_with_saved_copy_of_the_shipped_weights(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    copy = BiLSTMSegmenter.load(device="cpu").save(tmp_path / "copy.pt")
+    example = REPO / "examples" / "data" / "example.md"
+    outputs = []
+    for segmenter in (str(copy), "bilstm"):
+        assert main(["chunk", str(example), "--segmenter", segmenter, "--format", "json", "--quiet"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out)[0])
+    assert outputs[0]["segments"] and outputs[0] == outputs[1]  # the file works like the name it was saved from

@@ -1,0 +1,31 @@
+"""The chunking path with the real model: size control on the example document (the rest of the
+chunker's tests, on the hashing encoder, are ``tests/unit/test_chunker.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hseg.chunking.chunker import HierarchicalChunker
+from tests.support.checks import check_chunk_invariants
+
+
+@pytest.mark.model
+def test_real_model_target_size_and_cap(encoder, example_text):
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=512)
+    result = chunker.chunk(example_text, "example")
+    check_chunk_invariants(result, example_text, chunker)
+    sizes = [c.token_count for c in result.clusters]
+    assert 0.8 * 512 <= np.mean(sizes) <= 1.2 * 512, sizes
+    assert max(sizes) <= chunker.max_cluster_tokens
+    seg_sizes = [s.token_count for s in result.segments]
+    assert np.median(seg_sizes) <= chunker.max_segment_tokens
+
+
+def test_default_segments_fit_twice_in_a_small_target(encoder, example_text):
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=256)
+    result = chunker.chunk(example_text)
+    assert chunker.max_segment_tokens == 128
+    # the limit is applied to summed sentence sizes; the joined text can differ by a token per seam
+    assert max(s.token_count for s in result.segments) <= 128 + 2
+    assert np.mean([len(c.segments) for c in result.clusters]) >= 2

@@ -1,0 +1,28 @@
+"""hseg.store on a ``chroma run`` server: every test of ``tests/store/test_store.py`` that takes
+``chroma_client``, here over HTTP, and the ``host``/``port`` constructor.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from hseg.store import HierarchicalStore
+from tests.store import test_store
+from tests.support.clients import server_variants
+
+globals().update(server_variants(test_store))
+
+
+@pytest.mark.integration
+def test_host_port_constructor(chroma_server, make_chunking):
+    name = f"t-{uuid.uuid4().hex}"
+    store = HierarchicalStore(name, host=chroma_server.host, port=chroma_server.port)
+    try:
+        ch = make_chunking("d", np.random.default_rng(23))
+        assert store.add(ch) == store.count() > 0
+        assert store.search(ch.segments[0].embedding, k=1, mode="segment")[0].matched_id == ch.segments[0].id
+    finally:
+        store.client.delete_collection(name)

@@ -1,0 +1,18 @@
+"""What the tests of every lane share: test doubles (:mod:`.fakes`), the small hashing chunker
+(:mod:`.chunkers`), synthetic chunkings (:mod:`.chunkings`), checks of stored documents
+(:mod:`.checks`), Chroma clients (:mod:`.clients`) and a throwaway ``chroma run`` server
+(:mod:`.chroma_server`), the viewer page parser (:mod:`.pages`) and the Ray scenarios that
+``tests/e2e/test_distributed.py`` runs in a process of their own (:mod:`.ray_scenarios`).
+
+Nothing here is collected as a test. Child processes that import it put :data:`REPO` on
+``sys.path`` first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: the repository root (this file is ``tests/support/__init__.py``)
+REPO = Path(__file__).resolve().parents[2]
+#: the data sets some tests read, next to the repository (they skip when it is absent)
+SHARED = (REPO / ".." / "shared").resolve()
