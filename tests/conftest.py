@@ -1,11 +1,11 @@
 """Fixtures of every lane: the offline environment, ../shared data, the example document, synthetic
 chunkings and the in-process Chroma clients.
 
-The lanes are the folders: ``tests/unit`` (pure and fast), ``tests/store`` (in-process Chroma, embedded
-stores), ``tests/e2e`` (child processes, ``chroma run`` servers, Ray, the README, notebooks, a browser,
-the real model: its fixtures are ``tests/e2e/conftest.py``) and ``tests/stress`` (``kill -9`` and
-two-writer trials). ``python -m pytest -q tests`` runs them all; each test also carries its lane's marker
-(``-m "not stress"``). Helpers are ``tests/support``.
+The lanes are the folders: ``tests/unit`` (pure and fast: a plain ``pytest`` runs only this lane),
+``tests/store`` (in-process Chroma, embedded stores), ``tests/e2e`` (child processes, ``chroma run``
+servers, Ray, the README, notebooks, a browser, the real model: its fixtures are ``tests/e2e/conftest.py``)
+and ``tests/stress`` (``kill -9`` and two-writer trials). ``python -m pytest -q tests`` runs them all;
+each test also carries its lane's marker (``-m "not stress"``). Helpers are ``tests/support``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's test command is CI's (running the README's other commands is
+"""The README's test command is CI's: every lane (running the README's other commands is
 ``tests/e2e/test_readme.py``)."""
 
 from __future__ import annotations
@@ -19,5 +19,5 @@ def runnable(block: str) -> str:
 
 def test_test_command_is_the_ci_command():
     tests = next(b for b in BLOCKS if "pytest" in b)
-    assert runnable(tests) == "HF_HUB_OFFLINE=1 python -m pytest -q"
-    assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text()
+    assert runnable(tests) == "HF_HUB_OFFLINE=1 python -m pytest -q tests"  # every lane, not pytest's testpaths
+    assert "python -m pytest -q tests\n" in (REPO / ".ci" / "run").read_text()
