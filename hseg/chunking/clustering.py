@@ -28,7 +28,7 @@ only cuts.
 Merges are decided on the *initial* adjacent pairs, all at once. The paper's Table 1 shows cliques
 {1,2,6} {2,4,7} {3,4,5} {1,6,7}, initial clusters {1,2} {3,4,5} {6,7} and a final {1..5} {6,7};
 by its own rule the clique {2,4,7} also links {3,4,5} with {6,7}, so the rule as written gives one
-cluster {1..7}, and that is what this module returns (see ``tests/test_clustering.py``).
+cluster {1..7}, and that is what this module returns (see ``tests/unit/test_clustering.py``).
 """
 
 from __future__ import annotations
