@@ -35,8 +35,8 @@ def hit_to_document(hit: SearchHit) -> Document:
     """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.retrieval.results.result_for`.
 
     ``id`` is the cluster id for a whole parent, else the stable passage id; ``page_content`` is the
-    hit's text; metadata is the stored user metadata plus the result keys of the README's metadata
-    table (``hseg_score``, ``hseg_start``/``hseg_end``, ``hseg_matched_text``, ...), exactly what
+    hit's text; metadata is the stored user metadata plus the result keys of the metadata table of
+    ``docs/api.md`` (``hseg_score``, ``hseg_start``/``hseg_end``, ``hseg_matched_text``, ...), exactly what
     the LlamaIndex retriever puts on its nodes.
 
     Example:

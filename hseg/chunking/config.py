@@ -216,7 +216,7 @@ class ChunkerConfig:
 
     @classmethod
     def table(cls) -> str:
-        """The settings as the README's Markdown table (a test keeps the two equal).
+        """The settings as the Markdown table of ``docs/api.md`` (a test keeps the two equal).
 
         Example:
             >>> ChunkerConfig.table().splitlines()[0]

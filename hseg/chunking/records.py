@@ -7,7 +7,7 @@ vector; ``document`` = segment text).
 The ``hseg_*`` keys are declared once, in :data:`METADATA_KEYS`: on chunks (cluster and segment
 records, built by :func:`chunk_metadata`) and on search results (built by
 :func:`hseg.retrieval.results.result_for`). The LangChain splitter's Documents and the LlamaIndex parser's
-nodes carry the same keys and values as the records; the README's metadata table is
+nodes carry the same keys and values as the records; the metadata table of ``docs/api.md`` is
 :func:`metadata_table`. Scalar values only (lists are JSON strings), schema version
 :data:`SCHEMA_VERSION`.
 
@@ -106,7 +106,7 @@ BOOKKEEPING_KEYS = (CONTENT_HASH_KEY, SETTINGS_KEY)
 #: scores are for code): the model sees the text and the user's own metadata, nothing else.
 MODEL_VISIBLE_KEYS: tuple[str, ...] = ()
 
-#: every ``hseg_*`` key, in the order of the README table. A cluster or segment chunk has exactly the
+#: every ``hseg_*`` key, in the order of the table in ``docs/api.md``. A cluster or segment chunk has exactly the
 #: keys of its kind (a store record, a LangChain Document and a LlamaIndex node alike), a search
 #: result exactly the ``"result"`` keys, each next to the user's metadata.
 METADATA_KEYS: tuple[MetadataKey, ...] = (
@@ -223,7 +223,7 @@ def metadata_keys(kind: str, *, vector: bool = True) -> tuple[str, ...]:
 
 
 def metadata_table() -> str:
-    """:data:`METADATA_KEYS` as the Markdown table of the README (a test keeps the two equal).
+    """:data:`METADATA_KEYS` as the Markdown table of ``docs/api.md`` (a test keeps the two equal).
 
     Example:
         >>> metadata_table().splitlines()[0]

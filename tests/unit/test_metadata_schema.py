@@ -1,5 +1,6 @@
-"""One metadata schema (issue 12): the core declares the ``hseg_*`` keys once, the README table is
-that declaration, and a chunk or a result looks the same in the store, in LangChain and in LlamaIndex.
+"""One metadata schema (issue 12): the core declares the ``hseg_*`` keys once, the table of
+``docs/api.md`` is that declaration, and a chunk or a result looks the same in the store, in LangChain
+and in LlamaIndex.
 
 The hashing encoder and in-memory Chroma; the retriever comparison on the real MiniLM is
 ``tests/e2e/test_metadata_schema_model.py``.
@@ -48,7 +49,7 @@ from tests.support import REPO
 from tests.support.chunkers import SMALL, hashing_chunker  # noqa: E402
 from tests.support.fakes import HashingEncoder, synthetic_book  # noqa: E402
 
-README = REPO / "README.md"
+DOCS = (REPO / "README.md", REPO / "docs" / "api.md")
 USER = {"source": "book.md", "year": 2024, "lang": "en"}
 QUERIES = ["river delta sediment flood", "court judge appeal verdict", "orbit planet comet telescope"]
 #: (unit, size) pairs every retriever comparison runs
@@ -67,11 +68,12 @@ def texts() -> dict[str, str]:
 # --------------------------------------------------------------------------- the declaration
 
 
-def test_readme_table_is_the_declared_schema():
+def test_the_documented_table_is_the_declared_schema():
     table = metadata_table()
-    assert table in README.read_text(encoding="utf-8"), "README's metadata table is stale: paste metadata_table()"
-    # and it is the only hseg key table there: every hseg_* row of a README table is one of its rows
-    rows = {line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `hseg_")}
+    readme, api = (doc.read_text(encoding="utf-8") for doc in DOCS)
+    assert table in api, "docs/api.md's metadata table is stale: paste metadata_table()"
+    # and it is the only hseg key table of the docs: every hseg_* row of a table there is one of its rows
+    rows = {line for text in (readme, api) for line in text.splitlines() if line.startswith("| `hseg_")}
     assert rows == {line for line in table.splitlines() if line.startswith("| `hseg_")}
 
 
