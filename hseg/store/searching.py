@@ -4,9 +4,11 @@ or many together)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping
-from typing import Any
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -16,12 +18,14 @@ from hseg.retrieval.parents import parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan
 from hseg.retrieval.settings import SearchSettings
-from hseg.store.lexical import LexicalIndex
+from hseg.store.lexical import LexicalIndex, LexicalIndexUnavailable
 from hseg.store.unit_index import UnitIndex
 
 __all__ = ["search_settings", "query_text", "SearchPlanner"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def search_settings(settings: SearchSettings | None, k: int | None, fields: Mapping[str, Any]) -> SearchSettings:
@@ -55,6 +59,7 @@ class SearchPlanner:
         self.lexical_index = lexical_index
         self.oversample = oversample
         self._warned_no_text = False
+        self._warned_dense = False
 
     def lexical(self, action: str) -> LexicalIndex:
         """The lexical index, or a ``ValueError`` saying that ``action`` needs one."""
@@ -63,10 +68,38 @@ class SearchPlanner:
                              "wrapping an object that is not a chromadb collection does not have")
         return self.lexical_index
 
-    def ready(self, settings: SearchSettings) -> None:
-        """Bring the lexical index in step before a search that uses it (once per call)."""
+    def ready(self, settings: SearchSettings) -> SearchSettings:
+        """Bring the lexical index in step before a search that uses it (once per call); returns the
+        settings to search with: dense alone, with one warning, when the index can be neither read
+        nor built again (:class:`~hseg.store.lexical.LexicalIndexUnavailable`)."""
         if settings.lexical_weight:
-            self.lexical("a search with lexical_weight > 0").ensure_fresh()
+            try:
+                self.lexical("a search with lexical_weight > 0").ensure_fresh()
+            except LexicalIndexUnavailable as exc:
+                return self.dense(settings, exc)
+        return settings
+
+    def answer(self, settings: SearchSettings, run: Callable[[SearchSettings], T]) -> T:
+        """``run(settings)`` once the lexical index is ready; a lexical read that finds the file
+        damaged mid-search repairs it (:meth:`~hseg.store.lexical.LexicalIndex.repair`) and runs again
+        (dense alone, with one warning, when the repair fails too)."""
+        chosen = self.ready(settings)
+        try:
+            return run(chosen)
+        except sqlite3.DatabaseError as exc:
+            if not chosen.lexical_weight or self.lexical_index is None:
+                raise
+            try:
+                self.lexical_index.repair(exc)
+            except LexicalIndexUnavailable as failed:
+                return run(self.dense(chosen, failed))
+            return run(chosen)
+
+    def dense(self, settings: SearchSettings, problem: BaseException) -> SearchSettings:
+        if not self._warned_dense:
+            self._warned_dense = True
+            logger.warning("%s; searching collection %r by the dense side alone", problem, self.collection_name)
+        return dataclasses.replace(settings, lexical_weight=0.0)
 
     def plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None,
              text: str | None = None) -> Plan[list[SearchHit]]:

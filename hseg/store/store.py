@@ -585,8 +585,8 @@ class HierarchicalStore:
         def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
             vec = self.encoder_binding.query_vector(query, collection=collection)
             with remote_errors(self.collection, "search"):
-                self.planner.ready(chosen)
-                return run_one(self.planner.plan(vec, chosen, collection, units, text))
+                return self.planner.answer(chosen, lambda used: run_one(self.planner.plan(vec, used, collection,
+                                                                                          units, text)))
 
         hits = self._read(run)
         self._check_hits(hits)
@@ -626,8 +626,8 @@ class HierarchicalStore:
         def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
             vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
             with remote_errors(self.collection, "search"):
-                self.planner.ready(chosen)
-                return run_many([self.planner.plan(v, chosen, collection, units, t) for v, t in zip(vectors, texts)])
+                return self.planner.answer(chosen, lambda used: run_many(
+                    [self.planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
 
         answers = self._read(run)
         self._check_hits([h for hits in answers for h in hits])

@@ -33,7 +33,8 @@ on demand.
 The modules: :mod:`~hseg.store.lexical.location` (where it lives), :mod:`~hseg.store.lexical.tables`
 (its tables and the statements that write them), :mod:`~hseg.store.lexical.database` (the file's
 connection, writer lock and kept word terms), :mod:`~hseg.store.lexical.reads` (what a search reads),
-:mod:`~hseg.store.lexical.index` (the write bracket and staying in step),
+:mod:`~hseg.store.lexical.index` (the write bracket and staying in step), :mod:`~hseg.store.lexical.repair`
+(a damaged file set aside and built again),
 :mod:`~hseg.store.lexical.journal` and :mod:`~hseg.store.lexical.follow` (the write log and a cache
 following it).
 """
@@ -41,7 +42,8 @@ following it).
 from hseg.store.lexical.index import LexicalIndex
 from hseg.store.lexical.journal import JOURNAL_SUFFIX, Journal, journal_name
 from hseg.store.lexical.location import FOLDER, Location, cache_root, lexical_location
+from hseg.store.lexical.repair import LexicalIndexUnavailable
 from hseg.store.lexical.tables import TOKENIZER
 
-__all__ = ["LexicalIndex", "Journal", "JOURNAL_SUFFIX", "journal_name", "FOLDER", "Location", "cache_root",
-           "lexical_location", "TOKENIZER"]
+__all__ = ["LexicalIndex", "LexicalIndexUnavailable", "Journal", "JOURNAL_SUFFIX", "journal_name", "FOLDER",
+           "Location", "cache_root", "lexical_location", "TOKENIZER"]

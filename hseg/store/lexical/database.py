@@ -26,7 +26,7 @@ import numpy as np
 from hseg.retrieval.lexical_query import fts5_match
 from hseg.store.lexical.tables import SCHEMA
 
-__all__ = ["TERM_CACHE_PAIRS", "Database", "memory_database", "drop_memory_database"]
+__all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "memory_database", "drop_memory_database"]
 
 #: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
 #: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
@@ -41,6 +41,8 @@ class Database:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None,
                                     check_same_thread=False, timeout=600.0)
+        #: the file this connection opened (a repair compares it with the file now at ``path``)
+        self.inode = None if path is None else os.stat(path).st_ino
         self.lock = threading.RLock()
         self._memory_writer = threading.Lock()
         # each word's BM25 terms (rowids, scores), kept while the file is as they were read from it
@@ -153,22 +155,32 @@ class Database:
                 if got:
                     self._memory_writer.release()
             return
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
+        with file_lock(self.path, blocking=blocking) as got:
+            yield got
 
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """The writer lock of the index file at ``path`` (``flock`` on ``<path>.lock``, released by the
+    kernel however its holder exits); yields False when ``blocking`` is off and another holds it.
+    It needs no readable index file: a damaged one is repaired under it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
 
 
 _MEMORY: dict[str, Database] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = ["LexicalIndex"]
 logger = logging.getLogger(__name__)
 
 _PAGE = 2000  # records per Chroma read when rebuilding
+
 
 
 class LexicalIndex(TableReads):
@@ -79,11 +81,25 @@ class LexicalIndex(TableReads):
 
     def ensure_fresh(self) -> None:
         """Bring the index in step with the collection where it may not be; cheap when it is: a look
-        at the *pending* table (maintained) or one read of the write log's recent entries (cache)."""
+        at the *pending* table (maintained) or one read of the write log's recent entries (cache).
+        A damaged file is set aside and built again (:meth:`repair`)."""
+        try:
+            self._step()
+        except sqlite3.DatabaseError as exc:
+            self.repair(exc)
+            self._step()
+
+    def _step(self) -> None:
         if self.follower is not None:
             self.follower.follow()
         else:
             self._fresh_maintained()
+
+    def repair(self, problem: BaseException) -> None:
+        """Set a file SQLite cannot read aside and build it again (:func:`hseg.store.lexical.repair.repair`)."""
+        from hseg.store.lexical.repair import repair
+
+        repair(self, problem)
 
     def _fresh_maintained(self) -> None:
         # one statement on the fast path: the meta rows and whether any document is pending
@@ -202,6 +218,10 @@ class LexicalIndex(TableReads):
                 raise
             self.journal.end(open_id, docs)
             return
+        try:
+            self.meta()
+        except sqlite3.DatabaseError as exc:  # a file SQLite cannot read: built again before the write
+            self.repair(exc)
         with self.db.writer():
             self.adopt()
             if self.meta().get("built") != "1" and int(self.collection.count()) == 0:
@@ -243,12 +263,15 @@ class LexicalIndex(TableReads):
         segments the index holds afterwards. In cache mode, naming documents logs them as written,
         so that every reader re-reads them."""
         if doc_ids is None:
-            with self.db.writer():
-                self.adopt()
-                if self.follower is not None:
-                    self.follower.rebuild()
-                else:
-                    self.rebuild()
+            try:
+                with self.db.writer():
+                    self.adopt()
+                    if self.follower is not None:
+                        self.follower.rebuild()
+                    else:
+                        self.rebuild()
+            except sqlite3.DatabaseError as exc:
+                self.repair(exc)  # builds it again too
             self._count_checked = True
         else:
             with self.writing(doc_ids):

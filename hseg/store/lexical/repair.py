@@ -1,0 +1,73 @@
+"""A lexical index file SQLite cannot read, set aside and built again from the collection: the index
+is derived data, so a damaged file costs a rebuild, never a failed search."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from hseg.store.lexical.database import drop_memory_database, file_lock
+
+if TYPE_CHECKING:
+    from hseg.store.lexical.index import LexicalIndex
+
+__all__ = ["LexicalIndexUnavailable", "repair"]
+
+logger = logging.getLogger(__name__)
+
+
+class LexicalIndexUnavailable(RuntimeError):
+    """The lexical index cannot be read and could not be built again (a read-only folder, a full disk);
+    a search then ranks by the dense side alone (:class:`~hseg.store.searching.SearchPlanner`)."""
+
+
+def repair(index: LexicalIndex, problem: BaseException) -> None:
+    """The index is derived data: a file SQLite cannot read (truncated, overwritten, damaged FTS5
+    blocks) is set aside as ``<file>.damaged`` and built again from the collection, under the
+    writer lock (a process that finds another already replaced it only opens the new file).
+    :class:`LexicalIndexUnavailable` when that fails too."""
+    logger.warning("collection %r: the lexical index %s cannot be read (%s); building it again from the "
+                   "collection", index.collection.name, index.location.path or "(in memory)", problem)
+    seen = index._db
+    index._db = None
+    if seen is not None:
+        with contextlib.suppress(Exception):
+            seen.close()
+    try:
+        if index.location.path is None:
+            drop_memory_database(index.location.key)
+        else:
+            with file_lock(index.location.path):
+                if seen is None or seen.inode == _inode(index.location.path):  # nobody replaced it yet
+                    _set_aside(index.location.path)
+        with index.db.writer():
+            index.adopt()
+            if index.follower is not None:
+                index.follower.rebuild()
+            else:
+                index.rebuild()
+        index._count_checked = True
+    except (OSError, sqlite3.Error) as exc:
+        index._db = None
+        raise LexicalIndexUnavailable(f"collection {index.collection.name!r}: the lexical index "
+                                      f"{index.location.path} cannot be read ({problem}) nor built again "
+                                      f"({exc}); remove it, or make its folder writable") from exc
+
+
+def _inode(path: Any) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _set_aside(path: Any) -> None:
+    """The damaged file kept as ``<file>.damaged`` (for a post-mortem); its WAL and shared memory go."""
+    if os.path.exists(path):
+        os.replace(path, f"{path}.damaged")
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{path}{suffix}")
