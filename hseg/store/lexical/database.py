@@ -26,7 +26,7 @@ import numpy as np
 from hseg.retrieval.lexical_query import fts5_match
 from hseg.store.lexical.tables import SCHEMA
 
-__all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "memory_database", "drop_memory_database"]
+__all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "file_inode", "memory_database", "drop_memory_database"]
 
 #: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
 #: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
@@ -42,7 +42,7 @@ class Database:
         self.conn = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None,
                                     check_same_thread=False, timeout=600.0)
         #: the file this connection opened (a repair compares it with the file now at ``path``)
-        self.inode = None if path is None else os.stat(path).st_ino
+        self.inode = None if path is None else file_inode(path)
         self.lock = threading.RLock()
         self._memory_writer = threading.Lock()
         # each word's BM25 terms (rowids, scores), kept while the file is as they were read from it
@@ -161,6 +161,14 @@ class Database:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def file_inode(path: Path) -> int | None:
+    """The inode of the file at ``path`` (``None`` where there is none)."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from hseg.store.lexical.database import Database, drop_memory_database, memory_d
 from hseg.store.lexical.journal import Journal
 from hseg.store.lexical.location import Location, lexical_location
 from hseg.store.lexical.reads import TableReads
-from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
+from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, note_rows, set_meta
 from hseg.store.reading import get_by_documents, pages
 
 __all__ = ["LexicalIndex"]
@@ -90,6 +90,9 @@ class LexicalIndex(TableReads):
             self._step()
 
     def _step(self) -> None:
+        from hseg.store.lexical.repair import check_file
+
+        check_file(self)
         if self.follower is not None:
             self.follower.follow()
         else:
@@ -131,6 +134,11 @@ class LexicalIndex(TableReads):
                 self.rebuild()
             self._count_checked = True
 
+    def lost_rows(self) -> bool:
+        """Whether the file holds another number of segment rows than its last write recorded."""
+        noted = self.meta().get("rows")
+        return noted is not None and int(noted) != self.count()
+
     def belongs(self, meta: dict[str, str]) -> bool:
         """Whether a file's ``meta`` is this collection's, in this version's layout."""
         return meta.get("collection_id") == str(self.collection.id) and meta.get("format") == FORMAT
@@ -162,6 +170,7 @@ class LexicalIndex(TableReads):
             for got in pages(self.collection, {"hseg_level": "segment"}, ["documents", "metadatas"], _PAGE):
                 n += insert_rows(c, got["ids"], got["documents"], got["metadatas"])
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
+            note_rows(c)
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
         # it keeps no second copy of the index (the old index's pages stay in the file, free for the next
         # rebuild)
@@ -193,6 +202,7 @@ class LexicalIndex(TableReads):
                 c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in doc_ids))
                 set_meta(c, synced_count=str(count))
             set_meta(c, **meta)
+            note_rows(c)
 
     # ----------------------------------------------------------------- writes (the store's)
 
@@ -240,6 +250,7 @@ class LexicalIndex(TableReads):
             with self.db.transaction() as c:
                 c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in docs))
                 set_meta(c, synced_count=str(count))
+                note_rows(c)
 
     def write(self, records: Sequence[Record], doc_ids: Sequence[str]) -> int:
         """Replace the rows of these whole documents by their segment ``records`` (inside

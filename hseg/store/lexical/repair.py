@@ -9,12 +9,12 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from hseg.store.lexical.database import drop_memory_database, file_lock
+from hseg.store.lexical.database import drop_memory_database, file_inode, file_lock
 
 if TYPE_CHECKING:
     from hseg.store.lexical.index import LexicalIndex
 
-__all__ = ["LexicalIndexUnavailable", "repair"]
+__all__ = ["LexicalIndexUnavailable", "repair", "check_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def repair(index: LexicalIndex, problem: BaseException) -> None:
             drop_memory_database(index.location.key)
         else:
             with file_lock(index.location.path):
-                if seen is None or seen.inode == _inode(index.location.path):  # nobody replaced it yet
+                if seen is None or seen.inode == file_inode(index.location.path):  # nobody replaced it yet
                     _set_aside(index.location.path)
         with index.db.writer():
             index.adopt()
@@ -57,13 +57,6 @@ def repair(index: LexicalIndex, problem: BaseException) -> None:
                                       f"({exc}); remove it, or make its folder writable") from exc
 
 
-def _inode(path: Any) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except FileNotFoundError:
-        return None
-
-
 def _set_aside(path: Any) -> None:
     """The damaged file kept as ``<file>.damaged`` (for a post-mortem); its WAL and shared memory go."""
     if os.path.exists(path):
@@ -71,3 +64,26 @@ def _set_aside(path: Any) -> None:
     for suffix in ("-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(f"{path}{suffix}")
+
+
+def check_file(index: LexicalIndex) -> None:
+    """Before a check: the file this object reads is still the one at its path (a file deleted or
+    replaced under a long-lived reader is opened again), and, on this object's first check, it holds
+    as many rows as its last write noted (rows lost without the bookkeeping: built again)."""
+    path = index.location.path
+    if index._db is not None and path is not None and index._db.inode != file_inode(path):
+        # the file was deleted or replaced under this object: read the one at the path now
+        logger.warning("collection %r: the lexical index %s was replaced or removed; opening it again",
+                       index.collection.name, index.location.path)
+        index._db.close()
+        index._db = None
+        index._count_checked = False
+    if not index._count_checked and index.lost_rows():
+        logger.warning("collection %r: the lexical index %s holds other rows than its bookkeeping says; "
+                       "building it again", index.collection.name, index.location.path or "(in memory)")
+        with index.db.writer():
+            index.adopt()
+            if index.follower is not None:
+                index.follower.rebuild()
+            else:
+                index.rebuild()

@@ -17,7 +17,7 @@ from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
 __all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "insert_rows", "delete_documents", "set_meta",
-           "clear_rows", "record_applied", "applied_among"]
+           "clear_rows", "record_applied", "applied_among", "note_rows"]
 
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -103,3 +103,9 @@ def applied_among(c: sqlite3.Connection, entries: Iterable[str]) -> set[str]:
         out.update(e for (e,) in c.execute(f"SELECT entry FROM applied WHERE entry IN ({','.join('?' * len(part))})",
                                            part))
     return out
+
+
+def note_rows(c: sqlite3.Connection) -> None:
+    """Record how many segment rows the file holds (meta ``rows``), at the end of a write: a file
+    that lost rows without its bookkeeping is found by a count that differs (``LexicalIndex``)."""
+    c.execute("INSERT OR REPLACE INTO meta VALUES ('rows', (SELECT count(*) FROM segments))")
