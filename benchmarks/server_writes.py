@@ -32,10 +32,12 @@ and listed by message with hseg's warnings, not in the percentiles), the writes 
 reader was asking, the ratios of the phase's p50 / p95 to the reader-alone p50 / p95 (the target:
 default search p50 ≤ 1.5× and p95 ≤ 2× alone), and what a write costs each reader: (sum of the
 reader's default-search time in the phase, failed searches included − alone p50 × its searches) /
-writes. A markdown table, printed and appended to ``--out`` with the command, the hseg commit it
-measured and the load average. Server mode gives the reader and the writer fresh ``$HSEG_CACHE``
-folders of their own (two clients), so the reader's lexical cache is built by its first search
-(timed and reported), never reused from an earlier run.
+writes. (A reader that spends the whole phase catching up makes this the phase's length over its
+writes, i.e. about the interval, or a write's duration when writing back to back: a floor on the
+real cost; read the p50 then.) A markdown table, printed and appended to ``--out`` with the command,
+the hseg commit it measured and the load average. Server mode gives the reader and the writer fresh
+``$HSEG_CACHE`` folders of their own (two clients), so the reader's lexical cache is built by its
+first search (timed and reported), never reused from an earlier run.
 
 Stores (built once into ``--path`` by a child process, then reused):
 
@@ -61,18 +63,20 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import importlib
 import logging
 import multiprocessing as mp
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -220,10 +224,32 @@ def clean_up(spec: Spec) -> int:
     return connect(spec).delete_where(LIVE)
 
 
+def returning(conn: Connection, fn: Callable[..., Any], *args: Any) -> None:
+    """Child process: send ``fn(*args)`` (or the exception it raised) on ``conn``."""
+    try:
+        result: Any = (True, fn(*args))
+    except Exception as exc:  # noqa: BLE001 - raised again in the parent
+        result = (False, exc)
+    conn.send(result)
+
+
 def in_child(ctx: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a spawned process (this one never opens the store); its result."""
-    with ctx.Pool(1) as pool:
-        return pool.apply(fn, args)
+    """``fn(*args)`` in a spawned process (this one never opens the store); its result. Not a
+    ``Pool``: a pool whose worker crashes (a segfault in Chroma's bindings) waits for ever."""
+    mine, theirs = ctx.Pipe()
+    proc = ctx.Process(target=returning, args=(theirs, fn, *args))
+    proc.start()
+    theirs.close()
+    try:
+        ok, result = await_message(mine, proc, fn.__name__)
+    finally:
+        if proc.is_alive():
+            proc.join(60)
+        if proc.is_alive():
+            proc.terminate()  # our own child, by its handle
+    if not ok:
+        raise result
+    return result
 
 
 # --------------------------------------------------------------------------- reader and writer
@@ -337,15 +363,28 @@ def writer(spec: Spec, conn: Connection, stop: Any, interval: float) -> None:
     conn.send({"writes": writes, "incidents": incidents.take()})
 
 
+class ChildDied(RuntimeError):
+    """A child process ended without answering (its exit code says how: a crash is a result)."""
+
+
 def await_message(conn: Connection, proc: Any, what: str) -> Any:
-    """The next message of ``proc`` on ``conn``; an error if it dies or stays silent too long."""
+    """The next message of ``proc`` on ``conn``; :class:`ChildDied` if it ends first, ``TimeoutError``
+    if it stays silent too long."""
     deadline = time.monotonic() + READY_TIMEOUT
-    while not conn.poll(1.0):
-        if not proc.is_alive():
-            raise RuntimeError(f"the {what} process exited ({proc.exitcode}) without answering")
+    while True:
+        if conn.poll(1.0):
+            try:
+                return conn.recv()
+            except EOFError:  # the pipe closed: the process ended, or is ending
+                break
+        if not proc.is_alive() and not conn.poll(0):
+            break
         if time.monotonic() > deadline:
             raise TimeoutError(f"the {what} process did not answer in {READY_TIMEOUT:.0f} s")
-    return conn.recv()
+    proc.join(10)
+    code = proc.exitcode
+    how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+    raise ChildDied(f"the {what} process died ({how}) without answering")
 
 
 @dataclass
@@ -356,6 +395,7 @@ class Phase:
     failed: dict[str, list[float]] = field(default_factory=lambda: {PLAIN: [], DEFAULT: []})  # raised
     writes: list[tuple[float, float]] = field(default_factory=list)  # those completed while the reader asked
     incidents: dict[str, int] = field(default_factory=dict)  # "reader: ..." / "writer: ...": see Incidents
+    died: str | None = None  # the reader process died in this phase (the last phase run)
 
 
 def tally(into: dict[str, int], who: str, counts: dict[str, int]) -> None:
@@ -370,11 +410,13 @@ def run_phases(ctx: Any, spec: Spec, stack: ExitStack, seconds: float, limit: in
         mine, theirs = ctx.Pipe()
         proc = ctx.Process(target=target, args=(spec, theirs, *args), daemon=True)
         proc.start()
+        theirs.close()  # the child's end: closed here, so that its death closes the pipe
         stack.callback(lambda: proc.is_alive() and proc.terminate())  # by its own handle: our child only
         return proc, mine
 
     proc, conn = started(reader, warmup)
     info = await_message(conn, proc, "reader")
+    logger.info("reader pid %d ready (%d records)", proc.pid, info["records"])
     plan = [("reader alone", None), (f"writer every {interval:g} s", interval), ("writer continuously", 0.0)]
     phases = {name: Phase(name, every) for name, every in plan}
     for r in range(rounds):
@@ -386,8 +428,14 @@ def run_phases(ctx: Any, spec: Spec, stack: ExitStack, seconds: float, limit: in
                 await_message(wconn, wproc, "writer")
                 wconn.send("go")
             conn.send((seconds, limit))
-            got = await_message(conn, proc, "reader")
-            phase = phases[name]
+            phase, began = phases[name], time.time()
+            try:
+                got = await_message(conn, proc, "reader")
+            except ChildDied as exc:  # a crash under writes is a result: the phases so far are reported
+                logger.error("%s: %s", name, exc)
+                phase.died = str(exc)
+                got = {"times": {PLAIN: [], DEFAULT: []}, "failed": {PLAIN: [], DEFAULT: []}, "start": began,
+                       "end": time.time(), "incidents": {f"{exc}": 1}}
             for call in (PLAIN, DEFAULT):
                 phase.times[call] += got["times"][call]
                 phase.failed[call] += got["failed"][call]
@@ -400,6 +448,8 @@ def run_phases(ctx: Any, spec: Spec, stack: ExitStack, seconds: float, limit: in
                 tally(phase.incidents, "writer", wrote["incidents"])
             logger.info("round %d, %s: %d questions, %d writes", r + 1, name,
                         len(got["times"][DEFAULT]) + len(got["failed"][DEFAULT]), len(phase.writes))
+            if phase.died:
+                return info, [p for p in phases.values() if p.times[DEFAULT] or p.failed[DEFAULT] or p.died]
     conn.send(None)
     proc.join(60)
     return info, list(phases.values())
@@ -457,11 +507,13 @@ def report(spec: Spec, info: dict[str, Any], phases: list[Phase], built: float |
             writes = str(len(phase.writes))
             mean_write = f"{np.mean([e - s for s, e in phase.writes]) * 1000:.0f}" if phase.writes else "—"
             extra = (sum(phase.times[DEFAULT]) + sum(phase.failed[DEFAULT])) * 1000.0 - a_default[0] * n
-            cost = f"{extra / len(phase.writes):,.0f}" if phase.writes else "—"
+            cost = f"{extra / len(phase.writes):,.0f}" if phase.writes and n else "—"
             r50, r95 = default[0] / a_default[0], default[1] / a_default[1]
             ok = "met" if r50 <= 1.5 and r95 <= 2.0 else "missed"
             if phase.failed[DEFAULT]:
                 ok = f"missed: {len(phase.failed[DEFAULT])} searches failed"
+            if phase.died:
+                ok = f"missed: {phase.died}"
             verdicts.append(f"{phase.name}: p50 {r50:.2f}×, p95 {r95:.2f}× ({ok})")
         lines.append(
             f"| {phase.name} | {n} | {len(phase.failed[PLAIN])} / {len(phase.failed[DEFAULT])} | {writes} "
@@ -478,6 +530,26 @@ def report(spec: Spec, info: dict[str, Any], phases: list[Phase], built: float |
 
 
 # --------------------------------------------------------------------------- main
+
+
+@contextmanager
+def one_run_at_a_time(path: Path) -> Iterator[None]:
+    """Hold ``path/server_writes.lock`` for the run: a second run on the same store waits for the
+    first (two runs would delete each other's written documents and write under each other's reader)."""
+    with open(path / "server_writes.lock", "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            logger.warning("waiting for the run that holds %s (%s)", fh.name, fh.read().strip() or "?")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.truncate(0)
+        fh.write(f"pid {os.getpid()}, since {datetime.datetime.now():%H:%M:%S}\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def chroma_server() -> Any:
@@ -514,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.path).resolve()
     path.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
+        stack.enter_context(one_run_at_a_time(path))
         cache = tempfile.mkdtemp(prefix="server-writes-cache-")
         stack.callback(shutil.rmtree, cache, True)
         stem = Path(args.questions).stem if args.store == "openstax" else "synthetic"
