@@ -182,6 +182,16 @@ class LexicalIndex(TableReads):
                     time.perf_counter() - t0)
         return n
 
+    def rebuild_locked(self) -> None:
+        """Every row again from the collection, under the writer lock (a cache notes the write log's
+        recent entries as applied, :meth:`~hseg.store.lexical.follow.Follower.rebuild`)."""
+        with self.db.writer():
+            self.adopt()
+            if self.follower is not None:
+                self.follower.rebuild()
+            else:
+                self.rebuild()
+
     def rewrite(self, doc_ids: Sequence[str], *, clear_pending: bool = True, **meta: str) -> None:
         """The rows of these documents as the collection now holds them, with ``meta`` set in the same
         commit. Call with the writer lock held."""
@@ -275,12 +285,7 @@ class LexicalIndex(TableReads):
         so that every reader re-reads them."""
         if doc_ids is None:
             try:
-                with self.db.writer():
-                    self.adopt()
-                    if self.follower is not None:
-                        self.follower.rebuild()
-                    else:
-                        self.rebuild()
+                self.rebuild_locked()
             except sqlite3.DatabaseError as exc:
                 self.repair(exc)  # builds it again too
             self._count_checked = True

@@ -43,12 +43,7 @@ def repair(index: LexicalIndex, problem: BaseException) -> None:
             with file_lock(index.location.path):
                 if seen is None or seen.inode == file_inode(index.location.path):  # nobody replaced it yet
                     _set_aside(index.location.path)
-        with index.db.writer():
-            index.adopt()
-            if index.follower is not None:
-                index.follower.rebuild()
-            else:
-                index.rebuild()
+        index.rebuild_locked()
         index._count_checked = True
     except (OSError, sqlite3.Error) as exc:
         index._db = None
@@ -81,9 +76,4 @@ def check_file(index: LexicalIndex) -> None:
     if not index._count_checked and index.lost_rows():
         logger.warning("collection %r: the lexical index %s holds other rows than its bookkeeping says; "
                        "building it again", index.collection.name, index.location.path or "(in memory)")
-        with index.db.writer():
-            index.adopt()
-            if index.follower is not None:
-                index.follower.rebuild()
-            else:
-                index.rebuild()
+        index.rebuild_locked()
