@@ -8,6 +8,7 @@ talk to a Chroma server (``chroma run``) instead.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +34,16 @@ def _port(text: str) -> int:
     return value
 
 
+def _db_folder(text: str) -> str:
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; give a folder (created if missing)")
+    return text
+
+
 def add_location(p: argparse.ArgumentParser, *, db_help: str) -> None:
     """``--db`` or ``--host`` (one required), ``--port`` and ``--collection``."""
     location = p.add_mutually_exclusive_group(required=True)
-    location.add_argument("--db", metavar="DIR", help=db_help)
+    location.add_argument("--db", metavar="DIR", type=_db_folder, help=db_help)
     location.add_argument("--host", metavar="HOST", help="a Chroma server (chroma run) instead of --db")
     p.add_argument("--port", type=_port, default=None, metavar="PORT", help="the server's port (default 8000)")
     p.add_argument("--collection", default="hseg", metavar="NAME", help="Chroma collection (default 'hseg')")

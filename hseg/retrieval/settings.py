@@ -24,7 +24,7 @@ from hseg.chunking.config import is_int, setting
 
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
-    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT",
+    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT", "MAX_K", "MAX_BUDGET_TOKENS",
 ]
 
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
@@ -46,6 +46,10 @@ DEFAULT_LEXICAL_WEIGHT = 0.2
 #: ``mode``) whole parents, the paper's, so that ``k`` counts results as a framework's k does
 DEFAULT_UNIT = None
 _MAX_WEIGHT = 10
+#: bounds past any use (more results than a reader reads; a budget past any model's context), so that
+#: a mistyped number is refused here, not deep inside Chroma as an integer overflow
+MAX_K = 100_000
+MAX_BUDGET_TOKENS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -126,12 +130,13 @@ class SearchSettings:
             if self.k is not None:
                 raise ValueError(f"k and budget_tokens are mutually exclusive, got k={self.k!r}, "
                                  f"budget_tokens={self.budget_tokens!r}")
-            if not is_int(self.budget_tokens) or self.budget_tokens <= 0:
-                raise ValueError(f"budget_tokens must be a positive int, got {self.budget_tokens!r}")
+            if not is_int(self.budget_tokens) or not 0 < self.budget_tokens <= MAX_BUDGET_TOKENS:
+                raise ValueError(f"budget_tokens must be a positive int up to {MAX_BUDGET_TOKENS:,}, "
+                                 f"got {self.budget_tokens!r}")
             object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
         elif self.k is not None:
-            if not is_int(self.k) or self.k <= 0:
-                raise ValueError(f"k must be a positive int, got {self.k!r}")
+            if not is_int(self.k) or not 0 < self.k <= MAX_K:
+                raise ValueError(f"k must be a positive int up to {MAX_K:,}, got {self.k!r}")
             object.__setattr__(self, "k", int(self.k))
 
     @property

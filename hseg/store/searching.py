@@ -21,7 +21,7 @@ from hseg.retrieval.settings import SearchSettings
 from hseg.store.lexical import LexicalIndex, LexicalIndexUnavailable
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["search_settings", "query_text", "SearchPlanner"]
+__all__ = ["search_settings", "query_text", "SearchPlanner", "refused_filter"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,11 @@ class SearchPlanner:
             except LexicalIndexUnavailable as failed:
                 return run(self.dense(chosen, failed))
             return run(chosen)
+        except Exception as exc:
+            refused = refused_filter(exc, chosen)
+            if refused is None:
+                raise
+            raise refused from exc
 
     def dense(self, settings: SearchSettings, problem: BaseException) -> SearchSettings:
         if not self._warned_dense:
@@ -122,3 +127,21 @@ class SearchPlanner:
         # from the lexical index's table (made fresh by ready()); a dense one is left as the walk took it
         table = self.lexical_index if settings.lexical_weight and text is not None else None
         return units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table)
+
+
+def refused_filter(exc: BaseException, settings: SearchSettings) -> ValueError | None:
+    """A ``ValueError`` naming the filters of a search whose filter Chroma refused (an unknown
+    operator, a bad regular expression), else ``None``.
+
+    Example:
+        >>> refused_filter(KeyError("x"), SearchSettings()) is None
+        True
+    """
+    from chromadb.errors import InvalidArgumentError
+
+    if not isinstance(exc, InvalidArgumentError) or not (settings.where or settings.where_document):
+        return None
+    given = ", ".join(f"{name}={getattr(settings, name)!r}" for name in ("where", "where_document")
+                      if getattr(settings, name))
+    reason = " ".join(str(exc).split())  # Chroma's message may span lines (a regex error's caret)
+    return ValueError(f"{given}: Chroma refused the filter ({reason}); see Chroma's where and where_document syntax")

@@ -384,10 +384,10 @@ def test_record_schema_and_user_metadata_in_chroma(new_store, make_chunking):
 def test_bad_search_arguments(ephemeral_store, make_chunking):
     ephemeral_store.add(make_chunking("d", np.random.default_rng(16)))
     q = np.ones(16)
-    for kwargs, match in (({"k": 0}, "k must be a positive int, got 0"), ({"k": -3}, "got -3"),
+    for kwargs, match in (({"k": 0}, "k must be a positive int up to 100,000, got 0"), ({"k": -3}, "got -3"),
                           ({"k": 2.5}, "got 2.5"), ({"k": True}, "got True"),
                           ({"mode": "parent"}, "mode must be one of .* got 'parent'"),
-                          ({"budget_tokens": 0}, "budget_tokens must be a positive int, got 0"),
+                          ({"budget_tokens": 0}, "budget_tokens must be a positive int up to 10,000,000, got 0"),
                           ({"k": 3, "budget_tokens": 10}, "mutually exclusive"),
                           ({"where": "x"}, "where must be a dict")):
         with pytest.raises(ValueError, match=match):
