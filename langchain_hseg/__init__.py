@@ -14,7 +14,8 @@ try:
     import langchain_core  # noqa: F401
     import langchain_text_splitters  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError('langchain_hseg needs the "langchain" extra: pip install "hseg[langchain]"') from exc
+    raise ImportError('langchain_hseg needs the "langchain" extra: pip install -e ".[langchain]" in the hseg '
+                      'clone') from exc
 
 from langchain_hseg.retriever import HierarchicalSegmentRetriever, hit_to_document
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter, cluster_documents, segment_documents

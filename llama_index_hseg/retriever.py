@@ -168,7 +168,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         if vector_store is None:
             if ChromaVectorStore is None:
                 raise ImportError(
-                    "from_documents needs llama-index-vector-stores-chroma: pip install 'hseg[llama-index]'"
+                    "from_documents needs llama-index-vector-stores-chroma: pip install -e '.[llama-index]' in the "
+                    "hseg clone"
                 )
             # the core store creates the collection: cosine space, its HNSW settings, encoder name
             store = HierarchicalStore(collection_name, path=path, client=client, host=host, port=port, encoder=encoder)

@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
         description="Read PATHs (files, folders searched recursively, or glob patterns such as 'docs/**/*.md'), "
                     "chunk them into segments and clusters and upsert both levels into Chroma. Folders and "
                     "globs take .txt, .md and .markdown files; a file named explicitly is read whatever its "
-                    "suffix. The document id (and metadata 'source') is the path relative to the current "
-                    "directory. Documents already stored with the same text and settings are skipped, so "
+                    "suffix. The document id (and metadata 'source') is the path relative to the folder "
+                    "that holds --db (absolute with --host). Documents already stored with the same text and "
+                    "settings are skipped, so "
                     "re-running a command only does what is missing; --prune also removes the documents whose "
                     "files were deleted or renamed. Unreadable files are reported and skipped; the exit code "
                     "is 1 if any file failed.",

@@ -37,7 +37,7 @@ def add_ray_options(p: argparse.ArgumentParser) -> None:
                    help="index as a Ray Data job, every worker writing into the Chroma server of --host (needed). "
                         "ADDRESS: a running cluster ('auto', HOST:PORT or ray://HOST:PORT); without it, a Ray on "
                         "this machine's cores. Put the PATHs before --ray, or write --ray=ADDRESS. Needs "
-                        'pip install "hseg[ray]"')
+                        'pip install -e ".[ray]" in the hseg clone')
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="with --ray: workers, each with its own model (default: as many as the CPUs, or the GPUs "
                         "with --num-gpus)")

@@ -13,7 +13,7 @@ server. So a Ray job writes the records ``hseg index`` writes, with the same ide
   as one process (ids must be unique in the dataset).
 
 Ray is imported in this module only, when a function needs it: importing ``hseg`` or running the
-``hseg`` command without ``--ray`` never does. Install it with ``pip install "hseg[ray]"``.
+``hseg`` command without ``--ray`` never does. Install it from the hseg clone with ``pip install -e ".[ray]"``.
 
 Example:
     >>> import ray
@@ -45,7 +45,7 @@ __all__ = ["RAY_INSTALL_HINT", "import_ray", "IndexWorker", "default_workers", "
 
 logger = logging.getLogger(__name__)
 
-RAY_INSTALL_HINT = 'pip install "hseg[ray]"'
+RAY_INSTALL_HINT = 'pip install -e ".[ray]" in the hseg clone'
 
 #: the columns every dataset row needs; the others are user metadata of the document's records
 ID_COLUMN, TEXT_COLUMN = "id", "text"

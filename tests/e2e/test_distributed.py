@@ -50,7 +50,7 @@ SCENARIO_OF = {
 def ray_runs(request, chroma_server, tmp_path_factory) -> dict[str, Any]:
     """``{scenario: result}`` of the scenarios the selected tests of this module check."""
     if importlib.util.find_spec("ray") is None:
-        pytest.skip('Ray is not installed (pip install "hseg[ray]")')
+        pytest.skip('Ray is not installed (pip install -e ".[ray]")')
     names = sorted({SCENARIO_OF[item.originalname] for item in request.session.items
                     if item.module is request.module and item.originalname in SCENARIO_OF})
     workdir = tmp_path_factory.mktemp("ray-runs")
@@ -254,7 +254,7 @@ def test_ray_quiet_prints_no_ray_log_lines_and_still_reports_failed_files(chroma
     # core, that read like a failure). Run as a user does: the command in a process of its own that
     # starts and stops its local Ray (this is what writes to the terminal), stdout and stderr kept apart.
     if importlib.util.find_spec("ray") is None:
-        pytest.skip('Ray is not installed (pip install "hseg[ray]")')
+        pytest.skip('Ray is not installed (pip install -e ".[ray]")')
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "tides.txt").write_text(TIDES * 3, encoding="utf-8")
     (tmp_path / "docs" / "cats.md").write_text(CATS * 3, encoding="utf-8")
