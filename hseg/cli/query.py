@@ -183,4 +183,10 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"complete   all {stats['documents_complete']} documents")
     if stats["unit_index_segments"] is not None:
         print(f"unit index {stats['unit_index_segments']} of {stats['segments_total']} segments")
+    lexical = stats.get("lexical_index")
+    if lexical is not None and lexical.get("problem"):
+        print(f"lexical    UNAVAILABLE ({lexical['problem']}): searches rank by the dense side alone")
+    elif lexical is not None:
+        print(f"lexical    {lexical['segments']} of {stats['segments']} segments ({lexical['kind']}"
+              + (f", {lexical['path']})" if lexical["path"] else ")"))
     return 0

@@ -41,7 +41,7 @@ from hseg.store.connection import (
 from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.freshness import FreshReads, current_writes, persist_directory
-from hseg.store.lexical import LexicalIndex
+from hseg.store.lexical import LexicalIndex, lexical_state
 from hseg.store.lock import writer_lock
 from hseg.store.reading import get_by_documents, pages
 from hseg.store.searching import SearchPlanner, search_settings
@@ -520,7 +520,9 @@ class HierarchicalStore:
         ``unit_records_without_vectors`` (records metadata alone keeps: no search finds them), and
         ``record_encoders``, the records counted by the encoder their ``hseg_encoder`` names (more than
         one, or another than ``encoder``, means vectors of several models were written into the
-        collection); read page by page (:func:`hseg.store.stats.collection_stats`), through a view
+        collection), and ``lexical_index``: where it lives and the segments it holds once checked (a
+        damaged file is built again first; ``problem`` says why it cannot be); read page by page
+        (:func:`hseg.store.stats.collection_stats`), through a view
         that has seen other processes' writes.
 
         Example:
@@ -528,7 +530,9 @@ class HierarchicalStore:
             5
         """
         with self._reading() as (collection, units):
-            return collection_stats(collection, units)
+            stats = collection_stats(collection, units)
+        stats["lexical_index"] = None if self.lexical_index is None else lexical_state(self.lexical_index)
+        return stats
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments)."""

@@ -134,3 +134,13 @@ def test_a_file_deleted_under_a_long_lived_reader_is_opened_again(tmp_path, chro
             os.remove(f"{path}{suffix}")
     hits = store.search("glacier summit ice", k=3, lexical_weight=0.5)
     assert [(h.doc_id, h.start, h.end) for h in hits] == expected and path.exists() and rows_agree(store)
+
+
+def test_stats_report_the_lexical_index_after_checking_it(tmp_path, chroma_collection_name):
+    store = built(tmp_path / "db", chroma_collection_name)
+    stats = store.stats()
+    assert stats["lexical_index"]["kind"] == "embedded" and stats["lexical_index"]["segments"] == stats["segments"]
+    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    overwrite(store.lexical_index.location.path)
+    again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    assert again.stats()["lexical_index"]["segments"] == stats["segments"]  # built again by the check

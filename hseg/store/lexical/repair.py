@@ -14,7 +14,7 @@ from hseg.store.lexical.database import drop_memory_database, file_inode, file_l
 if TYPE_CHECKING:
     from hseg.store.lexical.index import LexicalIndex
 
-__all__ = ["LexicalIndexUnavailable", "repair", "check_file"]
+__all__ = ["LexicalIndexUnavailable", "repair", "check_file", "state"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,3 +77,16 @@ def check_file(index: LexicalIndex) -> None:
         logger.warning("collection %r: the lexical index %s holds other rows than its bookkeeping says; "
                        "building it again", index.collection.name, index.location.path or "(in memory)")
         index.rebuild_locked()
+
+
+def state(index: LexicalIndex) -> dict[str, Any]:
+    """What ``stats`` reports of the index: where it lives and the segments it holds after a check
+    (which repairs a damaged file), or the ``problem`` when it can be neither read nor built again."""
+    out: dict[str, Any] = {"kind": index.location.kind,
+                           "path": None if index.location.path is None else str(index.location.path)}
+    try:
+        index.ensure_fresh()
+        out["segments"] = index.count()
+    except Exception as exc:  # stats still counts a store whose lexical index fails, and says why
+        out["segments"], out["problem"] = None, str(exc)
+    return out
