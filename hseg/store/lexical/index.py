@@ -18,7 +18,7 @@ from hseg.store.lexical.database import Database, drop_memory_database, memory_d
 from hseg.store.lexical.journal import Journal
 from hseg.store.lexical.location import Location, lexical_location
 from hseg.store.lexical.reads import TableReads
-from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, note_rows, set_meta
+from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
 from hseg.store.reading import get_by_documents, pages
 
 __all__ = ["LexicalIndex"]
@@ -156,7 +156,8 @@ class LexicalIndex(TableReads):
                     c.execute(statement)
             clear_rows(c)
             c.execute("DELETE FROM meta")
-            set_meta(c, collection_id=str(self.collection.id), format=FORMAT, built="0", schema=str(SCHEMA_VERSION))
+            set_meta(c, collection_id=str(self.collection.id), format=FORMAT, built="0", schema=str(SCHEMA_VERSION),
+                     rows="0")
 
     def rebuild(self, **meta: str) -> int:
         """Every row again from the collection's segment records, in one transaction (readers see the
@@ -170,7 +171,6 @@ class LexicalIndex(TableReads):
             for got in pages(self.collection, {"hseg_level": "segment"}, ["documents", "metadatas"], _PAGE):
                 n += insert_rows(c, got["ids"], got["documents"], got["metadatas"])
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
-            note_rows(c)
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
         # it keeps no second copy of the index (the old index's pages stay in the file, free for the next
         # rebuild)
@@ -212,7 +212,6 @@ class LexicalIndex(TableReads):
                 c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in doc_ids))
                 set_meta(c, synced_count=str(count))
             set_meta(c, **meta)
-            note_rows(c)
 
     # ----------------------------------------------------------------- writes (the store's)
 
@@ -260,7 +259,6 @@ class LexicalIndex(TableReads):
             with self.db.transaction() as c:
                 c.executemany("DELETE FROM pending WHERE doc_id = ?", ((d,) for d in docs))
                 set_meta(c, synced_count=str(count))
-                note_rows(c)
 
     def write(self, records: Sequence[Record], doc_ids: Sequence[str]) -> int:
         """Replace the rows of these whole documents by their segment ``records`` (inside

@@ -17,7 +17,7 @@ from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
 __all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "insert_rows", "delete_documents", "set_meta",
-           "clear_rows", "record_applied", "applied_among", "note_rows"]
+           "clear_rows", "record_applied", "applied_among"]
 
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -51,9 +51,17 @@ def set_meta(c: sqlite3.Connection, **values: str) -> None:
 
 
 def clear_rows(c: sqlite3.Connection) -> None:
-    """Every row of every segment, document, pending document and applied entry (``meta`` stays)."""
+    """Every row of every segment, document, pending document and applied entry (``meta`` stays,
+    its row count at 0)."""
     for table in ("segments", "documents", "fts", "pending", "applied"):
         c.execute(f"DELETE FROM {table}")
+    set_meta(c, rows="0")
+
+
+def _count_rows(c: sqlite3.Connection, delta: int) -> None:
+    # the file's segment rows (meta ``rows``), kept by the statements that add and remove them so that
+    # a file that lost rows behind them is found (LexicalIndex.lost_rows); a file of before has none
+    c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'rows'", (delta,))
 
 
 def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any]) -> int:
@@ -77,6 +85,7 @@ def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], 
         shas[doc] = None if sha is None else str(sha)
         n += 1
     c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
+    _count_rows(c, n)  # callers remove a document's rows before writing them again: no row is replaced
     return n
 
 
@@ -85,7 +94,7 @@ def delete_documents(c: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
     for part in batched(list(doc_ids), SQL_IDS):
         marks = ",".join("?" * len(part))
         c.execute(f"DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id IN ({marks}))", part)
-        c.execute(f"DELETE FROM segments WHERE doc_id IN ({marks})", part)
+        _count_rows(c, -c.execute(f"DELETE FROM segments WHERE doc_id IN ({marks})", part).rowcount)
         c.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
 
 
@@ -104,8 +113,3 @@ def applied_among(c: sqlite3.Connection, entries: Iterable[str]) -> set[str]:
                                            part))
     return out
 
-
-def note_rows(c: sqlite3.Connection) -> None:
-    """Record how many segment rows the file holds (meta ``rows``), at the end of a write: a file
-    that lost rows without its bookkeeping is found by a count that differs (``LexicalIndex``)."""
-    c.execute("INSERT OR REPLACE INTO meta VALUES ('rows', (SELECT count(*) FROM segments))")
