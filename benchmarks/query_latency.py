@@ -343,6 +343,14 @@ def table(times: dict[str, list[float]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def append_report(md: str, out: str | None) -> None:
+    """Print a run's markdown and append it to ``out`` when given (one raw file per store and run kind)."""
+    print(md, flush=True)
+    if out:
+        with open(out, "a", encoding="utf-8") as fh:
+            fh.write(md + "\n")
+
+
 def questions(path: str, limit: int) -> list[str]:
     with open(path, newline="", encoding="utf-8") as fh:
         qs = [row["question"] for row in csv.DictReader(fh)]
@@ -449,11 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}; {len(qs)} queries × {args.rounds} rounds, {len(fns)} calls interleaved")
         times = measure(fns, qs, texts, args.rounds, args.warmup)
         many = batched(store, qs, texts, max(3, args.rounds), args.adapters, real_encoder)
-    md = table(times, label) + "\n" + batched_table(many, percentiles(times[PLAIN])[0], len(qs), label)
-    print(md)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            fh.write(md + "\n")
+    append_report(table(times, label) + "\n" + batched_table(many, percentiles(times[PLAIN])[0], len(qs), label),
+                  args.out)
     return 0
 
 

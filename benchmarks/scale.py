@@ -57,6 +57,7 @@ from query_latency import (  # noqa: E402
     DATA,
     PLAIN,
     LookupEncoder,
+    append_report,
     measure,
     openstax_docs,
     percentiles,
@@ -270,10 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         got = json.loads(done.stdout.strip().splitlines()[-1])
         md = report(size, json.loads((path / "built.json").read_text()), got, path,
                     "chroma run server" if args.server else "embedded PersistentClient")
-        print(md, flush=True)
-        if args.out:
-            with open(args.out, "a", encoding="utf-8") as fh:
-                fh.write(md + "\n")
+        append_report(md, args.out)
     return 0
 
 

@@ -92,6 +92,7 @@ from query_latency import (  # noqa: E402
     OPENSTAX_COLLECTION,
     SYNTHETIC_COLLECTION,
     LookupEncoder,
+    append_report,
     build_openstax,
     build_synthetic,
     openstax_docs,
@@ -611,11 +612,7 @@ def main(argv: list[str] | None = None) -> int:
                 logger.warning("could not delete the documents the writer added (%s): the next run will", exc)
     info["load"] = load
     command = " ".join(["python benchmarks/server_writes.py", *(sys.argv[1:] if argv is None else argv)])
-    md = report(spec, info, phases, built, command)
-    print(md)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            fh.write(md + "\n")
+    append_report(report(spec, info, phases, built, command), args.out)
     return 0
 
 
