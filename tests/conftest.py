@@ -72,3 +72,15 @@ def chroma_collection_name():
     import uuid
 
     return f"t-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for a module's tests: a tiny LSTM gains nothing from threads, and on a loaded
+    machine their spin-waits cost 10x."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -13,14 +13,7 @@ from hseg.cli import main  # noqa: E402
 from hseg.segmentation.bilstm import BiLSTMSegmenter  # noqa: E402
 from hseg.segmentation.wiki727k import read_wiki727k  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # a tiny LSTM gains nothing from threads, and on a loaded machine their spin-waits cost 10x
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.model

@@ -27,17 +27,13 @@ from hseg.store import HierarchicalStore, flatten_metadata
 from hseg.text.sentences import split_sentences
 from tests.support.checks import check_chunking, check_store_round_trip, document_problems, stored_documents
 from tests.support.chunkers import hashing_chunker, small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder, fake_cli
+from tests.support.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli
 
 
 @pytest.fixture(scope="module")
 def chunker():
     return small_chunker()
 
-
-def ephemeral_store(encoder=None) -> HierarchicalStore:
-    return HierarchicalStore(f"rel-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(),
-                             encoder=encoder or HashingEncoder())
 
 
 def test_blank_documents_warn_write_nothing_and_clear_old_records(chunker):

@@ -8,8 +8,6 @@ a ``chroma run`` server going away is ``tests/e2e/test_faults_server.py``. See `
 
 from __future__ import annotations
 
-import uuid
-
 import chromadb
 import numpy as np
 import pytest
@@ -18,17 +16,13 @@ from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.store import SCHEMA_VERSION, HierarchicalStore, records_for
 from tests.support.checks import document_problems, stored_documents, stored_documents_of
 from tests.support.chunkers import small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder, fake_cli, synthetic_book
+from tests.support.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli, synthetic_book
 
 
 @pytest.fixture(scope="module")
 def chunker():
     return small_chunker()
 
-
-def ephemeral_store(encoder=None) -> HierarchicalStore:
-    return HierarchicalStore(f"rel-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(),
-                             encoder=encoder or HashingEncoder())
 
 
 def _nan_chunking(chunking: Chunking) -> Chunking:

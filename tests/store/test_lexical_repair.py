@@ -44,6 +44,14 @@ def overwrite(path) -> None:
 DAMAGES = {"truncated": truncate, "random bytes": overwrite}
 
 
+def damaged_and_reopened(store: HierarchicalStore, damage) -> HierarchicalStore:
+    """``damage`` done to the store's lexical file (its WAL folded in first), and a new store on it."""
+    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    damage(store.lexical_index.location.path)
+    return HierarchicalStore(store.collection.name, path=str(store.lexical_index.location.path.parents[1]),
+                             encoder=HashingEncoder())
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_a_damaged_file_is_built_again_by_the_next_search(tmp_path, chroma_collection_name, damage, caplog):
     store = built(tmp_path / "db", chroma_collection_name)
@@ -72,21 +80,13 @@ def test_damaged_fts5_blocks_under_an_open_store_are_repaired_mid_search(tmp_pat
 
 
 def test_a_write_repairs_a_damaged_file_first(tmp_path, chroma_collection_name):
-    store = built(tmp_path / "db", chroma_collection_name)
-    path = store.lexical_index.location.path
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
-    overwrite(path)
-    again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    again = damaged_and_reopened(built(tmp_path / "db", chroma_collection_name), overwrite)
     again.add(hashing_chunker().chunk(synthetic_book(1500, seed=9), doc_id="d9"))
     assert rows_agree(again) and "d9" in again.lexical_index.documents(["d9"])
 
 
 def test_sync_lexical_index_repairs_a_damaged_file(tmp_path, chroma_collection_name):
-    store = built(tmp_path / "db", chroma_collection_name)
-    path = store.lexical_index.location.path
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
-    truncate(path)
-    again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
+    again = damaged_and_reopened(built(tmp_path / "db", chroma_collection_name), truncate)
     assert again.sync_lexical_index() > 0 and rows_agree(again)
 
 

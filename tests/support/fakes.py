@@ -9,7 +9,9 @@ import re
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -218,3 +220,13 @@ def stuck_child_report(proc) -> str:
         proc.kill()
         _, err = proc.communicate(timeout=30)
     return f"child {proc.pid} did not exit:\n{status}\n{(err or '')[-6000:]}"
+
+
+def ephemeral_store(encoder: Any = None) -> Any:
+    """A store of a fresh collection in memory, on the hashing encoder unless ``encoder`` is given."""
+    import chromadb
+
+    from hseg.store import HierarchicalStore
+
+    return HierarchicalStore(f"rel-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(),
+                             encoder=encoder or HashingEncoder())

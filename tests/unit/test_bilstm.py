@@ -56,13 +56,7 @@ def _write_corpus(root: Path, n_docs: int, seed: int) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # a tiny LSTM gains nothing from threads, and on a loaded machine their spin-waits cost 10x
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
