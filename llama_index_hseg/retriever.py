@@ -114,10 +114,23 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         return self._store
 
     # ------------------------------------------------------------------ retrieval
+    def retrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        return super().retrieve(_checked_query(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        return await super().aretrieve(_checked_query(str_or_query_bundle))
+
     def _query(self, query_bundle: QueryBundle) -> Any:
         if query_bundle.embedding is not None:
             return query_bundle.embedding
+        if not isinstance(query_bundle.query_str, str):
+            raise ValueError(f"query_bundle.query_str must be a str, got {type(query_bundle.query_str).__name__}"
+                             + ("; decode it first" if isinstance(query_bundle.query_str, bytes) else ""))
         strs = query_bundle.embedding_strs
+        if not strs:
+            # LlamaIndex gives no embedding string for "": the store's own check refuses a blank query with
+            # the message every door gives (LlamaIndex's vector retriever would return nodes ranked by nothing)
+            return query_bundle.query_str
         if len(strs) == 1:
             return strs[0]  # embedded by the store's encoder, as in HierarchicalStore.search
         # several embedding strings: their mean, as LlamaIndex's vector retriever aggregates them (each
@@ -180,6 +193,15 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         nodes = parser.get_nodes_from_documents(documents)
         _replace_documents(vector_store, store, nodes)
         return cls(store, **retriever_kwargs)
+
+
+def _checked_query(query: Any) -> Any:
+    """``retrieve``'s argument, refused before LlamaIndex reads ``.query_str`` of something that is neither a
+    string nor a ``QueryBundle`` (its own error is ``AttributeError: 'bytes' object has no attribute ...``)."""
+    if isinstance(query, (str, QueryBundle)):
+        return query
+    hint = "; decode it first (query.decode('utf-8'))" if isinstance(query, (bytes, bytearray)) else ""
+    raise ValueError(f"str_or_query_bundle must be a str or a QueryBundle, got {type(query).__name__}{hint}")
 
 
 def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:

@@ -163,12 +163,16 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
         except factory.EncoderLoadError as exc:
             raise CliError(str(exc)) from None
         except ingest.IngestWriteError as exc:
-            from hseg.store.connection import disk_trouble
+            from hseg.store.connection import LexicalIndexStorageError, disk_trouble
 
+            if isinstance(exc.__cause__, LexicalIndexStorageError):  # the folder beside the database, not its disk
+                raise CliError(f"{exc.__cause__}; then re-run the same command ({exc.written} documents are "
+                               "written whole)") from exc
             trouble = None if args.host is not None else disk_trouble(str(args.db), exc.__cause__ or exc)
             if trouble is None:
                 raise ValueError(str(exc)) from exc
-            raise CliError(f"{exc}. The disk of {args.db} is {trouble}: free space first") from exc
+            fix = "make it writable first" if trouble == "read-only" else "free space first"
+            raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
         pruned = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),

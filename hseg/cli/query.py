@@ -85,7 +85,10 @@ def run_query(args: argparse.Namespace) -> int:
     from hseg.encoders import factory
     from hseg.store import HierarchicalStore
 
-    encoder = factory.load_encoder(args.encoder or recorded, args.backend)
+    try:
+        encoder = factory.load_encoder(args.encoder or recorded, args.backend)
+    except factory.EncoderLoadError as exc:  # its message names the model and the fix
+        raise CliError(str(exc)) from None
     with server_errors(args):
         store = HierarchicalStore.from_collection(collection, encoder=encoder,
                                                   allow_encoder_mismatch=False)

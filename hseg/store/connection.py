@@ -8,6 +8,7 @@ import logging
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION
@@ -16,7 +17,9 @@ from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WE
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
-           "storage_problem", "disk_trouble", "get_or_create_collection", "created_concurrently", "has_unit_index",
+           "storage_problem", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
+           "lexical_errors",
+           "get_or_create_collection", "created_concurrently", "has_unit_index",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
            "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
@@ -109,6 +112,55 @@ def disk_trouble(path: str, exc: BaseException) -> str | None:
     if full or (isinstance(exc, ChromaError) and free is not None and free < LOW_SPACE_BYTES):
         return "full" if free is None else f"full, {_size(free)} free"
     return None
+
+
+class LexicalIndexStorageError(OSError):
+    """The lexical index's file cannot be written: its folder is read-only, or its disk is full. Not the
+    Chroma database beside it, which may be fine (a dense search still works)."""
+
+
+def lexical_storage_error(path: Path | None, exc: BaseException) -> LexicalIndexStorageError | None:
+    """A :class:`LexicalIndexStorageError` naming the folder of the lexical index file at ``path`` when
+    ``exc`` is that file failing for its folder's permissions or its disk, else ``None``. ``exc`` must be
+    SQLite's (hseg's own connection: Chroma's embedded errors are its own types) or an ``OSError`` about a
+    file of that folder, so a failure of the Chroma database is never blamed on the lexical index.
+
+    Example:
+        >>> lexical_storage_error(None, OSError(30, "Read-only file system")) is None  # an in-memory index
+        True
+    """
+    import sqlite3
+
+    if path is None:
+        return None
+    folder = Path(path).parent
+    filename = getattr(exc, "filename", None)
+    if not isinstance(exc, sqlite3.Error) and not (filename and Path(str(filename)).parent == folder):
+        return None
+    text = f"{type(exc).__name__}: {exc}"
+    code = getattr(exc, "errno", None)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly database" in text \
+            or "unable to open database file" in text:
+        return LexicalIndexStorageError(
+            f"the lexical index folder {folder} is read-only ({text}): make it writable (chmod -R u+w {folder}); "
+            "it holds derived data only, so removing it is safe too (hseg builds it again from the collection)")
+    if code == errno.ENOSPC or "disk is full" in text:
+        return LexicalIndexStorageError(f"the disk of the lexical index folder {folder} is full ({text}): free "
+                                        "space and run again")
+    return None
+
+
+@contextmanager
+def lexical_errors(path: Path | None) -> Iterator[None]:
+    """Raise :func:`lexical_storage_error`'s error in place of what the lexical index file at ``path``
+    failed with, when that is its folder's or disk's fault."""
+    try:
+        yield
+    except Exception as exc:
+        problem = lexical_storage_error(path, exc)
+        if problem is None:
+            raise
+        raise problem from exc
 
 
 def _free_bytes(path: str) -> int | None:

@@ -13,13 +13,13 @@ short by a crash is found and repaired on the next open.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record
-from hseg.store.connection import remote_errors
+from hseg.store.connection import lexical_errors, remote_errors
 from hseg.store.lexical import LexicalIndex
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
@@ -34,9 +34,16 @@ class Indexes:
     unit: UnitIndex | None
     lexical: LexicalIndex | None
 
-    def writing(self, doc_ids: Sequence[str]) -> contextlib.AbstractContextManager[Any]:
-        """The lexical index's bracket around one write of these documents (nothing without one)."""
-        return contextlib.nullcontext() if self.lexical is None else self.lexical.writing(doc_ids)
+    @contextlib.contextmanager
+    def writing(self, doc_ids: Sequence[str]) -> Iterator[None]:
+        """The lexical index's bracket around one write of these documents (nothing without one); its
+        file failing for its folder (read-only, full) is a :class:`~hseg.store.connection.LexicalIndexStorageError`
+        naming that folder, not SQLite's "attempt to write a readonly database", which reads as Chroma's."""
+        if self.lexical is None:
+            yield
+            return
+        with lexical_errors(self.lexical.location.path), self.lexical.writing(doc_ids):
+            yield
 
     def write(self, records: list[Record], doc_ids: Sequence[str]) -> None:
         """Both indexes' rows of these whole documents, after the collection's records are written."""

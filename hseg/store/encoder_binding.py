@@ -184,11 +184,7 @@ class EncoderBinding:
             check_unicode(what, query, why="the encoder takes valid Unicode only")
             vec = np.asarray(self.encoder.encode_query(query), dtype=np.float32).reshape(-1)
         else:
-            vec = np.asarray(query, dtype=np.float32)
-            if vec.ndim == 2 and vec.shape[0] == 1:
-                vec = vec[0]
-            if vec.ndim != 1 or vec.size == 0:
-                raise ValueError(f"{what} must be a string or a 1-D vector, got shape {vec.shape}")
+            vec = _vector_of(query, what)
         norm = float(np.linalg.norm(vec))
         if not np.isfinite(norm) or norm == 0.0:
             raise ValueError(f"{what}: vector is zero or not finite")
@@ -201,3 +197,22 @@ class EncoderBinding:
                              f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
                              "model that embedded the collection")
         return vec / norm
+
+
+def _vector_of(query: Any, what: str) -> np.ndarray:
+    """A query that is not a string as a 1-D float vector; ``ValueError`` naming ``what`` otherwise."""
+    if isinstance(query, (bytes, bytearray, memoryview)):
+        # numpy would read bytes as one unparsable number, and a bytearray as a vector of its byte values
+        raise ValueError(f"{what} must be a str or a vector of numbers, got {type(query).__name__}; decode it "
+                         f"first ({what}.decode('utf-8'))")
+    try:
+        vec = np.asarray(query, dtype=np.float32)
+    except (TypeError, ValueError):  # e.g. a list of strings: numpy's "could not convert string to float"
+        raise ValueError(f"{what} must be a str or a vector of numbers, got {type(query).__name__} "
+                         f"{query!r:.60}") from None
+    if vec.ndim == 2 and vec.shape[0] == 1:
+        vec = vec[0]
+    if vec.ndim != 1 or vec.size == 0:
+        got = f"shape {vec.shape}" if vec.ndim else f"{type(query).__name__} {query!r:.60}"
+        raise ValueError(f"{what} must be a str or a 1-D vector of numbers, got {got}")
+    return vec

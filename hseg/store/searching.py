@@ -18,6 +18,7 @@ from hseg.retrieval.parents import parents_plan
 from hseg.retrieval.passages import units_plan
 from hseg.retrieval.plans import Plan
 from hseg.retrieval.settings import SearchSettings
+from hseg.store.connection import lexical_storage_error
 from hseg.store.lexical import LexicalIndex, LexicalIndexUnavailable
 from hseg.store.unit_index import UnitIndex
 
@@ -73,10 +74,16 @@ class SearchPlanner:
         settings to search with: dense alone, with one warning, when the index can be neither read
         nor built again (:class:`~hseg.store.lexical.LexicalIndexUnavailable`)."""
         if settings.lexical_weight:
+            index = self.lexical("a search with lexical_weight > 0")
             try:
-                self.lexical("a search with lexical_weight > 0").ensure_fresh()
+                index.ensure_fresh()
             except LexicalIndexUnavailable as exc:
                 return self.dense(settings, exc)
+            except OSError as exc:  # a read-only folder: its lock file cannot be opened, the dense side still can
+                problem = lexical_storage_error(index.location.path, exc)
+                if problem is None:
+                    raise
+                return self.dense(settings, problem)
         return settings
 
     def answer(self, settings: SearchSettings, run: Callable[[SearchSettings], T]) -> T:

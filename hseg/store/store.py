@@ -34,6 +34,7 @@ from hseg.store.connection import (
     drop_unit_index,
     get_or_create_collection,
     has_unit_index,
+    lexical_errors,
     open_client,
     open_unit_index,
     remote_errors,
@@ -266,7 +267,7 @@ class HierarchicalStore:
             2134
         """
         index = self.planner.lexical("rebuilding the lexical index")
-        with remote_errors(self.collection, "rebuilding the lexical index"):
+        with remote_errors(self.collection, "rebuilding the lexical index"), lexical_errors(index.location.path):
             return int(index.sync(None if doc_ids is None else list(doc_ids)))
 
     def lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
@@ -275,9 +276,10 @@ class HierarchicalStore:
         server's per-client cache is derived from the collection, so it cannot miss a document)."""
         if self.lexical_index is None or not self.lexical_index.maintained:
             return None
-        with remote_errors(self.collection, "reading the lexical index"):
-            self.lexical_index.ensure_fresh()
-            return dict(self.lexical_index.documents(doc_ids))
+        index = self.lexical_index
+        with remote_errors(self.collection, "reading the lexical index"), lexical_errors(index.location.path):
+            index.ensure_fresh()
+            return dict(index.documents(doc_ids))
 
     @property
     def unit_weights(self) -> tuple[float, float] | None:

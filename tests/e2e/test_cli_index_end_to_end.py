@@ -203,3 +203,42 @@ def test_a_read_only_store_is_one_clear_line_for_stats_query_and_index(fake, cap
             HierarchicalStore("hseg", path=str(fake / "db"))
         finally:
             chromadb.PersistentClient = real
+
+
+def _child(script, argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(_as_reader([sys.executable, str(script), *argv]), capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+@pytest.mark.parametrize("read_only", ["folder", "file"])
+def test_a_read_only_lexical_folder_is_named_and_a_query_still_answers(fake, capsys, read_only):
+    """Issue 47 item 7: with ``db/hseg-lexical`` read-only (its lock file cannot be opened), ``hseg query``
+    failed with ``[Errno 13] Permission denied: '.../hseg.sqlite.lock'`` and ``hseg index`` of a new file
+    with SQLite's "attempt to write a readonly database", read as Chroma's: "The disk of db is read-only:
+    free space first". The Chroma database beside it is writable and the dense side answers: the query
+    answers densely with one warning naming the lexical folder, and ``hseg index`` refuses in one line
+    naming that folder and the fix."""
+    write_file(fake / "docs" / "tides.md", TIDES * 3)
+    assert main(["index", "docs", "--db", "db", *FAKE_CLI]) == 0
+    script = write_file(fake / "child.py", HASHING_CLI_CHILD.format(repo=str(REPO)))
+    folder = fake / "db" / "hseg-lexical"
+    write_file(fake / "docs" / "cats.md", CATS * 3)  # a new document: the next index writes
+    subprocess.run(["chmod", "-R", "a-w", str(folder)] if read_only == "folder" else
+                   ["chmod", "a-w", str(folder / "hseg.sqlite")], check=True)
+    try:
+        asked = _child(script, ["query", "tides", "--db", "db", "--json"])
+        indexed = _child(script, ["index", "docs", "--db", "db", *FAKE_CLI])
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(folder)], check=True)
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    assert json.loads(asked.stdout)[0]["metadata"]["hseg_doc_id"] == "docs/tides.md"
+    if read_only == "folder":  # a file alone read-only is still read: no warning then
+        warning = [line for line in asked.stderr.splitlines() if line.startswith("WARNING")]
+        assert len(warning) == 1 and f"the lexical index folder {folder} is read-only" in warning[0], asked.stderr
+        assert "by the dense side alone" in warning[0]
+    assert indexed.returncode == 1, indexed.stderr[-3000:]
+    one_line_error(indexed.stderr, f"hseg index: error: the lexical index folder {folder} is read-only",
+                   f"chmod -R u+w {folder}")
+    assert "Chroma database" not in indexed.stderr and "disk of db" not in indexed.stderr
+    assert main(["index", "docs", "--db", "db", *FAKE_CLI]) == 0  # writable again: the run completes
+    assert "1 indexed, 1 unchanged" in capsys.readouterr().out

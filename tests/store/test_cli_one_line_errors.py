@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from hseg.cli import main
 from hseg.retrieval.settings import MAX_BUDGET_TOKENS, MAX_K, SearchSettings
 from tests.store.test_cli_index import TIDES, fake, one_line_error, write_file  # noqa: F401 (fake: a fixture)
+from tests.support import REPO
 from tests.support.fakes import FAKE_CLI
 
 
@@ -49,3 +54,14 @@ def test_the_bounds_are_the_settings_own():
     with pytest.raises(ValueError, match="budget_tokens must be a positive int up to"):
         SearchSettings(budget_tokens=MAX_BUDGET_TOKENS + 1)
     assert SearchSettings(k=MAX_K).k == MAX_K
+
+
+def test_a_query_encoder_not_on_the_machine_is_one_line(indexed):
+    """Issue 47 item 7: ``hseg query --encoder <a model not on the machine>`` (offline) ended in a traceback
+    of ``EncoderLoadError``; the real CLI in a process of its own, its real encoder factory."""
+    done = subprocess.run([sys.executable, "-m", "hseg.cli", "query", "moon", "--db", "db", "--encoder",
+                           "sentence-transformers/does-not-exist"], cwd=indexed, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 1, done.stderr[-3000:]
+    one_line_error(done.stderr, "hseg query: error: encoder 'sentence-transformers/does-not-exist' is not on this "
+                                "machine and HF_HUB_OFFLINE is set")
