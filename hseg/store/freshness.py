@@ -9,9 +9,17 @@ costs its start plus loading the vector index again at its first query.
 :class:`FreshReads` watches the end of the database's write log (``embeddings_queue``, which every
 write of every process appends to first) through its own read-only SQLite connection, one indexed
 ``max()`` per search. When the log has grown past what the store's current view has seen, and not
-by the store's own writes, the next search opens a private client on the same path (outside
-chromadb's per-process client cache, which cannot be refreshed without stopping every client of
-the process) and reads through it; an older private view is stopped once no search uses it.
+by the store's own writes, the next search starts opening a private client on the same path
+(outside chromadb's per-process client cache, which cannot be refreshed without stopping every
+client of the process); searches read through it once its vector indexes are loaded, and an older
+private view is stopped once no search uses it.
+
+A view is opened, and its vector indexes loaded, while no hseg writer writes: the loading thread
+holds the writer lock shared (:func:`hseg.store.lock.reader_lock`). Loaded while another process
+was saving its vector index, a view was torn: every kNN on it failed ("Error finding id"), and
+under a writer writing back to back every view a reader opened was (``benchmarks/RESULTS.md``).
+Once loaded, a view's vector index does not change; its records' metadata and text are read from
+the shared file at each search, and a search leaves out the records whose vectors its view lacks.
 
 Writes go through the store's own collection, under the writer lock (:mod:`hseg.store.lock`), and
 that client must have seen every other process's write: one whose vector index predates them saves
@@ -26,8 +34,10 @@ few milliseconds, plus loading the vector index again, and only after another pr
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +48,12 @@ from urllib.parse import quote
 __all__ = ["LogPosition", "FreshReads", "persist_directory", "current_writes"]
 
 logger = logging.getLogger(__name__)
+
+#: seconds a search that finds another process's write waits for a view holding it before it answers
+#: through the view it has: a small store's view is loaded by then, a large one's loads meanwhile
+VIEW_WAIT_S = 0.5
+#: views opened in a row when each one's load meets a torn vector index
+_OPEN_TRIES = 5
 
 
 def persist_directory(collection: Any) -> str | None:
@@ -107,6 +123,14 @@ class _View:
                 logger.debug("stopping a private Chroma client failed", exc_info=True)
 
 
+class _Load:
+    """A view being opened in the background: set ``done`` once it is in place (or failed: ``error``)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
 class FreshReads:
     """What a search of an embedded store reads: the store's own collections while no other process
     has written since they were opened, else those of a private client opened after that write.
@@ -114,6 +138,13 @@ class FreshReads:
     ``shared()`` gives the store's own ``(collection, unit index or None)``; ``build(collection,
     companion)`` makes the same pair from a private client's collections (``companion`` is ``None``
     when the store has no unit index).
+
+    A private view is opened in a thread of its own, under a shared hold of the writer lock
+    (:func:`hseg.store.lock.reader_lock`), and its vector indexes are loaded there: a view opened
+    while another process saves its vector index is torn (a kNN on it fails), and loading takes
+    long enough on a large store (seconds) that a search should not wait for it. The search that
+    finds the log moved waits up to :data:`VIEW_WAIT_S` for the new view, then answers through the
+    view it has; the new one serves the searches after it is loaded.
     """
 
     def __init__(self, path: str, shared: Callable[[], tuple[Any, Any]],
@@ -124,16 +155,31 @@ class FreshReads:
         self._build = build
         self._lock = threading.Lock()
         self._view: _View | None = None  # None: the store's own collections are current
+        self._loading: _Load | None = None
+        self._closed = False
         self._seen = self.log.read()  # the log position the current view holds
+        self._placed = -math.inf  # when the current private view was put in place
         self.reopened = 0  #: private clients opened (for tests and logs)
 
     @contextmanager
-    def reading(self) -> Iterator[tuple[Any, Any]]:
-        """The collections to read, current as of this call's look at the write log."""
+    def reading(self, wait_s: float = VIEW_WAIT_S) -> Iterator[tuple[Any, Any]]:
+        """The collections to read: current as of this call's look at the write log when a view
+        opened after it is ready within ``wait_s`` seconds, else the latest view loaded."""
         position = self.log.read()
         with self._lock:
-            if position is not None and position != self._seen:
-                self._replace(self._open(), position)
+            load = self._loading
+            started = load is None and position is not None and position != self._seen and not self._closed
+            if started:
+                load = self._loading = _Load()
+                threading.Thread(target=self._load, args=(load,), name="hseg-fresh-view", daemon=True).start()
+        # a view of a moment ago answers while its successor loads (writes back to back would make
+        # every search wait for a load); an older one waits for a while: a write done a moment ago is
+        # then found at once where loading is quick. A retry waits for any view under way.
+        if load is not None and ((started and time.monotonic() - self._placed > VIEW_WAIT_S)
+                                 or wait_s > VIEW_WAIT_S):
+            if load.done.wait(wait_s) and load.error is not None:
+                raise load.error
+        with self._lock:
             view = self._view
             if view is not None:
                 view.users += 1
@@ -156,7 +202,7 @@ class FreshReads:
             yield
         finally:
             with self._lock:
-                if self._view is None and before is not None and before == self._seen:
+                if self._view is None and self._loading is None and before is not None and before == self._seen:
                     self._seen = self.log.read()
 
     def discard(self, collections: tuple[Any, Any]) -> bool:
@@ -175,7 +221,54 @@ class FreshReads:
                 self._replace(None, None)
         return True
 
-    def _open(self) -> _View:
+    def _load(self, load: _Load) -> None:
+        """Thread: open a view (:meth:`_open`) and put it in place, unless the store closed meanwhile."""
+        view = None
+        try:
+            view, position = self._open()
+        except BaseException as exc:  # the search that started it re-raises it; later ones try again
+            load.error = exc
+            logger.warning("%s: opening a view of another process's writes failed: %s", self.path, exc)
+        with self._lock:
+            if self._loading is load:
+                self._loading = None
+            if view is not None and not self._closed:
+                self._replace(view, position)
+            elif view is not None:
+                view.retired = True
+                view.stop_if_unused()
+        load.done.set()
+
+    def _open(self) -> tuple[_View, int | None]:
+        """A private client's view and the log position it holds, its vector indexes loaded, opened
+        while no hseg writer of another process writes. A view whose load meets a tear anyway (a
+        writer without hseg's lock) is opened again, a bounded number of times."""
+        from hseg.retrieval.plans import is_missing_vector
+        from hseg.store.lock import reader_lock
+
+        for attempt in range(1, _OPEN_TRIES + 1):
+            with reader_lock(self.path):
+                position = self.log.read()  # no hseg writer can move it while the lock is held
+                system, collections = self._client_view()
+                try:
+                    for collection in collections:
+                        _load_vectors(collection)
+                    view = _View(system, self._build(collections[0], collections[1] if len(collections) > 1
+                                                     else None))
+                except Exception as exc:
+                    _stop(system)
+                    if attempt == _OPEN_TRIES or not is_missing_vector(exc):
+                        raise
+                    logger.info("%s: a view opened torn (%s); opening another", self.path, exc)
+                    continue
+            logger.info("%s: another process wrote to this embedded store since its collections were opened; "
+                        "searches read through a client opened after that write", self.path)
+            return view, position
+        raise AssertionError("unreachable")  # the last try returns or raises
+
+    def _client_view(self) -> tuple[Any, tuple[Any, ...]]:
+        """A private client (outside chromadb's per-process client cache) and its collections: the
+        store's, and its unit index where the store has one."""
         from chromadb.api import ServerAPI
         from chromadb.api.models.Collection import Collection
         from chromadb.config import System
@@ -184,24 +277,26 @@ class FreshReads:
         system = System(collection._client._system.settings)  # the same settings, outside chromadb's client cache
         fresh = system.instance(ServerAPI)  # type: ignore[type-abstract]  # chromadb resolves the implementation
         system.start()
+        self.reopened += 1
         where = {"tenant": collection.tenant, "database": collection.database}
 
         def reopen(name: str) -> Any:
             return Collection(client=fresh, model=fresh.get_collection(name, **where), embedding_function=None)
 
-        companion = None
-        if units is not None and units.existing is not None:  # an absent unit index stays absent in the view
-            companion = reopen(units.name)
-        collections = self._build(reopen(collection.name), companion)
-        self.reopened += 1
-        logger.info("%s: another process wrote to this embedded store since its collections were opened; "
-                    "searches read through a client opened after that write", self.path)
-        return _View(system, collections)
+        try:
+            opened = [reopen(collection.name)]
+            if units is not None and units.existing is not None:  # an absent unit index stays absent in the view
+                opened.append(reopen(units.name))
+        except BaseException:
+            _stop(system)
+            raise
+        return system, tuple(opened)
 
     def _replace(self, view: _View | None, position: int | None) -> None:
         """Read through ``view`` (``None``: no private view; ``position`` ``None``: open one at the
         next search) and retire the previous view once no search uses it."""
         old, self._view, self._seen = self._view, view, position
+        self._placed = -math.inf if view is None else time.monotonic()
         if old is not None:
             old.retired = True
             old.stop_if_unused()
@@ -214,8 +309,24 @@ class FreshReads:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._replace(None, self._seen)
         self.log.close()
+
+
+def _load_vectors(collection: Any) -> None:
+    """Make ``collection``'s client load its vector index now: one record's vector, then a kNN with it."""
+    got = collection.get(limit=1, include=["embeddings"])
+    embeddings = got.get("embeddings")
+    if embeddings is not None and len(embeddings):
+        collection.query(query_embeddings=[embeddings[0]], n_results=1, include=[])
+
+
+def _stop(system: Any) -> None:
+    try:
+        system.stop()
+    except Exception:  # stopping frees memory only
+        logger.debug("stopping a private Chroma client failed", exc_info=True)
 
 
 class _Client:

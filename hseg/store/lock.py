@@ -13,9 +13,11 @@ file ``<db>/hseg-writer.lock`` (which holds the holder's process id, for the wai
 waits its turn (bounded) when another process holds them. Every hseg write of an embedded store
 takes it: ``hseg index`` for its whole run, :class:`hseg.store.HierarchicalStore` around each write
 (and so the LangChain and LlamaIndex adapters). The kernel releases a ``flock`` when its holder
-exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer. Readers take no
-lock. A Chroma server (``chroma run``) serves any number of writing clients and needs none of this,
-nor does an in-memory store.
+exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer. A search takes
+no lock; a reader loading its view of another process's writes holds the folder's ``flock`` shared
+for the load (:func:`reader_lock`, :mod:`hseg.store.freshness`), so that no hseg writer saves a
+vector index while it is read. A Chroma server (``chroma run``) serves any number of writing
+clients and needs none of this, nor does an in-memory store.
 
 Why the folder: a lock on a file alone is defeated by deleting the file while it is held (the next
 writer creates a new file and locks that: vectors were lost so, both writers exiting 0). Re-checking
@@ -47,7 +49,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock"]
+__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "reader_lock"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
@@ -193,3 +195,28 @@ def writer_lock(db: str | os.PathLike[str], *, timeout_s: float = 600.0,
                 with _registry:
                     del _held[key]
                 held.release()
+
+
+@contextlib.contextmanager
+def reader_lock(db: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the embedded store's folder ``db`` shared for the block: no hseg writer of another process
+    writes while it is held, and it waits until none is writing. Several readers hold it at once.
+
+    Within a process that holds the writer lock it is entered at once: a shared ``flock`` on another
+    descriptor of the folder would wait for this process's own exclusive one. Where the folder cannot
+    be opened (it is gone) the block runs without it."""
+    if holds_writer_lock(db):
+        yield
+        return
+    try:
+        fd = os.open(db, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        # blocking: a writer writing back to back lets go of the lock between its writes only for an
+        # instant, which a poll would miss; writers poll, so a waiting reader gets its turn
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -190,21 +190,28 @@ class HierarchicalStore:
         return Indexes(self.unit_index, self.lexical_index)
 
     def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
-        """A search's view of a private client's collections (never written through)."""
+        """A search's view of a private client's collections (never written through). Its unit index's
+        coverage is decided here, while the view is opened with no writer writing: counted during a
+        write, the two collections would seem out of step."""
         if self.unit_index is None:
             return collection, None
-        return collection, UnitIndex(lambda create: companion, collection, self.max_batch_size)
+        units = UnitIndex(lambda create: companion, collection, self.max_batch_size)
+        units.complete()
+        return collection, units
 
-    def _reading(self) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
-        """The collection and unit index a search reads (see :mod:`hseg.store.freshness`)."""
-        return nullcontext((self.collection, self.unit_index)) if self._fresh is None else self._fresh.reading()
+    def _reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
+        """The collection and unit index a search reads (see :mod:`hseg.store.freshness`); ``wait_s``:
+        how long to wait for a view of other processes' writes under way (``None``: the default)."""
+        if self._fresh is None:
+            return nullcontext((self.collection, self.unit_index))
+        return self._fresh.reading() if wait_s is None else self._fresh.reading(wait_s=wait_s)
 
     def _read(self, run: Callable[[Any, UnitIndex | None], T]) -> T:
         """``run(collection, unit index)`` on the view a search reads. A private view that another
         writer's save left torn (a kNN failing on a missing vector, :mod:`hseg.store.freshness`) is
         discarded and ``run`` goes again on one opened later, a bounded number of times."""
         for attempt in range(1, _TORN_VIEW_TRIES + 1):
-            with self._reading() as view:
+            with self._reading(wait_s=None if attempt == 1 else self.lock_timeout) as view:
                 try:
                     return run(*view)
                 except Exception as exc:

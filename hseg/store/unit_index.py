@@ -114,10 +114,15 @@ class UnitIndex:
                                "slower path (several round trips): the unit index serves the weights it was built "
                                "with, %g/%g", self.records.name, cluster_weight, neighbour_weight, *built)
             return None
+        return self.existing if self.complete() else None
+
+    def complete(self) -> bool:
+        """Whether the index covers every segment of :attr:`records`, decided once per object (an
+        empty store is decided again at the next call). Never writes."""
         if self._complete is None:
             units, records = self.count(), int(self.records.count())
             if units == records == 0:
-                return self.existing  # empty: decide again once something is stored
+                return True  # empty: decide again once something is stored
             if self._synced_counts() == (records, units):
                 self._complete = True  # nobody wrote since hseg last left both in step
             else:
@@ -128,7 +133,7 @@ class UnitIndex:
                                    "added without it, or a write that was cut short); unit='auto' takes the slower "
                                    "path until 'hseg index' is re-run or store.sync_unit_index() repairs it",
                                    self.records.name, units, segments)
-        return self.existing if self._complete else None
+        return self._complete
 
     def unit_ids(self, doc_ids: Sequence[str]) -> dict[str, list[str]]:
         """``{doc id: ids of the index's records}`` for these documents."""

@@ -113,7 +113,9 @@ def test_a_search_that_meets_a_torn_view_reads_again_through_a_newer_one(tmp_pat
     writer.add(chunker.chunk(synthetic_book(2500, seed=2), "b.md"))
     with pytest.raises(chromadb.errors.InternalError):
         reader.search("river flood trade", k=3)
-    assert 2 < reader._fresh.reopened <= 2 + 5
+    # views are opened in the background, five tries each: the one under way when the search met the
+    # tear, then the one its retry opened
+    assert 2 < reader._fresh.reopened <= 2 + 2 * 5
 
     calls = []  # the store's own collections (no other writer since): an error there is not a torn view
     own = HierarchicalStore("own", path=str(tmp_path / "own"), encoder=enc)
@@ -143,8 +145,9 @@ def test_a_search_whose_torn_view_another_search_replaced_reads_again(tmp_path, 
     real_query = type(reader.collection).query
     torn = {"left": 1}
 
-    def query(self, *args, **kwargs):
-        if self is not reader.collection and self is not writer.collection and torn["left"] > 0:
+    def query(self, *args, **kwargs):  # a search's kNN (a view's load asks for nothing back: include=[])
+        if self is not reader.collection and self is not writer.collection and torn["left"] > 0 \
+                and kwargs.get("include") != []:
             torn["left"] -= 1
             writer.add(chunker.chunk(synthetic_book(2500, seed=2), "b.md"))  # the log moves on ...
             assert reader.search("glacier ice summit", k=1)  # ... and another search opens a newer view
