@@ -193,3 +193,60 @@ def test_a_long_lived_reader_of_an_embedded_store_sees_another_processs_writes(t
     assert writer.search(question, k=1)[0].doc_id == "zebra"
     reopened = _reopened(reader)
     assert reader.search(question, k=1)[0].doc_id == "zebra" and _reopened(reader) == reopened  # once
+
+
+# --------------------------------------------------------------------------- a writer writing back to back
+
+WORDS = ["river", "flood", "delta", "trade", "price", "glacier", "summit", "harbour", "tariff", "silt"]
+
+BACK_TO_BACK = r"""
+import sys, time
+sys.path.insert(0, {repo!r})
+import numpy as np
+from hseg.store import HierarchicalStore
+from tests.support.chunkings import build_synthetic_chunking
+from tests.support.fakes import HashingEncoder
+
+store = HierarchicalStore("hseg", path=sys.argv[1], encoder=HashingEncoder(16))
+rng = np.random.default_rng(1)
+print("ready", flush=True)
+end, n = time.time() + float(sys.argv[2]), 0
+while time.time() < end:
+    store.add(build_synthetic_chunking(f"live-{{n}}", rng, n_clusters=2, vocabulary={words!r}))
+    n += 1
+print(n, flush=True)
+"""
+
+
+def test_a_reader_of_an_embedded_store_answers_while_another_process_writes_back_to_back(tmp_path, make_chunking):
+    """Every view a reader opened while a writer saved its vector index was torn: under a writer
+    writing back to back, every default search of another process failed ("Error finding id").
+    Views are now loaded under a shared hold of the writer lock: every search answers, with passages
+    that are the stored text, and the writer's documents are found."""
+    import numpy as np
+
+    db = tmp_path / "db"
+    reader = HierarchicalStore("hseg", path=str(db), encoder=HashingEncoder(16))
+    rng = np.random.default_rng(0)
+    docs = [make_chunking(f"doc-{i}", rng, vocabulary=WORDS) for i in range(300)]  # ~3k records: on disk
+    reader.add(docs)
+    texts = {d.doc_id: d.text for d in docs}
+    script = tmp_path / "writer.py"
+    script.write_text(BACK_TO_BACK.format(repo=str(REPO), words=WORDS))
+    writer = subprocess.Popen([sys.executable, str(script), str(db), "10"], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        searches, live = 0, 0
+        while writer.poll() is None:
+            hits = reader.search("river flood delta trade", budget_tokens=400)  # the default: hybrid, auto
+            searches += 1
+            for h in hits:
+                assert h.doc_id.startswith("live-") or texts[h.doc_id][h.start:h.end] == h.text
+                live += h.doc_id.startswith("live-")
+        out = writer.stdout.read()
+    finally:
+        writer.kill()
+        writer.wait()
+    assert writer.returncode == 0 and int(out.strip()) > 5, out
+    assert searches > 5 and live > 0, (searches, live)
