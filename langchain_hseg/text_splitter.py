@@ -27,15 +27,19 @@ from langchain_text_splitters import TextSplitter
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.config import ChunkerConfig
-from hseg.chunking.records import chunk_metadata, user_metadata
+from hseg.chunking.records import chunk_metadata, source_metadata
 from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
 
 def _meta(source: Mapping[str, Any] | None, chunking: Chunking, chunk: Cluster | Segment,
           add_start_index: bool) -> dict[str, Any]:
+    try:  # the one rule of hseg_* keys: a re-split chunk's are dropped, a user's refused
+        user = source_metadata(source)
+    except ValueError as exc:
+        raise ValueError(f"document {chunking.doc_id!r}: {exc}") from None
     # deep copy: chunks of one document must not share mutable metadata values
-    meta = {**copy.deepcopy(user_metadata(source)), **chunk_metadata(chunking, chunk)}
+    meta = {**copy.deepcopy(user), **chunk_metadata(chunking, chunk)}
     if add_start_index:  # LangChain's TextSplitter key, on request as there (always == hseg_start)
         meta["start_index"] = chunk.start
     return meta
@@ -46,7 +50,8 @@ def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     """One ``Document`` per cluster (parent chunk) of a chunking, in document order.
 
     ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` (its ``hseg_*`` keys
-    dropped) plus the cluster keys of :data:`hseg.chunking.records.METADATA_KEYS`, the same keys and values
+    as :func:`hseg.chunking.records.source_metadata` says: a re-split chunk's dropped, a user's refused)
+    plus the cluster keys of :data:`hseg.chunking.records.METADATA_KEYS`, the same keys and values
     as the cluster's store record and LlamaIndex node (offsets ``hseg_start``/``hseg_end``, end
     exclusive). ``add_start_index=True`` adds LangChain's ``start_index`` (equal to ``hseg_start``).
 
@@ -230,8 +235,9 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         """Chunk ``documents`` and write their segment and cluster records; returns the cluster ids.
 
         ``store`` is an :class:`hseg.store.HierarchicalStore` or a ``langchain_chroma.Chroma`` (its
-        collection must use the cosine space). Each Document's metadata is kept on its records
-        (``hseg_*`` keys dropped: the store writes its own). Re-adding a document is an upsert.
+        collection must use the cosine space). Each Document's metadata is kept on its records, checked
+        as ``store.add`` checks it (the ``hseg_*`` keys of a re-split chunk or result dropped, a user's
+        ``hseg_*`` key refused: :func:`hseg.chunking.records.source_metadata`). Re-adding a document is an upsert.
 
         Example:
             >>> vs = Chroma("docs", embedding_function=emb,  # doctest: +SKIP
@@ -249,7 +255,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
             store = HierarchicalStore.from_collection(collection, encoder=self.encoder)
         docs = list(documents)
         chunkings = self.chunk_documents(docs)
-        store.add(chunkings, [user_metadata(d.metadata) for d in docs])
+        store.add(chunkings, [d.metadata for d in docs])
         return [c.id for ch in chunkings for c in ch.clusters]
 
 

@@ -37,7 +37,7 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import mean_vector
 from hseg.chunking.config import ChunkerConfig, describe
-from hseg.chunking.records import ENCODER_KEY, hidden_from_model, listed_segment_ids, records_for, user_metadata
+from hseg.chunking.records import ENCODER_KEY, hidden_from_model, listed_segment_ids, records_for
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.text.structure import source_name
 
@@ -79,7 +79,8 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
     For each document it emits, in document order, one **cluster** node (the parent chunk) followed
     by its **segment** nodes. Every node has a deterministic ``id_`` (the hseg id), absolute
     ``start_char_idx``/``end_char_idx``, ``hseg_*`` metadata (excluded from embed and LLM content),
-    the document metadata, and its ``embedding`` already set: the segment vector, or the
+    the document metadata flattened and checked as ``store.add`` does (a value Chroma would store altered
+    is refused, and so is a user's ``hseg_*`` key), and its ``embedding`` already set: the segment vector, or the
     mean-pooled cluster vector. Relationships: SOURCE on all; a cluster has CHILD (its segments)
     and PREVIOUS/NEXT (neighbouring clusters); a segment has PARENT (its cluster) and PREVIOUS/NEXT
     (neighbouring segments).
@@ -224,7 +225,10 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         return nodes
 
     def _nodes_for(self, doc: BaseNode, chunking: Chunking) -> list[TextNode]:
-        records = records_for(chunking)  # the store's schema, so the core search reads these nodes
+        # the store's records, user metadata included, so the core search reads these nodes, and metadata
+        # that store.add refuses (NaN, ints beyond 64 bits, a datetime, a user's hseg_* key) is refused here
+        # too, before ChromaVectorStore would store it altered (NaN as '', 2**63 as a float, a datetime as text)
+        records = records_for(chunking, doc.metadata if self.include_metadata else None)
         if not self.include_segments:
             records = [r for r in records if r.metadata["hseg_level"] == "cluster"]
         ids = {r.id: r.id for r in records}
@@ -232,10 +236,9 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
             ids = {r.id: self.id_func(i, doc) for i, r in enumerate(records)}
         # computed once per document: it hashes the whole text (node_utils.build_nodes_from_splits)
         source = doc.source_node or doc.as_related_node_info()
-        user = user_metadata(doc.metadata) if self.include_metadata else {}  # a re-parsed node's hseg keys are stale
         nodes: dict[str, TextNode] = {}
         for r in records:
-            meta = {**user, **_remap_ids(r.metadata, ids)}
+            meta = _remap_ids(r.metadata, ids)
             hidden = hidden_from_model(meta)  # the core's one rule of what a model sees
             nodes[r.id] = TextNode(
                 id_=ids[r.id],

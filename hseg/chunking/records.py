@@ -41,6 +41,7 @@ __all__ = [
     "Record",
     "chunk_metadata",
     "user_metadata",
+    "source_metadata",
     "hidden_from_model",
     "BOOKKEEPING_KEYS",
     "CONTENT_HASH_KEY",
@@ -280,7 +281,7 @@ def _flatten_into(out: dict[str, Any], metadata: Mapping[str, Any], prefix: str)
             raise ValueError(f"metadata keys must be non-empty strings, got {key!r}")
         full = prefix + key
         if full.startswith(RESERVED_PREFIX):
-            raise ValueError(f"metadata key {full!r} uses the reserved prefix {RESERVED_PREFIX!r}")
+            raise ValueError(_reserved(full))
         if full.startswith(("#", "$")):
             raise ValueError(f"metadata key {full!r}: Chroma rejects keys starting with '#' or '$'")
         check_unicode(f"metadata key {full!r}", full)
@@ -466,10 +467,46 @@ def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (metadata or {}).items() if not (isinstance(k, str) and k.startswith(RESERVED_PREFIX))}
 
 
+#: the ``hseg_*`` keys that every chunk, record and result carries: metadata holding them all is hseg's
+#: own output (:func:`source_metadata`)
+_OUTPUT_KEYS = tuple(k.name for k in METADATA_KEYS if k.kinds == KINDS)
+
+
+def _reserved(key: str) -> str:
+    return (f"metadata key {key!r} uses the reserved prefix {RESERVED_PREFIX!r} (hseg writes its own "
+            f"{RESERVED_PREFIX}* keys on every chunk: a document's id is its doc_id, Document.id or node id); "
+            "rename the key")
+
+
+def source_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The metadata of a document about to be chunked, as every door takes it (``store.add``, the
+    LangChain splitter, the LlamaIndex parser): the one rule for ``hseg_*`` keys.
+
+    Metadata that is hseg's own output (it carries every key of :data:`_OUTPUT_KEYS`: a chunk, record
+    or search result chunked again) loses its ``hseg_*`` keys, which describe the old chunk. Any other
+    ``hseg_*`` key is the user's, and is refused: it would be overwritten by hseg's own key or hidden
+    from the model (``ValueError`` naming it). Values are not copied or checked here (see
+    :func:`flatten_metadata`).
+
+    Example:
+        >>> source_metadata({"source": "a.md", "hseg_doc_id": "a", "hseg_start": 0, "hseg_end": 9,
+        ...                  "hseg_cluster_id": "c", "hseg_tokens": 3, "hseg_heading_path": "[]"})
+        {'source': 'a.md'}
+        >>> source_metadata({"hseg_doc_id": "mine"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: metadata key 'hseg_doc_id' uses the reserved prefix 'hseg_' ...
+    """
+    user = user_metadata(metadata)
+    if metadata and len(user) != len(metadata) and not all(k in metadata for k in _OUTPUT_KEYS):
+        raise ValueError(_reserved(next(k for k in metadata if k not in user)))
+    return user
+
+
 def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -> list[Record]:
     """All records of one document: per cluster, the cluster record then its segment records.
 
-    Each record's metadata is the flattened ``metadata`` plus :func:`chunk_metadata` plus, when the
+    Each record's metadata is the flattened ``metadata`` (its ``hseg_*`` keys as :func:`source_metadata`
+    says) plus :func:`chunk_metadata` plus, when the
     chunking names its encoder (``chunking.info["encoder"]``, set by the chunker), ``hseg_encoder``:
     a record carries a vector, and the key says whose, wherever the record is written. Raises
     ``ValueError`` before anything is written if a vector is missing, zero, non-finite, or of a
@@ -481,8 +518,11 @@ def records_for(chunking: Chunking, metadata: Mapping[str, Any] | None = None) -
         >>> [r.metadata["hseg_level"] for r in recs][:3]  # doctest: +SKIP
         ['cluster', 'segment', 'segment']
     """
-    user = flatten_metadata(metadata)
     doc_id = chunking.doc_id
+    try:
+        user = flatten_metadata(source_metadata(metadata))
+    except ValueError as exc:  # which of a batch's documents: the key alone does not say
+        raise ValueError(f"document {doc_id!r}: {exc}") from None
     check_unicode(f"doc_id {doc_id!r}", doc_id)
     check_unicode(f"document {doc_id!r}", chunking.text)
     if chunking.info.get("encoder"):

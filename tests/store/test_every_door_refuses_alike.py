@@ -8,6 +8,7 @@ The bag-of-words ``HashingEncoder`` and in-memory Chroma, no model.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import numpy as np
 import pytest
@@ -76,3 +77,78 @@ def test_vectors_still_search(store):
     assert store.search(np.asarray([vector]), k=1)[0].doc_id == "tides"  # one row of a 2-D array
     assert LlamaRetriever(store).retrieve(QueryBundle("tide", embedding=list(vector)))[0].node.metadata[
         "hseg_doc_id"] == "tides"
+
+
+# --------------------------------------------------------------------------- metadata (item 8)
+
+
+def _door_errors(metadata: dict) -> dict[str, str]:
+    """What each door says of one document with ``metadata``, and that none of them wrote it."""
+    import chromadb
+    from langchain_core.documents import Document as LangChainDocument
+    from llama_index.core import Document as LlamaDocument
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from langchain_hseg import HierarchicalSegmentTextSplitter
+    from llama_index_hseg import HierarchicalSegmentNodeParser
+    from tests.support.chunkers import SMALL
+    from tests.support.fakes import HashingEncoder
+
+    said = {}
+    store = ephemeral_store()
+    with pytest.raises(ValueError) as err:
+        store.add(small_chunker().chunk(TEXT, "d"), metadata)
+    said["store.add"] = str(err.value)
+    splitter = HierarchicalSegmentTextSplitter(encoder=HashingEncoder(), segmenter="texttiling", **SMALL)
+    client, name = chromadb.EphemeralClient(), f"door-{uuid.uuid4().hex}"
+    with pytest.raises(ValueError) as err:
+        LangChainRetriever.from_documents([LangChainDocument(TEXT, id="d", metadata=metadata)], splitter=splitter,
+                                          client=client, collection_name=f"{name}-lc")
+    said["LangChain from_documents"] = str(err.value)
+    parser = HierarchicalSegmentNodeParser(encoder=HashingEncoder(), segmenter="texttiling", **SMALL)
+    collection = client.get_or_create_collection(f"{name}-li", configuration={"hnsw": {"space": "cosine"}})
+    pipeline = IngestionPipeline(transformations=[parser], vector_store=ChromaVectorStore(chroma_collection=collection))
+    with pytest.raises(ValueError) as err:  # the README's pipeline: the parser is hseg's only step in it
+        pipeline.run(documents=[LlamaDocument(text=TEXT, id_="d", metadata=metadata)])
+    said["LlamaIndex IngestionPipeline"] = str(err.value)
+    assert store.count() == client.get_collection(f"{name}-lc").count() == collection.count() == 0
+    return said
+
+
+@pytest.mark.parametrize("metadata, message", [
+    # LlamaIndex's ChromaVectorStore stored these altered: NaN as '', 2**63 as 9.223372036854776e+18, a
+    # datetime as '2024-01-02T00:00:00'
+    ({"x": float("nan")}, "document 'd': metadata['x']: nan cannot be stored (Chroma reads NaN/inf back as None)"),
+    ({"big": 2**63}, "document 'd': metadata['big']: int 9223372036854775808 does not fit Chroma's 64 bits"),
+    ({"when": __import__("datetime").datetime(2024, 1, 2)}, "document 'd': metadata['when']: unsupported type "
+                                                               "datetime"),
+    # LangChain and LlamaIndex dropped it silently, store.add refused it
+    ({"source": "a.md", "hseg_doc_id": "mine"}, "document 'd': metadata key 'hseg_doc_id' uses the reserved prefix "
+                                                 "'hseg_' (hseg writes its own hseg_* keys on every chunk"),
+])
+def test_metadata_chroma_would_alter_is_refused_alike_by_every_door(metadata, message):
+    said = _door_errors(metadata)
+    assert all(text.startswith(message) for text in said.values()), said
+    assert len(set(said.values())) == 1, said  # one rule, one message
+
+
+def test_a_chunk_or_result_chunked_again_loses_its_hseg_keys_at_every_door(store):
+    """hseg's own output (it carries every key that chunks and results share) is no user's hseg_* key: a
+    result added again keeps its user metadata and gets fresh hseg keys, at every door."""
+    from llama_index.core import Document as LlamaDocument
+
+    from hseg.retrieval.results import result_for
+    from llama_index_hseg import HierarchicalSegmentNodeParser
+    from tests.support.chunkers import SMALL
+    from tests.support.fakes import HashingEncoder
+
+    _, result = result_for(store.search("tide", k=1)[0])
+    again = ephemeral_store()
+    again.add(small_chunker().chunk(result["hseg_matched_text"], "again"), result)
+    record = again.get_records("again", include_embeddings=False)[0].metadata
+    assert record["source"] == "tides.md" and record["hseg_doc_id"] == "again" and "hseg_score" not in record
+    parser = HierarchicalSegmentNodeParser(encoder=HashingEncoder(), segmenter="texttiling", **SMALL)
+    node = parser.get_nodes_from_documents([LlamaDocument(text=TEXT, id_="again", metadata=result)])[0]
+    assert node.metadata["source"] == "tides.md" and node.metadata["hseg_doc_id"] == "again"
+    assert "hseg_score" not in node.metadata
