@@ -1,6 +1,6 @@
 """Kill ``hseg index`` with SIGKILL at random moments and check the store it leaves behind.
 
-    python benchmarks/crash_loop.py --kills 25
+    python -m benchmarks.crash_loop --kills 25
 
 Each round writes 60 small files to a temporary folder, starts ``hseg index docs --db db
 --batch-docs 8`` (the hashing test encoder, TextTiling: the same child script as
@@ -22,11 +22,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
 def main() -> int:

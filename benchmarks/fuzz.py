@@ -1,6 +1,6 @@
 """Bounded-time fuzzing of the whole chunking and storage path (not part of the default test run).
 
-    python benchmarks/fuzz.py --seconds 120
+    python -m benchmarks.fuzz --seconds 120
 
 Repeats hypothesis runs of four properties until the time is up, each run drawing fresh examples:
 
@@ -23,18 +23,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 import uuid
 import warnings
 from collections import Counter
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
 def build(examples_per_run: int):

@@ -1,6 +1,6 @@
 """Ingestion throughput of ``hseg.ingest.ray.index_dataset`` (a Ray Data job) by number of workers.
 
-    python benchmarks/ingest_scale.py [PATH ...] [--workers 1 2] [--threads 1] [--backend onnx|torch]
+    python -m benchmarks.ingest_scale [PATH ...] [--workers 1 2] [--threads 1] [--backend onnx|torch]
         [--num-gpus G] [--batch-size B] [--batch-docs N] [--doc-chars C] [--repeat R] [--rounds K]
         [--ray ADDRESS] [--host HOST --port PORT]
 
@@ -26,7 +26,6 @@ give each worker a GPU and a larger encoder batch: ``--workers 1 2 --num-gpus 1 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -35,17 +34,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from hseg import ingest
+from hseg.chunking.config import ChunkerConfig
+from hseg.encoders import BACKENDS, DEFAULT_BACKEND
+from hseg.ingest.ray import import_ray, index_dataset
+from hseg.text.tokens import as_token_counter, count_many
 
-from hseg import ingest  # noqa: E402
-from hseg.chunking.config import ChunkerConfig  # noqa: E402
-from hseg.encoders import BACKENDS, DEFAULT_BACKEND  # noqa: E402
-from hseg.ingest.ray import import_ray, index_dataset  # noqa: E402
-from hseg.text.tokens import as_token_counter, count_many  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DEFAULT_CORPORA = REPO / ".." / "shared" / "data" / "chroma_eval" / "corpora"
 

@@ -1,6 +1,6 @@
 """End-to-end ingestion speed: chunk + embed + write to Chroma, hseg against its peers, per encoder backend.
 
-    python benchmarks/ingest_speed.py [--data ../shared/data/chroma_eval] [--methods NAME...]
+    python -m benchmarks.ingest_speed [--data ../shared/data/chroma_eval] [--methods NAME...]
         [--backends onnx torch] [--repeat N]
 
 Every method ingests the same corpora with the same encoder (all-MiniLM-L6-v2, no cache shared
@@ -9,9 +9,8 @@ Runtime, ``torch``: sentence-transformers). The floor is RecursiveCharacterTextS
 embedding on torch: every token encoded once by the PyTorch forward pass every peer pays. Prints
 seconds, tokens/s, the ratio to the floor and the peak RSS.
 
-``hseg_nolex`` is ``hseg`` with the store's lexical index (issue 26) left out: the difference is
-what keeping the index in step costs an ingestion. ``hseg_nocuts`` is ``hseg`` without the
-segments' sentence cuts (rule 6 of the auto unit): what counting every sentence prefix costs.
+``hseg_encode`` is ``hseg`` with ``segment_vector="encode"`` (each segment's text encoded again
+instead of the mean of its sentence vectors).
 
 Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
 loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
@@ -23,40 +22,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from baselines import BASELINES, counter  # noqa: E402
-from evaluation import load_eval  # noqa: E402
+from .harness.baselines import BASELINES, counter
+from .harness.evaluation import load_eval
 
 FLOOR = "lc_recursive_200_0"
 PEERS = [FLOOR, "lc_token_250_125", "lc_semantic", "li_sentence_512", "li_semantic"]
 
 
-def _collection() -> Any:
+def _collection() -> tuple[Any, int]:
+    """A new in-memory collection and the most records its client takes in one call."""
     import chromadb
 
     client = chromadb.EphemeralClient()
     return client.create_collection(f"speed-{uuid.uuid4().hex[:10]}", configuration={"hnsw": {"space": "cosine"}},
-                                    embedding_function=None)
+                                    embedding_function=None), client.get_max_batch_size()
 
 
 def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
     """Chunk with a peer splitter, embed every chunk, write them (batched) to Chroma."""
     chunks = [c for cid, text in corpora.items() for c in BASELINES[name](cid, text, encoder)]
     vectors = encoder.encode([c.text for c in chunks])
-    col = _collection()
-    step = col._client.get_max_batch_size() if hasattr(col, "_client") else 5000
+    col, step = _collection()
     for i in range(0, len(chunks), step):
         part = chunks[i : i + step]
         col.add(ids=[f"{c.corpus_id}:{c.start}:{c.end}" for c in part], embeddings=vectors[i : i + step],
@@ -64,20 +57,15 @@ def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
     return col.count()
 
 
-def ingest_hseg(corpora: dict[str, str], encoder: Any, lexical: bool = True, cuts: bool = True,
-                **chunker_kwargs: Any) -> int:
+def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) -> int:
     import chromadb
 
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
     chunker = HierarchicalChunker(encoder=encoder, **chunker_kwargs)
-    if not cuts:  # hseg before rule 6: no sentence prefix is counted
-        chunker._cuts = lambda text, spans, bounds, firsts, ends: [()] * len(firsts)  # type: ignore[method-assign]
     chunkings = chunker.chunk_many(list(corpora.values()), list(corpora.keys()))
     store = HierarchicalStore(f"speed-{uuid.uuid4().hex[:10]}", client=chromadb.EphemeralClient(), encoder=encoder)
-    if not lexical:
-        store.lexical_index = None  # hseg before the lexical index (issue 26): what the index costs
     store.add(chunkings, [{"source": c} for c in corpora])
     return store.count()
 
@@ -94,10 +82,6 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
     t0 = time.perf_counter()
     if name == "hseg":
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
-    elif name == "hseg_nolex":
-        records = ingest_hseg(corpora, encoder, lexical=False, target_tokens=512, cache=False)
-    elif name == "hseg_nocuts":
-        records = ingest_hseg(corpora, encoder, cuts=False, target_tokens=512, cache=False)
     elif name == "hseg_encode":
         records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
     else:
@@ -108,7 +92,7 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
 
 
 def _child(name: str, backend: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--one", name, "--backends", backend, "--data", args.data]
+    cmd = [sys.executable, "-m", "benchmarks.ingest_speed", "--one", name, "--backends", backend, "--data", args.data]
     if args.corpora:
         cmd += ["--corpora", *args.corpora]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

@@ -1,8 +1,8 @@
 """Large input: time and peak memory of chunking one long document, and how they scale.
 
-    python benchmarks/large_input.py                      # 1, 2, 4, 5 MB with the hashing encoder
-    python benchmarks/large_input.py --sizes 1 --encoder model   # the real all-MiniLM-L6-v2 at 1 MB
-    python benchmarks/large_input.py --check              # exit 1 if per-MB time grows > 1.3x or RSS > 2 GB
+    python -m benchmarks.large_input                      # 1, 2, 4, 5 MB with the hashing encoder
+    python -m benchmarks.large_input --sizes 1 --encoder model   # the real all-MiniLM-L6-v2 at 1 MB
+    python -m benchmarks.large_input --check              # exit 1 if per-MB time grows > 1.3x or RSS > 2 GB
 
 Each size runs in a fresh child process (so ``ru_maxrss`` is that size's own peak) on a synthetic
 "book" (``tests/support/fakes.synthetic_book``: chapters whose sentences come from shifting topic
@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 MB = 1_000_000
 
 
 def _child(size_mb: float, encoder: str, segmenter: str, target_tokens: int, dim: int) -> dict:
-    sys.path.insert(0, str(ROOT))
     from hseg.chunking.chunker import HierarchicalChunker
     from tests.support.fakes import HashingEncoder, synthetic_book
 
@@ -78,7 +75,6 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
     parser.add_argument("--one", type=float, default=None, help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     if args.one is not None:
         print(json.dumps(_child(args.one, args.encoder, args.segmenter, args.target_tokens, args.dim)))
@@ -87,8 +83,8 @@ def main() -> int:
     rows = []
     for size in args.sizes:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--encoder", args.encoder, "--segmenter", args.segmenter,
-             "--target-tokens", str(args.target_tokens), "--dim", str(args.dim)],
+            [sys.executable, "-m", "benchmarks.large_input", "--one", str(size), "--encoder", args.encoder,
+             "--segmenter", args.segmenter, "--target-tokens", str(args.target_tokens), "--dim", str(args.dim)],
             capture_output=True, text=True, check=False,
         )
         if out.returncode != 0:

@@ -1,51 +1,30 @@
 """Paired, per-query comparison of two retrieval methods: is a difference in the table real?
 
-    HF_HUB_OFFLINE=1 python benchmarks/paired.py hseg_sc_256 hseg_c_256 [--pairs A B ...] \
+    python -m benchmarks.paired hseg_sc_256 hseg_c_256 [--pairs A B ...] \
         [--data ../shared/data/chroma_eval] [--questions FILE] [--budgets 1024 2048 4096] [--ks 5 8 10]
-    python benchmarks/paired.py hseg_auto_512 hseg_auto_512@previous.pt   # two segmenters, one method
+    python -m benchmarks.paired hseg_auto_512 hseg_auto_512@previous.pt   # two segmenters, one method
 
 A pooled recall difference of one point is three queries of 276. For every setting (k chunks, or
 a token budget with the benchmark's first-misfit rule) this prints the mean recall of each
 method, the mean difference A − B, how many queries each method answers better (wins: any
 difference counts, so a method that adds a few characters of a reference wins that query), the
 two-sided exact sign test on those wins, and a 95% bootstrap interval of the difference
-(queries resampled, 5,000 draws, fixed seed). Methods come from ``benchmarks/retrieval.py``'s
-registry and run exactly as there (same encoder, same pooled index).
+(queries resampled, 5,000 draws, fixed seed; :mod:`benchmarks.harness.stats`). Methods come from
+:mod:`benchmarks.retrieval`'s registry and run exactly as there (same encoder, same pooled index).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import retrieval  # noqa: E402  (registers every method)
-from baselines import counter  # noqa: E402
-from evaluation import Chunk, Query, budget, chunk_sizes, load_eval, score  # noqa: E402
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact binomial p-value of ``wins`` against ``losses`` at p = 1/2 (ties dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
-def bootstrap_interval(diffs: np.ndarray, draws: int = 5000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of the mean of ``diffs`` over resampled queries."""
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, len(diffs), size=(draws, len(diffs)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+from . import retrieval  # its registry holds every method
+from .harness.baselines import counter
+from .harness.evaluation import Chunk, Query, budget, chunk_sizes, load_eval, score
+from .harness.stats import bootstrap_interval, sign_test
 
 
 def per_query_recall(lists: Sequence[Sequence[Chunk]], queries: Sequence[Query], select) -> np.ndarray:
@@ -104,7 +83,7 @@ def compare(a: str, b: str, corpora, queries, encoder, ks: Sequence[int], budget
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("a", help="method A (a name from benchmarks/retrieval.py)")
+    p.add_argument("a", help="method A (a name from benchmarks.retrieval)")
     p.add_argument("b", help="method B")
     p.add_argument("--pairs", nargs="*", default=[], help="more pairs: A2 B2 A3 B3 ...")
     p.add_argument("--data", default="../shared/data/chroma_eval")

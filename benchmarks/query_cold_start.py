@@ -7,8 +7,8 @@ each in a fresh process, the imports a query may pay for (``torch``, ``sentence_
 ``onnxruntime``, ``tokenizers``, ``chromadb``, ``hseg.cli``), so a change can be judged by where the
 time goes. Issue 13's acceptance: median ≤ 2.0 s on 2 CPU cores with the default backend.
 
-Usage:
-    python benchmarks/query_cold_start.py --db /tmp/cold-db --runs 5 [--backends onnx torch]
+Usage (from the repository root):
+    python -m benchmarks.query_cold_start --db /tmp/cold-db --runs 5 [--backends onnx torch]
         [--out results/query_cold_start.md]
 """
 

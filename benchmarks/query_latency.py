@@ -28,7 +28,7 @@ Stores:
 * ``db``: a store built with ``hseg index`` (``--db DIR``); queries are the questions of
   ``--questions`` (Chroma's evaluation CSV), embedded once with the store's encoder.
 * ``openstax``: ``--records`` records of real text built once into ``--path``: the 22 OpenStax
-  training books cut into ~400-character segments (``benchmarks/lexical_engines.py``), four
+  training books cut into ~400-character segments (:func:`benchmarks.harness.stores.load_units`), four
   consecutive segments of a module per cluster, segment vectors from all-MiniLM-L6-v2 (encoded once,
   kept in ``--path``), cluster vectors their token-weighted mean; queries are textbook_qa's "What
   is T?" questions. It also reports the lexical index's size on disk and its full rebuild time.
@@ -36,20 +36,18 @@ Stores:
 ``--server`` serves the same directory with ``chroma run`` on 127.0.0.1 and measures through an
 ``HttpClient`` (stopped by its PID at the end).
 
-Usage:
-    python benchmarks/query_latency.py synthetic --path /tmp/qb
-    python benchmarks/query_latency.py db --db /tmp/real --questions ../shared/data/chroma_eval/questions.csv
-    python benchmarks/query_latency.py db --db /tmp/real --questions ... --server --adapters --out results/q.md
-    python benchmarks/query_latency.py openstax --path /tmp/ox40k --records 40000 [--server]
+Usage (from the repository root):
+    python -m benchmarks.query_latency synthetic --path /tmp/qb
+    python -m benchmarks.query_latency db --db /tmp/real --questions ../shared/data/chroma_eval/questions.csv
+    python -m benchmarks.query_latency db --db /tmp/real --questions ... --server --adapters --out results/q.md
+    python -m benchmarks.query_latency openstax --path /tmp/ox40k --records 40000 [--server]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -58,152 +56,25 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout
+from hseg.store import HierarchicalStore
 
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from hseg.chunking.chunks import Chunking, Cluster, Segment, chunk_id  # noqa: E402
-from hseg.store import HierarchicalStore  # noqa: E402
-from hseg.text.sentences import split_sentences  # noqa: E402
+from .harness.stores import (
+    DATA,
+    OPENSTAX_COLLECTION,
+    SYNTHETIC_COLLECTION,
+    LookupEncoder,
+    build_openstax,
+    build_synthetic,
+    questions,
+)
+from .harness.timing import PLAIN, append_report, measure, percentiles, rotated
 
 logger = logging.getLogger("query_latency")
 
-SYNTHETIC_COLLECTION = "latency"
 BUDGETS = (1024, 4096)
-PLAIN = "plain query(n_results=5)"
 #: weights other than the unit index's: unit="auto" takes its gathered path
 GATHERED: dict[str, Any] = {"budget_tokens": 1024, "unit": "auto", "cluster_weight": 0.3}
 GATHERED_NAME = "unit=auto, budget=1024, cluster_weight=0.3: gathered"
-OPENSTAX_COLLECTION = "openstax"
-DATA = Path("/work/shared/data")
-
-
-def rotated(names: list[str], step: int) -> list[str]:
-    """``names`` starting at position ``step`` (wrapping): the calls' order for one query or round."""
-    return names[step % len(names):] + names[: step % len(names)]
-
-
-def synthetic_doc(doc_id: str, rng: np.random.Generator, n_clusters: int, n_segments: int, dim: int) -> Chunking:
-    """A document of ``n_clusters`` parents, each of ``n_segments`` random unit segment vectors."""
-    segments: list[Segment] = []
-    clusters: list[Cluster] = []
-    pos = 0
-    vecs = rng.standard_normal((n_clusters * n_segments, dim)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    tokens = rng.integers(32, 224, size=n_clusters * n_segments)
-    for c in range(n_clusters):
-        members = []
-        for j in range(n_segments):
-            i = c * n_segments + j
-            text = f"{doc_id} segment {i}. "
-            seg = Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, i, pos, pos + len(text), text,
-                          int(tokens[i]), i, i + 1, vecs[i])
-            pos += len(text)
-            members.append(seg)
-        mean = vecs[c * n_segments:(c + 1) * n_segments].mean(axis=0)  # the members' vectors
-        mean /= np.linalg.norm(mean)
-        start, end = members[0].start, members[-1].end
-        clusters.append(Cluster(chunk_id(doc_id, "cluster", start, end), doc_id, c, start, end,
-                                "".join(s.text for s in members), sum(s.token_count for s in members),
-                                tuple(members), mean))
-        segments.extend(members)
-    return Chunking(doc_id, "".join(s.text for s in segments), tuple(segments), tuple(clusters))
-
-
-def build_synthetic(store: HierarchicalStore, parents: int, segments: int, dim: int, per_doc: int, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    n_docs = (parents + per_doc - 1) // per_doc
-    batch: list[Chunking] = []
-    for d in range(n_docs):
-        batch.append(synthetic_doc(f"doc{d}", rng, min(per_doc, parents - d * per_doc), segments, dim))
-        if len(batch) * per_doc * (segments + 1) >= store.max_batch_size() or d == n_docs - 1:
-            store.add(batch)
-            batch = []
-            logger.info("built %d/%d documents (%d records, %.0f s)", d + 1, n_docs, store.count(),
-                        time.perf_counter() - t0)
-    return time.perf_counter() - t0
-
-
-def percentiles(xs: list[float]) -> tuple[float, float]:
-    arr = np.asarray(xs) * 1000.0
-    return float(np.percentile(arr, 50)), float(np.percentile(arr, 95))
-
-
-class LookupEncoder:
-    """The store's encoder, except that queries are looked up (embedded once, before timing)."""
-
-    def __init__(self, name: str, vectors: dict[str, np.ndarray]) -> None:
-        self._name, self._vectors = name, vectors
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def encode(self, texts: Any) -> np.ndarray:  # pragma: no cover - never called while timing
-        raise RuntimeError("LookupEncoder only answers queries")
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self._vectors[text]
-
-
-def openstax_docs(pieces: list[tuple[str, str]], vectors: np.ndarray, per_cluster: int = 4) -> list[Chunking]:
-    """Documents of real text: each module's pieces are its segments, ``per_cluster`` a cluster."""
-    by_doc: dict[str, list[int]] = {}
-    for i, (doc, _) in enumerate(pieces):
-        by_doc.setdefault(doc, []).append(i)
-    out = []
-    for doc_id, idx in by_doc.items():
-        segments: list[Segment] = []
-        clusters: list[Cluster] = []
-        pos = 0
-        for c, start in enumerate(range(0, len(idx), per_cluster)):
-            members: list[Segment] = []
-            for i in idx[start:start + per_cluster]:
-                text = pieces[i][1] + "\n"
-                n = len(segments) + len(members)
-                # cuts at its sentence ends, sized as the segment is (rule 6 of the auto unit reads them)
-                ends = [span.end for span in split_sentences(text) if span.end < len(text)]
-                cuts = tuple((end, max(1, end // 4)) for end in ends)
-                members.append(Segment(chunk_id(doc_id, "segment", pos, pos + len(text)), doc_id, n, pos,
-                                       pos + len(text), text, max(1, len(text) // 4), n, n + 1, vectors[i], cuts=cuts))
-                pos += len(text)
-            weights = np.array([s.token_count for s in members], dtype=np.float32)
-            mean = (vectors[idx[start:start + per_cluster]] * weights[:, None]).sum(axis=0)
-            mean /= np.linalg.norm(mean)
-            clusters.append(Cluster(chunk_id(doc_id, "cluster", members[0].start, members[-1].end), doc_id, c,
-                                    members[0].start, members[-1].end, "".join(s.text for s in members),
-                                    sum(s.token_count for s in members), tuple(members), mean))
-            segments.extend(members)
-        out.append(Chunking(doc_id, "".join(s.text for s in segments), tuple(segments), tuple(clusters)))
-    return out
-
-
-def build_openstax(store: HierarchicalStore, folder: Path, records: int, encoder: Any) -> float:
-    """The ``openstax`` store (see the module docstring); returns the seconds ``store.add`` took."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from lexical_engines import load_units
-
-    pieces = load_units(DATA / "segmentation" / "train_openstax", records * 4 // 5)
-    cache = folder / f"vectors-{len(pieces)}.npy"
-    if cache.exists():
-        vectors = np.load(cache)
-    else:
-        t0 = time.perf_counter()
-        vectors = np.asarray(encoder.encode([t for _, t in pieces]), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.save(cache, vectors)
-        logger.info("encoded %d pieces in %.0f s", len(pieces), time.perf_counter() - t0)
-    docs = openstax_docs(pieces, vectors)
-    t0 = time.perf_counter()
-    batch: list[Chunking] = []
-    for i, doc in enumerate(docs):
-        batch.append(doc)
-        if sum(len(d.segments) + len(d.clusters) for d in batch) >= 2000 or i == len(docs) - 1:
-            store.add(batch)
-            batch = []
-    return time.perf_counter() - t0
 
 
 def lexical_costs(store: HierarchicalStore) -> str:
@@ -243,15 +114,6 @@ def calls(store: HierarchicalStore, adapters: bool,
         for b in BUDGETS:
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=b, unit="auto")
-        from hseg_methods import read_ahead_off, rest_of_budget_off, round11_reads, under
-
-        for b in BUDGETS:  # the same reading as round 11, without rules 5 and 6, and without reading ahead
-            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), round 11 reads"] = under(
-                round11_reads, hybrid(budget_tokens=b, unit="auto"))
-            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), walk only"] = under(
-                rest_of_budget_off, hybrid(budget_tokens=b, unit="auto"))
-            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}), two reads"] = under(
-                read_ahead_off, hybrid(budget_tokens=b, unit="auto"))
         for unit in ("segment", "cluster"):
             out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=1024, unit=unit)
@@ -264,24 +126,6 @@ def calls(store: HierarchicalStore, adapters: bool,
         out["LangChain invoke(unit=auto, budget=1024)"] = lambda _, text: lc.invoke(text)
         out["LlamaIndex retrieve(unit=auto, budget=1024)"] = lambda _, text: li.retrieve(text)
     return out
-
-
-def measure(fns: dict[str, Callable[[np.ndarray, str], Any]], queries: np.ndarray, texts: list[str],
-            rounds: int, warmup: int) -> dict[str, list[float]]:
-    """Per-call latencies (seconds), the calls' order rotating from one query to the next."""
-    names = list(fns)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    step = 0
-    for _ in range(rounds):
-        for q, text in zip(queries, texts):
-            for name in rotated(names, step):
-                t0 = time.perf_counter()
-                fns[name](q, text)
-                dt = time.perf_counter() - t0
-                if step >= warmup:
-                    times[name].append(dt)
-            step += 1
-    return times
 
 
 def batched(store: HierarchicalStore, queries: np.ndarray, texts: list[str], rounds: int,
@@ -341,30 +185,6 @@ def table(times: dict[str, list[float]], title: str) -> str:
         p50, p95 = percentiles(ts)
         lines.append(f"| `{name}` | {p50:.2f} | {p95:.2f} | {p50 / pp50:.2f} | {p95 / pp95:.2f} |")
     return "\n".join(lines) + "\n"
-
-
-def append_report(md: str, out: str | None) -> None:
-    """Print a run's markdown and append it to ``out`` when given (one raw file per store and run kind)."""
-    print(md, flush=True)
-    if out:
-        with open(out, "a", encoding="utf-8") as fh:
-            fh.write(md + "\n")
-
-
-def questions(path: str, limit: int) -> list[str]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        qs = [row["question"] for row in csv.DictReader(fh)]
-    return qs[:limit]
-
-
-def store_questions_options(ap: argparse.ArgumentParser, queries: int = 200) -> None:
-    """The options of a benchmark that searches one built store with a question file: ``--db``,
-    ``--collection``, ``--questions``, ``--queries``, ``--budget``."""
-    ap.add_argument("--db", required=True, help="a store built with hseg index")
-    ap.add_argument("--collection", default="hseg")
-    ap.add_argument("--questions", required=True, help="CSV with a 'question' column")
-    ap.add_argument("--queries", type=int, default=queries)
-    ap.add_argument("--budget", type=int, default=4096)
 
 
 def open_store(stack: ExitStack, args: argparse.Namespace, collection: str) -> HierarchicalStore:

@@ -2,7 +2,7 @@
 
 Usage (from the repository root, offline)::
 
-    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --data ../shared/data/chroma_eval \
+    python -m benchmarks.retrieval --data ../shared/data/chroma_eval \
         [--questions FILE] [--methods NAME ...] [--corpora NAME ...] [--budgets 1024 2048 4096] \
         [--out benchmarks/out]
 
@@ -31,10 +31,10 @@ token counts (budgets) use the text. Lists should be at least :data:`DEPTH` long
 index) so that the 4096-token budget is never starved. ``fn`` may instead return
 ``Retrieval(ranked, units)`` where ``units`` is the method's whole index (for the index size and
 mean-token columns). The encoder is an :class:`hseg.encoders.CachingEncoder` shared by all methods
-of the run; ``evaluation.query_vectors(encoder, queries)`` gives the cached query vectors and
-``evaluation.rank_by_similarity(units, queries, encoder)`` does flat cosine retrieval.
+of the run; :func:`benchmarks.harness.evaluation.query_vectors` gives the cached query vectors and
+:func:`benchmarks.harness.evaluation.rank_by_similarity` does flat cosine retrieval.
 Register with ``register("name", fn)`` (or ``@register("name")``), then either add the call below
-or run from your own script: ``import retrieval; retrieval.register(...); retrieval.main()``.
+or run from your own script: ``from benchmarks import retrieval; retrieval.register(...); retrieval.main()``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import csv
 import inspect
-import os
 import re
 import sys
 import time
@@ -51,12 +50,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from baselines import BASELINES, Chunker, counter  # noqa: E402
-from evaluation import (  # noqa: E402
+from .harness import hseg_methods, peers
+from .harness.baselines import BASELINES, Chunker, counter
+from .harness.evaluation import (
     DEFAULT_BUDGETS,
     DEFAULT_DEPTH,
     DEFAULT_K,
@@ -103,13 +99,9 @@ def flat_method(chunker: Chunker) -> Method:
 
 for _name, _chunker in BASELINES.items():
     register(_name, flat_method(_chunker))
-# The hseg methods (benchmarks/hseg_methods.py) register themselves through the same registry.
-import hseg_methods  # noqa: E402
-
+# The hseg methods (benchmarks/harness/hseg_methods.py) register themselves through the same registry.
 hseg_methods.register_all(register, Retrieval)
-# BM25 and hybrid (dense + BM25) peers over the Recursive-200 chunks (benchmarks/peers.py).
-import peers  # noqa: E402
-
+# BM25 and hybrid (dense + BM25) peers over the Recursive-200 chunks (benchmarks/harness/peers.py).
 peers.register_all(register, Retrieval)
 
 
@@ -234,16 +226,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--questions", default=None, help="questions file (default: questions.csv inside --data)")
     p.add_argument("--methods", nargs="+", default=None,
                    help=f"default: all of {', '.join(METHODS)}; named only: the variants "
-                   "<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>] and the switches "
-                   f"{', '.join('hseg_default_' + s for s in hseg_methods.SWITCHES)}")
+                   "<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]")
     p.add_argument("--corpora", nargs="+", default=None, help="restrict index and queries (default: all)")
     p.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     p.add_argument("--k", type=int, default=DEFAULT_K)
     p.add_argument("--out", default="benchmarks/out")
     p.add_argument("--backend", choices=("onnx", "torch"), default=None,
                    help="encoder backend for every method (default: hseg's default)")
-    p.add_argument("--int8", action="store_true",
-                   help="measure the onnx backend's int8 variant (not offered by hseg; see benchmarks/int8.py)")
     args = p.parse_args(argv)
 
     methods = args.methods or list(METHODS)
@@ -264,12 +253,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     (out / "methods").mkdir(parents=True, exist_ok=True)
     (out / "retrieval.csv").unlink(missing_ok=True)  # this run's methods are appended to it
     t0 = time.perf_counter()
-    if args.int8:
-        from int8 import int8_encoder
-
-        encoder = CachingEncoder(int8_encoder())
-    else:
-        encoder = CachingEncoder(as_encoder(None, backend=args.backend or DEFAULT_BACKEND))
+    encoder = CachingEncoder(as_encoder(None, backend=args.backend or DEFAULT_BACKEND))
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
     for name in methods:

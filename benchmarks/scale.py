@@ -1,6 +1,6 @@
 """A store grown to a million records: what it costs to build, hold and search at each size.
 
-The store is ``query_latency``'s ``openstax`` store (real OpenStax text, all-MiniLM-L6-v2 vectors,
+The store is :mod:`benchmarks.query_latency`'s ``openstax`` store (real OpenStax text, all-MiniLM-L6-v2 vectors,
 four segments a cluster), grown by copies: copy 0 is the corpus as it is; copy k > 0 repeats every
 document under the id ``<doc>#k`` with each segment vector moved by a small random step
 (``--jitter``, renormalised; cosine ~0.99 to the original) so that the HNSW graph holds no
@@ -24,8 +24,8 @@ it stopped) a fresh reader process measures:
 and the parent adds the build time and throughput and the disk sizes (Chroma's files, the lexical
 index). With ``--server`` the reader is a client of ``chroma run`` on the same directory.
 
-Usage:
-    python benchmarks/scale.py --path /tmp/scale --vectors /tmp/sw40k/vectors-32000.npy \\
+Usage (from the repository root):
+    python -m benchmarks.scale --path /tmp/scale --vectors /tmp/sw40k/vectors-32000.npy \\
         --sizes 100000 300000 1000000 --out benchmarks/results/scale.md [--server]
 """
 
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import resource
 import subprocess
 import sys
@@ -46,26 +45,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout
+from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.store import HierarchicalStore
 
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from lexical_engines import load_units  # noqa: E402
-from query_latency import (  # noqa: E402
-    DATA,
-    PLAIN,
-    LookupEncoder,
-    append_report,
-    measure,
-    openstax_docs,
-    percentiles,
-    questions,
-)
-
-from hseg.chunking.chunks import Chunking, Cluster, Segment  # noqa: E402
-from hseg.store import HierarchicalStore  # noqa: E402
+from .harness.stores import DATA, LookupEncoder, load_units, openstax_docs, questions
+from .harness.timing import PLAIN, append_report, measure, percentiles
 
 logger = logging.getLogger("scale")
 
@@ -264,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             "sentence-transformers/all-MiniLM-L6-v2", {}))
         grow(store, path / "built.json", pieces, vectors, size, args.jitter)
         del store
-        child = [sys.executable, __file__, "measure", "--path", str(path), "--vectors", args.vectors, "--queries",
-                 str(args.queries), "--rounds", str(args.rounds), "--jitter", str(args.jitter),
+        child = [sys.executable, "-m", "benchmarks.scale", "measure", "--path", str(path), "--vectors", args.vectors,
+                 "--queries", str(args.queries), "--rounds", str(args.rounds), "--jitter", str(args.jitter),
                  *(["--server"] if args.server else []), *(["--no-knn"] if args.no_knn else [])]
         done = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True)
         got = json.loads(done.stdout.strip().splitlines()[-1])

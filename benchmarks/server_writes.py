@@ -41,22 +41,22 @@ first search (timed and reported), never reused from an earlier run.
 
 Stores (built once into ``--path`` by a child process, then reused):
 
-* ``openstax`` (default): the ``openstax`` store of ``benchmarks/query_latency.py`` (OpenStax
+* ``openstax`` (default): the ``openstax`` store of :mod:`benchmarks.harness.stores` (OpenStax
   training text in ~400-character segments, four to a cluster, all-MiniLM-L6-v2 vectors encoded once
   and kept in ``--path``). The 22 books hold 40,603 pieces, about 50k records; a larger
   ``--records`` adds copies of those documents (ids ``<doc>~1``, ``<doc>~2``, ...), same text and
   the same cached vectors, until the store holds ``--records``: nothing is encoded again.
   Questions: the first ``--n-questions`` of ``--questions`` (textbook_qa's "What is T?" set).
-* ``synthetic``: ``query_latency``'s random-vector documents (``--segments`` segments a cluster,
+* ``synthetic``: :mod:`benchmarks.harness.stores`' random-vector documents (``--segments`` segments a cluster,
   ``--dim`` dimensions); random question vectors. No model is loaded (the smoke test's store).
 
-Usage:
-    python benchmarks/server_writes.py --path /tmp/sw40k --records 40000 --mode server \
+Usage (from the repository root):
+    python -m benchmarks.server_writes --path /tmp/sw40k --records 40000 --mode server \
         --out benchmarks/results/server_writes_40000_server.md
-    python benchmarks/server_writes.py --path /tmp/sw40k --records 40000 --mode embedded \
+    python -m benchmarks.server_writes --path /tmp/sw40k --records 40000 --mode embedded \
         --out benchmarks/results/server_writes_40000_embedded.md
-    python benchmarks/server_writes.py --path /tmp/sw200k --records 200000 --mode server --seconds 90
-    python benchmarks/server_writes.py --store synthetic --path /tmp/swtiny --records 300 --seconds 3
+    python -m benchmarks.server_writes --path /tmp/sw200k --records 200000 --mode server --seconds 90
+    python -m benchmarks.server_writes --store synthetic --path /tmp/swtiny --records 300 --seconds 3
 """
 
 from __future__ import annotations
@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import fcntl
-import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -84,25 +83,22 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmarks, when imported
+from hseg.chunking.chunks import Chunking
+from hseg.store import HierarchicalStore
 
-from query_latency import (  # noqa: E402
+from .harness.stores import (
     DATA,
     OPENSTAX_COLLECTION,
     SYNTHETIC_COLLECTION,
     LookupEncoder,
-    append_report,
     build_openstax,
     build_synthetic,
+    load_units,
     openstax_docs,
     questions,
-    rotated,
     synthetic_doc,
 )
-
-from hseg.chunking.chunks import Chunking  # noqa: E402
-from hseg.store import HierarchicalStore  # noqa: E402
+from .harness.timing import append_report, rotated
 
 logger = logging.getLogger("server_writes")
 
@@ -151,8 +147,6 @@ def connect(spec: Spec, *, embedded: bool = False) -> HierarchicalStore:
 
 def openstax_pieces(folder: Path, records: int) -> tuple[list[tuple[str, str]], np.ndarray]:
     """The pieces :func:`build_openstax` built ``folder``'s store from, and their cached vectors."""
-    from lexical_engines import load_units
-
     pieces = load_units(DATA / "segmentation" / "train_openstax", records * 4 // 5)
     return pieces, np.load(folder / f"vectors-{len(pieces)}.npy")
 
@@ -554,13 +548,10 @@ def one_run_at_a_time(path: Path) -> Iterator[None]:
 
 
 def chroma_server() -> Any:
-    """The tests' ``ChromaServer`` (``chroma run`` on a free port, stopped by its PID), wherever it lives."""
-    for name in ("tests.support.chroma_server", "tests.chroma_server"):
-        try:
-            return importlib.import_module(name).ChromaServer
-        except ModuleNotFoundError:
-            continue
-    raise ModuleNotFoundError("tests/support/chroma_server.py (ChromaServer) is absent")
+    """The tests' ``ChromaServer`` (``chroma run`` on a free port, stopped by its PID)."""
+    from tests.support.chroma_server import ChromaServer
+
+    return ChromaServer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -611,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # the run's own error, if any, is the one to see
                 logger.warning("could not delete the documents the writer added (%s): the next run will", exc)
     info["load"] = load
-    command = " ".join(["python benchmarks/server_writes.py", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python -m benchmarks.server_writes", *(sys.argv[1:] if argv is None else argv)])
     append_report(report(spec, info, phases, built, command), args.out)
     return 0
 

@@ -1,20 +1,16 @@
-"""Smoke run of ``benchmarks/server_writes.py`` in-process: a tiny synthetic store (no model), two
+"""Smoke run of ``benchmarks.server_writes`` in-process: a tiny synthetic store (no model), two
 seconds a phase, so that the script cannot rot unnoticed; the table's shape, not its numbers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-REPO = next(p for p in Path(__file__).resolve().parents if (p / "benchmarks").is_dir())  # wherever tests/ nests it
 RECORDS = 240  # 40 synthetic parents of 5 segments
 
 
 @pytest.fixture
-def server_writes(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import server_writes
+def server_writes():
+    from benchmarks import server_writes
 
     return server_writes
 

@@ -1,7 +1,7 @@
 """Reliability (issue 7), fuzzing (short): arbitrary unicode and markdown/CJK/Arabic/emoji word salad
 through chunk, ``store.add`` and the records read back (hashing encoder, in-memory Chroma).
 
-The long run is ``python benchmarks/fuzz.py --seconds 120``; it reuses the strategies and checks of
+The long run is ``python -m benchmarks.fuzz --seconds 120``; it reuses the strategies and checks of
 ``tests/support/checks.py``. See ``docs/reliability.md``.
 """
 

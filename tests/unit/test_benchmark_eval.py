@@ -1,21 +1,15 @@
-"""The Chroma-protocol metric, selection rules and span recovery of benchmarks/evaluation.py.
+"""The Chroma-protocol metric, selection rules and span recovery of benchmarks/harness/evaluation.py.
 
 Hand-computed cases, no model, no data files.
 """
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tests.support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from evaluation import (  # noqa: E402
+from benchmarks.harness.evaluation import (
     Chunk,
     Query,
     budget,
@@ -257,7 +251,7 @@ def test_recover_spans_many_identical_chunks_go_to_successive_copies():
 
 def test_token_windows_exact_spans_with_multibyte_text():
     pytest.importorskip("tiktoken")
-    from baselines import token_windows
+    from benchmarks.harness.baselines import token_windows
 
     text = "Senjō no Valkyria 3 : 戦場のヴァルキュリア3 — “quoted” text … " * 20
     got = token_windows("c", text, 7, 3)
@@ -267,7 +261,7 @@ def test_token_windows_exact_spans_with_multibyte_text():
 
 
 def test_sentence_groups_map_back_to_spans():
-    from baselines import spans_from_sentence_groups
+    from benchmarks.harness.baselines import spans_from_sentence_groups
 
     text = "One.  Two!\nThree? Four."
     sentences = [(0, 4), (6, 10), (11, 17), (18, 23)]
@@ -293,7 +287,8 @@ def _partitions(n: int, max_size: int):
 def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
     """ClusterSemanticChunker's dynamic programme against brute force over every partition."""
     import numpy as np
-    from baselines import cluster_pieces
+
+    from benchmarks.harness.baselines import cluster_pieces
 
     rng = np.random.default_rng(seed)
     v = rng.standard_normal((n, 5))
@@ -316,9 +311,7 @@ def test_cluster_pieces_finds_the_best_partition(n, max_pieces, seed):
 def test_cluster_semantic_chunker_on_documents_shorter_than_a_chunk():
     """Fewer pieces than a chunk may hold (here 1 to 3): one exact span, no error."""
     pytest.importorskip("tiktoken")
-    sys.path.insert(0, str(REPO))
-    from baselines import cluster_semantic
-
+    from benchmarks.harness.baselines import cluster_semantic
     from tests.support.fakes import HashingEncoder
 
     chunker = cluster_semantic(200)

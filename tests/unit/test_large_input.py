@@ -1,7 +1,7 @@
 """Reliability (issue 7), large input: a 300 KB document, tiled similarity blocks, prefix means and
 linear scaling of TextTiling and the clustering (hashing encoder, no store).
 
-The 1-5 MB numbers come from ``benchmarks/large_input.py``. See ``docs/reliability.md``.
+The 1-5 MB numbers come from ``python -m benchmarks.large_input``. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations

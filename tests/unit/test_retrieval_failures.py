@@ -1,4 +1,4 @@
-"""benchmarks/retrieval.py keeps finished methods on disk and goes on past a failing one.
+"""benchmarks.retrieval keeps finished methods on disk and goes on past a failing one.
 
 No model: the encoder is the hashing fake and the methods are registered here.
 """
@@ -7,19 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import retrieval  # noqa: E402
-from evaluation import Chunk  # noqa: E402
-
-from tests.support.fakes import HashingEncoder, fake_encoder_factory  # noqa: E402
+from benchmarks import retrieval
+from benchmarks.harness.evaluation import Chunk
+from tests.support.fakes import HashingEncoder, fake_encoder_factory
 
 CORPORA = {
     "alpha": "Rivers carry silt to the delta. Floods spread it on the plain.\n\nTides mix the estuary.",

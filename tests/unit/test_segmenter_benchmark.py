@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 
-from tests.support import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-bench = pytest.importorskip("segmenter_vs_texttiling")
+from benchmarks import segmenter_vs_texttiling as bench
 
 
 def test_strongest_peaks_keeps_the_highest_local_maxima_in_order():

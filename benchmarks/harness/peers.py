@@ -1,4 +1,4 @@
-"""Lexical and hybrid peers for ``benchmarks/retrieval.py``, each run through the library a user of
+"""Lexical and hybrid peers for :mod:`benchmarks.retrieval`, each run through the library a user of
 it would use, with that library's defaults. All index the chunks of ``lc_recursive_200_0``
 (LangChain ``RecursiveCharacterTextSplitter`` 200/0, the report's separators, cl100k length):
 
@@ -36,8 +36,9 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from baselines import recursive
-from evaluation import DEFAULT_DEPTH, Chunk, Query, query_vectors
+
+from .baselines import recursive
+from .evaluation import DEFAULT_DEPTH, Chunk, Query, query_vectors
 
 DEPTH = DEFAULT_DEPTH
 Ranked = tuple[list[list[Chunk]], list[Chunk]]

@@ -18,21 +18,16 @@ what is scored.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hseg.text.tokens import TiktokenCounter
 
-from evaluation import Chunk, recover_spans  # noqa: E402
-
-from hseg.text.tokens import TiktokenCounter  # noqa: E402
+from .evaluation import Chunk, recover_spans
 
 Chunker = Callable[[str, str, Any], list[Chunk]]
 REPORT_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
