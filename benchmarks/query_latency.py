@@ -58,15 +58,7 @@ import numpy as np
 
 from hseg.store import HierarchicalStore
 
-from .harness.stores import (
-    DATA,
-    OPENSTAX_COLLECTION,
-    SYNTHETIC_COLLECTION,
-    LookupEncoder,
-    build_openstax,
-    build_synthetic,
-    questions,
-)
+from .harness import stores
 from .harness.timing import PLAIN, append_report, measure, percentiles, rotated
 
 logger = logging.getLogger("query_latency")
@@ -232,10 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         real_encoder = None  # a db store's own encoder, for the batch rows that encode the questions
         if args.store == "synthetic":
-            store = open_store(stack, args, SYNTHETIC_COLLECTION)
+            store = open_store(stack, args, stores.SYNTHETIC_COLLECTION)
             expected = args.parents * (args.segments + 1)
             if store.count() < expected:
-                secs = build_synthetic(store, args.parents, args.segments, args.dim, args.per_doc, args.seed)
+                secs = stores.build_synthetic(store, args.parents, args.segments, args.dim, args.per_doc, args.seed)
                 print(f"built {store.count()} records ({args.parents} parents) in {secs:.0f} s")
             rand = rng.standard_normal((args.queries, args.dim)).astype(np.float32)
             sample = store.collection.get(where={"hseg_level": "segment"}, limit=args.queries,
@@ -245,27 +237,27 @@ def main(argv: list[str] | None = None) -> int:
             qs = np.concatenate([rand, near])
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
             texts = [f"q{i}" for i in range(len(qs))]
-            store.encoder = LookupEncoder(store.encoder_name or "synthetic", dict(zip(texts, qs)))
+            store.encoder = stores.LookupEncoder(store.encoder_name or "synthetic", dict(zip(texts, qs)))
             label = f"synthetic store, {store.count():,} records, {where}"
         elif args.store == "openstax":
-            store = open_store(stack, args, OPENSTAX_COLLECTION)
+            store = open_store(stack, args, stores.OPENSTAX_COLLECTION)
             real_encoder = store.encoder
             if store.count() < args.records * 9 // 10:
-                secs = build_openstax(store, Path(args.path), args.records, real_encoder)
+                secs = stores.build_openstax(store, Path(args.path), args.records, real_encoder)
                 print(f"built {store.count():,} records in {secs:.0f} s (store.add, lexical index included)")
-            texts = questions(str(DATA / "textbook_qa" / "questions_term.csv"), args.queries)
+            texts = stores.questions(str(stores.DATA / "textbook_qa" / "questions_term.csv"), args.queries)
             qs = np.asarray(real_encoder.encode(texts), dtype=np.float32)
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-            store.encoder = LookupEncoder(real_encoder.name, dict(zip(texts, qs)))
+            store.encoder = stores.LookupEncoder(real_encoder.name, dict(zip(texts, qs)))
             label = f"openstax: {store.count():,} records of real text, {where}"
             print(lexical_costs(store))
         else:
             store = open_store(stack, args, args.collection)
             real_encoder = store.encoder
-            texts = questions(args.questions, args.queries)
+            texts = stores.questions(args.questions, args.queries)
             qs = np.asarray(store.encoder.encode(texts), dtype=np.float32)
             qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-            store.encoder = LookupEncoder(store.encoder.name, dict(zip(texts, qs)))
+            store.encoder = stores.LookupEncoder(store.encoder.name, dict(zip(texts, qs)))
             label = f"{Path(args.path).name}: {store.count():,} records (hseg index), {where}"
         store.search(qs[0], budget_tokens=1024, unit="auto")  # the unit index's one-time completeness check
         if args.lexical_weight:  # the lexical index's first check (a server's client builds its cache)
