@@ -20,9 +20,12 @@ from typing import Any
 from hseg.cli.chroma import CliError, add_location, check_location, client, id_anchor, location_label, server_errors
 from hseg.cli.index_ray import add_ray_options, check_ray_args, index_with_ray
 from hseg.cli.options import (
+    CHUNK_OPTIONS,
     add_chunker_options,
     add_encoder_option,
+    chunk_options,
     chunker_from_args,
+    given_chunk_options,
     positive_int,
     quiet_model_loading,
 )
@@ -41,8 +44,10 @@ def register(sub: Any) -> None:
                     "that holds --db (absolute with --host). Documents already stored with the same text and "
                     "settings are skipped, so "
                     "re-running a command only does what is missing; --prune also removes the documents whose "
-                    "files were deleted or renamed. Unreadable files are reported and skipped; the exit code "
-                    "is 1 if any file failed.",
+                    "files were deleted or renamed (without it, a run says how many there are). The store "
+                    "remembers the chunk options (--target-tokens, --k, --max-cluster-tokens, --structure, "
+                    "--segmenter): a later run without them uses them; one with other values re-chunks. "
+                    "Unreadable files are reported and skipped; the exit code is 1 if any file failed.",
         epilog="Example: hseg index examples/data 'notes/**/*.md' --db ./hseg-db --target-tokens 384",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or glob patterns")
@@ -112,14 +117,18 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
     chroma = client(args, must_exist=not files)
     from chromadb.errors import NotFoundError
 
-    recorded = None
+    from hseg.store.remembered import remember_chunk_options, remembered_chunk_options
+
+    recorded = remembered = None
     with server_errors(args):
         holds_documents = False
         try:
             existing = chroma.get_collection(args.collection, embedding_function=None)
             holds_documents = existing.count() > 0
-            # an empty collection (a first run that failed) binds no encoder
-            recorded = (existing.metadata or {}).get("hseg_encoder") if holds_documents else None
+            # an empty collection (a first run that failed) binds no encoder and remembers no chunk options
+            if holds_documents:
+                recorded = (existing.metadata or {}).get("hseg_encoder")
+                remembered = remembered_chunk_options(existing)
         except (NotFoundError, ValueError):  # absent: created below
             if not files:
                 raise CliError(f"nothing to index, and no collection {args.collection!r} at {location_label(args)} "
@@ -145,9 +154,13 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             raise CliError(str(exc)) from None
     from hseg.store import HierarchicalStore
 
+    given = given_chunk_options(args)
+    options = chunk_options(args, remembered)  # those not given: as the store remembers them
     chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars
     with server_errors(args):
         store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
+        # before the first write: a run cut short is finished by a plain re-run with these options
+        remember_chunk_options(store.collection, options)
         try:
             if args.ray is not None:
                 summary = index_with_ray(args, files, chunker, args.encoder or recorded, report)
@@ -173,10 +186,12 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                 raise ValueError(str(exc)) from exc
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
-        pruned = None
+        pruned = gone = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),
                                   report=None if args.quiet else lambda d: report_line(f"pruned {d}: its file is gone"))
+        else:  # the same look-up as --prune's, to say what it would remove
+            gone = ingest.stale_documents(store, args.paths, [f.doc_id for f in files], id_anchor(args))
         total = store.count()
     failed = len(summary.failed) + len(problems)
     sec = summary.seconds
@@ -185,6 +200,13 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
     print(f"documents  {summary.documents} indexed, {', '.join(extra)}")
     if pruned is not None:
         print(f"pruned     {len(pruned)} documents whose files are gone")
+    if gone:
+        held = "1 stored document has" if len(gone) == 1 else f"{len(gone)} stored documents have"
+        print(f"gone       {held} no file any more under the PATHs ({_some(gone)}) and still answer queries: "
+              "re-run with --prune to remove them")
+    note = chunking_note(remembered, given, options)
+    if note:
+        print(f"chunking   {note}")
     print(f"segments   {summary.segments}")
     print(f"clusters   {summary.clusters}")
     print(f"vectors    {summary.vectors} written; collection {args.collection!r} at {location_label(args)} "
@@ -192,3 +214,33 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
     print(f"seconds    {time.perf_counter() - start:.1f} (reading {sec['reading']:.1f}, "
           f"chunking {sec['chunking']:.1f}, writing {sec['writing']:.1f})")
     return 1 if failed else 0
+
+
+def _some(ids: list[str], shown: int = 3) -> str:
+    return ", ".join(ids[:shown]) + (f", ... {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def _flags(options: dict[str, Any]) -> str:
+    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in options.items())
+
+
+def chunking_note(remembered: dict[str, Any] | None, given: dict[str, Any], options: dict[str, Any]) -> str | None:
+    """What the summary says of the chunk options: those given that differ from what the store remembered
+    (its documents are chunked again), else those taken from it; ``None`` when there is nothing to say.
+
+    Example:
+        >>> chunking_note({"target_tokens": 128}, {"target_tokens": 512}, {"target_tokens": 512})[:43]
+        '--target-tokens 512, was --target-tokens 128'
+    """
+    if remembered is None:  # a new store, or one written before hseg remembered options
+        return None
+    changed = [n for n in CHUNK_OPTIONS if options.get(n) != remembered.get(n)]
+    if changed:
+        now = _flags({n: options[n] for n in changed if options.get(n) is not None}) or "the defaults"
+        before = _flags({n: remembered[n] for n in changed if remembered.get(n) is not None}) or "the defaults"
+        return (f"{now}, was {before} (remembered by the store): documents chunked the old way are chunked again, "
+                "and later runs use the new options")
+    taken = {n: v for n, v in options.items() if n not in given}
+    if taken:
+        return f"{_flags(taken)}, remembered by the store from an earlier run (give an option to change it)"
+    return None

@@ -25,7 +25,8 @@ from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segment
 from hseg.text.structure import STRUCTURES
 
 __all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
-           "add_encoder_option", "chunker_from_args", "segmenter_from_args"]
+           "add_encoder_option", "chunker_from_args", "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options",
+           "chunk_options"]
 
 
 def positive_int(text: str) -> int:
@@ -78,22 +79,67 @@ def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(_parser=parser)
 
 
+#: the chunker settings :func:`add_chunker_options` gives options for (``hseg index`` remembers them in the
+#: store: :func:`chunk_options`); ``target_tokens`` and ``k`` are one choice, the size
+CHUNK_OPTIONS = ("target_tokens", "k", "max_cluster_tokens", "structure", "segmenter")
+_SIZE = ("target_tokens", "k")
+
+
 def add_chunker_options(parser: argparse.ArgumentParser) -> None:
     """The chunker's size, structure and segmenter options: ``--target-tokens N | --k K``,
     ``--max-cluster-tokens N``, ``--structure auto|markdown|none`` and ``--segmenter`` (build the
-    chunker with :func:`chunker_from_args`)."""
+    chunker with :func:`chunker_from_args`). An option not given is ``None`` (the chunker's default, or
+    what the store remembers for ``hseg index``: :func:`chunk_options`)."""
     # names, defaults and help come from the one declaration of the settings (hseg.chunking.config)
     docs, defaults = ChunkerConfig.docs(), ChunkerConfig.defaults()
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--target-tokens", type=positive_int, default=defaults["target_tokens"], metavar="N",
-                      help=docs["target_tokens"])
-    size.add_argument("--k", type=finite_float, default=defaults["k"], metavar="K", help=docs["k"])
-    parser.add_argument("--max-cluster-tokens", type=positive_int, default=defaults["max_cluster_tokens"],
-                        metavar="N", help=docs["max_cluster_tokens"])
+    size.add_argument("--target-tokens", type=positive_int, default=None, metavar="N", help=docs["target_tokens"])
+    size.add_argument("--k", type=finite_float, default=None, metavar="K", help=docs["k"])
+    parser.add_argument("--max-cluster-tokens", type=positive_int, default=None, metavar="N",
+                        help=docs["max_cluster_tokens"])
     # a FILE's path is its document id, so with 'auto' a .txt file is plain text, a .md file markdown
-    parser.add_argument("--structure", choices=STRUCTURES, default=defaults["structure"],
-                        help=docs["structure"] + " (default %(default)s)")
+    parser.add_argument("--structure", choices=STRUCTURES, default=None,
+                        help=docs["structure"] + f" (default {defaults['structure']})")
     add_segmenter_option(parser)
+
+
+def given_chunk_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :data:`CHUNK_OPTIONS` given on the command line (a segmenter file as an absolute path, so
+    that a run from another folder finds it)."""
+    given = {name: getattr(args, name, None) for name in CHUNK_OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    try:
+        if "segmenter" in given and isinstance(segmenter_spec(given["segmenter"]), os.PathLike):
+            given["segmenter"] = os.path.abspath(given["segmenter"])
+    except ValueError as exc:  # a mistyped name or a missing file
+        _usage_error(args, exc)
+    return given
+
+
+def chunk_options(args: argparse.Namespace, remembered: dict[str, Any] | None) -> dict[str, Any]:
+    """The chunk options of this run: those given, the rest as ``remembered`` (a store's, from an earlier
+    ``hseg index``); the size (``--target-tokens`` or ``--k``) is taken whole from one or the other.
+    Sets them on ``args`` for :func:`chunker_from_args`; returns them.
+
+    Example:
+        >>> args = argparse.Namespace(target_tokens=None, k=None, max_cluster_tokens=None, structure="none",
+        ...                           segmenter=None)
+        >>> chunk_options(args, {"target_tokens": 128, "structure": "auto"})
+        {'target_tokens': 128, 'structure': 'none'}
+    """
+    given = given_chunk_options(args)
+    kept = {name: value for name, value in (remembered or {}).items() if name in CHUNK_OPTIONS}
+    if any(name in given for name in _SIZE):
+        kept = {name: value for name, value in kept.items() if name not in _SIZE}
+    options = {**kept, **given}
+    for name in CHUNK_OPTIONS:
+        setattr(args, name, options.get(name))
+    return options
+
+
+def _chunk_option(args: argparse.Namespace, name: str) -> Any:
+    value = getattr(args, name, None)
+    return ChunkerConfig.defaults()[name] if value is None else value
 
 
 def add_encoder_option(parser: argparse.ArgumentParser, *, default: str = "all-MiniLM-L6-v2") -> None:
@@ -122,11 +168,9 @@ def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress
     try:
         if args.segmenter is not None:
             segmenter_spec(args.segmenter)  # a mistyped name or path fails before the encoder loads
-        return HierarchicalChunker(encoder=encoder, segmenter=args.segmenter, k=args.k,
-                                   target_tokens=args.target_tokens, max_cluster_tokens=args.max_cluster_tokens,
-                                   structure=getattr(args, "structure", ChunkerConfig.defaults()["structure"]),
+        return HierarchicalChunker(encoder=encoder, show_progress=progress,
                                    backend=getattr(args, "backend", ChunkerConfig.defaults()["backend"]),
-                                   show_progress=progress)
+                                   **{name: _chunk_option(args, name) for name in CHUNK_OPTIONS})
     except ValueError as exc:
         _usage_error(args, exc)
 

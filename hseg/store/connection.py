@@ -19,7 +19,7 @@ from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
            "storage_problem", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
-           "get_or_create_collection", "created_concurrently", "has_unit_index",
+           "set_collection_metadata", "get_or_create_collection", "created_concurrently", "has_unit_index",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
            "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
@@ -176,6 +176,17 @@ def _size(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
     return f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.1f} MiB"
+
+
+def set_collection_metadata(collection: Any, wanted: Mapping[str, Any]) -> None:
+    """Set these keys of the collection's metadata, keeping the others; nothing when all hold these values."""
+    meta = dict(collection.metadata or {})
+    if all(meta.get(k) == v for k, v in wanted.items()):
+        return
+    # modify() replaces the metadata and refuses hnsw:* keys (the space lives in the configuration)
+    merged = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}
+    merged.update(wanted)
+    collection.modify(metadata=merged)
 
 
 def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:

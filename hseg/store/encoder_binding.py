@@ -20,7 +20,7 @@ from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode
 from hseg.encoders import DEFAULT_MODEL, canonical_model_name
 from hseg.encoders.factory import as_encoder
-from hseg.store.connection import check_encoder, remote_errors
+from hseg.store.connection import check_encoder, remote_errors, set_collection_metadata
 
 __all__ = ["EncoderBinding"]
 
@@ -135,16 +135,10 @@ class EncoderBinding:
     def record(self, encoder_name: str | None, *, replace: bool = False) -> None:
         """Write the schema version and ``encoder_name`` (unless one is recorded, or ``replace``) into
         the collection's metadata; nothing when both are there already."""
-        meta = dict(self.collection.metadata or {})
         wanted: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
-        if encoder_name is not None and ("hseg_encoder" not in meta or replace):
+        if encoder_name is not None and ("hseg_encoder" not in (self.collection.metadata or {}) or replace):
             wanted["hseg_encoder"] = encoder_name
-        if all(meta.get(k) == v for k, v in wanted.items()):
-            return
-        # modify() replaces the metadata and refuses hnsw:* keys (the space lives in the configuration)
-        merged = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}
-        merged.update(wanted)
-        self.collection.modify(metadata=merged)
+        set_collection_metadata(self.collection, wanted)
 
     def adopt_if_empty(self, encoder_name: str | None) -> None:
         """An empty collection takes ``encoder_name`` in place of the one it records."""

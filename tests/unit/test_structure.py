@@ -397,7 +397,9 @@ def test_structure_is_a_setting_of_every_entry_point():
     assert HierarchicalSegmentNodeParser(structure="none").chunker_config.structure == "none"
     parser = argparse.ArgumentParser()
     add_chunker_options(parser)
-    assert parser.parse_args([]).structure == "auto"
+    # not given: the default, or for 'hseg index' what the store remembers (hseg.cli.options.chunk_options)
+    assert parser.parse_args([]).structure is None
+    assert "(default auto)" in " ".join(parser.format_help().split())
     assert parser.parse_args(["--structure", "none"]).structure == "none"
     assert ChunkerConfig.docs()["structure"] in " ".join(parser.format_help().split())
 

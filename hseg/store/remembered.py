@@ -1,0 +1,47 @@
+"""What a collection remembers of the ``hseg index`` runs that wrote it, in its own metadata: the chunk
+options (``--target-tokens``, ``--segmenter``, ...), so that a later run without them chunks as the
+earlier one did instead of re-chunking every document to the defaults. The encoder is remembered the
+same way (:mod:`hseg.store.encoder_binding`), but binds: one collection holds one model's vectors.
+
+Example:
+    >>> remember_chunk_options(collection, {"target_tokens": 128})  # doctest: +SKIP
+    >>> remembered_chunk_options(collection)  # doctest: +SKIP
+    {'target_tokens': 128}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from hseg.store.connection import set_collection_metadata
+
+__all__ = ["CHUNK_OPTIONS_KEY", "remembered_chunk_options", "remember_chunk_options"]
+
+logger = logging.getLogger(__name__)
+
+#: the collection metadata key of the chunk options (a JSON object: Chroma's metadata values are scalars)
+CHUNK_OPTIONS_KEY = "hseg_chunk_options"
+
+
+def remembered_chunk_options(collection: Any) -> dict[str, Any] | None:
+    """The chunk options the collection remembers (``None``: none, or unreadable, which is logged)."""
+    raw = (collection.metadata or {}).get(CHUNK_OPTIONS_KEY)
+    if raw is None:
+        return None
+    try:
+        options = json.loads(str(raw))
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        logger.warning("collection %r: unreadable %s %r in its metadata; using the defaults", collection.name,
+                       CHUNK_OPTIONS_KEY, raw)
+        return None
+    return options
+
+
+def remember_chunk_options(collection: Any, options: Mapping[str, Any]) -> None:
+    """Remember ``options`` (JSON-ready values) in the collection's metadata; nothing when it holds them."""
+    set_collection_metadata(collection, {CHUNK_OPTIONS_KEY: json.dumps(dict(options), sort_keys=True)})
