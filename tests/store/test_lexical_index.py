@@ -26,6 +26,7 @@ from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
 from hseg.store.lexical import FOLDER
 from hseg.store.lexical.reads import summed_terms
+from hseg.store.lexical.tables import FORMAT
 from tests.support.chunkers import small_chunker
 from tests.support.fakes import HashingEncoder, synthetic_book
 
@@ -430,10 +431,11 @@ def test_following_lists_the_segments_after_one_while_their_tokens_fit_then_the_
     assert any(s.cuts for s in segs[2:5])
 
 
-@pytest.mark.parametrize("old_format", ["1", "2"])
+@pytest.mark.parametrize("old_format", ["1", "2", "3"])
 def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_collection_name, chunker, old_format):
-    """Layout 1 had no cuts column, layout 2 no record column: a store opened by this version rebuilds
-    the file as layout 3, instead of failing on the missing column or reading rows without them."""
+    """Layout 1 had no cuts column, layout 2 no record column, layout 3 no change log (its writers kept
+    none): a store opened by this version rebuilds the file in its own layout, instead of failing on
+    the missing column or reading rows without them."""
     path = str(tmp_path / "db")
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     chunking = chunker.chunk(book(5, 6000), doc_id="d")
@@ -443,7 +445,7 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_c
         c.execute("DROP TABLE segments")
         c.execute("CREATE TABLE segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
                   "cluster_id TEXT NOT NULL, position INTEGER NOT NULL, tokens INTEGER NOT NULL"
-                  + (", cuts TEXT)" if old_format == "2" else ")"))
+                  + {"1": ")", "2": ", cuts TEXT)", "3": ", cuts TEXT, record TEXT NOT NULL)"}[old_format])
         c.execute("DELETE FROM fts")
         c.execute("UPDATE meta SET value = ? WHERE key = 'format'", (old_format,))
     again = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
@@ -452,7 +454,7 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_c
     segs = chunking.segments
     rows = again.lexical_index.following([segs[0].id], 10**6)[segs[0].id]
     assert [(r.segment_id, decode_cuts(r.cuts)) for r in rows] == [(s.id, list(s.cuts)) for s in segs[1:]]
-    assert again.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'format'") == [("3",)]
+    assert again.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'format'") == [(FORMAT,)]
     records = again.lexical_index.records(s.id for s in segs)
     assert [(records[s.id][1], records[s.id][0]["hseg_start"], records[s.id][0]["hseg_end"]) for s in segs] == \
         [(s.text, s.start, s.end) for s in segs]

@@ -1,12 +1,5 @@
 """The lexical index's SQLite file: one connection to it with the index's writer lock, and the BM25
-terms of each word the connection has read.
-
-A word's terms are FTS5's own: ``-bm25()`` of the one-word query (:func:`_term_scores`). Adding a
-query's words up one at a time, in its order (:func:`hseg.store.lexical.reads.summed_terms`), gives
-FTS5's ``-bm25()`` of the ``OR`` of the words to the bit, and lets a connection keep each word's
-terms (:meth:`Database.term_scores`) until the file changes: the common words that make a long
-question expensive are mostly words that earlier questions asked (``benchmarks/RESULTS.md``).
-"""
+terms of each word the connection has read (:mod:`hseg.store.lexical.terms`)."""
 
 from __future__ import annotations
 
@@ -16,15 +9,14 @@ import fcntl
 import os
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hseg.retrieval.lexical_query import fts5_match
 from hseg.store.lexical.tables import SCHEMA
+from hseg.store.lexical.terms import KeptTerms, read_terms
 
 __all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "file_inode", "memory_database", "drop_memory_database"]
 
@@ -45,10 +37,8 @@ class Database:
         self.inode = None if path is None else file_inode(path)
         self.lock = threading.RLock()
         self._memory_writer = threading.Lock()
-        # each word's BM25 terms (rowids, scores), kept while the file is as they were read from it
-        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._terms_pairs = 0
-        self._terms_state: tuple[int, int] | None = None
+        # each word's BM25 terms (rowids, scores), brought up to date after writes
+        self._terms = KeptTerms(TERM_CACHE_PAIRS)
         # Set up under the writer lock: switching a file to WAL while another connection (another
         # store on the same path, in this process or another) is writing fails at once with "database
         # is locked" (SQLite does not wait on its busy timeout there): 7 of 40 two-writer loops did.
@@ -66,60 +56,31 @@ class Database:
             return self.conn.execute(sql, params).fetchall()
 
     def term_scores(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each word's ``(rowids, BM25 terms)`` (ascending rowids), read in one snapshot.
-
-        A word's terms are kept and reused while the file is unchanged: a word's IDF and every row's
-        length are the table's, so any write may change any of them. The file is unchanged while
-        ``PRAGMA data_version`` (other connections' commits, read inside the snapshot) and this
-        connection's ``total_changes`` (its own writes, rolled back ones too) are. Not kept within
-        a transaction of this connection: a rollback would not undo its count."""
+        """Each word's ``(rowids, BM25 terms)`` (ascending rowids), read in one snapshot, from the
+        words' kept terms where they can be brought up to date (:mod:`hseg.store.lexical.terms`). Not
+        kept within a transaction of this connection: a rollback would undo what they were read from."""
         with self.lock:
             if self.conn.in_transaction:
-                return [_term_scores(self.conn, term) for term in terms]
+                return [read_terms(self.conn, term) for term in terms]
             with self.snapshot() as conn:
-                return self._cached_term_scores(conn, terms)
-
-    def _cached_term_scores(self, conn: sqlite3.Connection,
-                            terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-        if state != self._terms_state:
-            self._forget_terms(state)
-        out = []
-        for term in terms:
-            found = self._terms.get(term)
-            if found is None:
-                found = _term_scores(conn, term)
-                self._keep(term, found)
-            else:
-                self._terms.move_to_end(term)
-            out.append(found)
-        return out
+                return self._terms.get(conn, terms)
 
     @property
     def kept_term_pairs(self) -> int:
         """How many (rowid, term) pairs the connection keeps now (at most :data:`TERM_CACHE_PAIRS`)."""
         with self.lock:
-            return self._terms_pairs
+            return self._terms.pairs
+
+    @property
+    def kept_terms(self) -> KeptTerms:
+        """The words' kept terms (for tests and benchmarks: how many were brought up to date)."""
+        return self._terms
 
     def forget_terms(self) -> None:
         """Drop every kept word's terms: the next search reads them from the file, as a new process
         would (for benchmarks of a process's first question)."""
         with self.lock:
-            self._forget_terms(None)
-
-    def _forget_terms(self, state: tuple[int, int] | None) -> None:
-        # what the kept terms are valid for: None matches no state of the file
-        self._terms.clear()
-        self._terms_pairs, self._terms_state = 0, state
-
-    def _keep(self, term: str, found: tuple[np.ndarray, np.ndarray]) -> None:
-        if len(found[0]) > TERM_CACHE_PAIRS:
-            return
-        self._terms[term] = found
-        self._terms_pairs += len(found[0])
-        while self._terms_pairs > TERM_CACHE_PAIRS:
-            _, (dropped, _) = self._terms.popitem(last=False)
-            self._terms_pairs -= len(dropped)
+            self._terms.forget()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -211,10 +172,3 @@ def drop_memory_database(key: str) -> None:
         db = _MEMORY.pop(key, None)
     if db is not None:
         db.close()
-
-
-def _term_scores(conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """The rows holding ``term`` and its BM25 term in each (FTS5's ``-bm25()`` of the one-word query)."""
-    found = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?", (fts5_match([term]),)).fetchall()
-    return (np.fromiter((r for r, _ in found), np.int64, len(found)),
-            np.fromiter((x for _, x in found), np.float64, len(found)))

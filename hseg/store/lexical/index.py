@@ -154,8 +154,8 @@ class LexicalIndex(TableReads):
                 c.execute("DROP TABLE IF EXISTS segments")
                 for statement in SCHEMA:
                     c.execute(statement)
-            clear_rows(c)
             c.execute("DELETE FROM meta")
+            clear_rows(c)
             set_meta(c, collection_id=str(self.collection.id), format=FORMAT, built="0", schema=str(SCHEMA_VERSION),
                      rows="0")
 
@@ -169,7 +169,7 @@ class LexicalIndex(TableReads):
         with self.db.transaction() as c:
             clear_rows(c)
             for got in pages(self.collection, {"hseg_level": "segment"}, ["documents", "metadatas"], _PAGE):
-                n += insert_rows(c, got["ids"], got["documents"], got["metadatas"])
+                n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
         # it keeps no second copy of the index (the old index's pages stay in the file, free for the next

@@ -16,15 +16,20 @@ from hseg.chunking.records import CUTS_KEY
 from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
-__all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "insert_rows", "delete_documents", "set_meta",
-           "clear_rows", "record_applied", "applied_among"]
+__all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "CHANGES_KEPT", "insert_rows", "delete_documents", "set_meta",
+           "clear_rows", "record_applied", "applied_among", "changes_state", "changes_since"]
 
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 #: the layout of the file (:data:`SCHEMA`), kept in its ``meta`` table; a file of another layout is rebuilt
-#: (2: ``segments.cuts``; 3: ``segments.record``; the ``applied`` table is created where it is missing)
-FORMAT = "3"
+#: (2: ``segments.cuts``; 3: ``segments.record``; 4: ``changes``, which every writer must keep; the
+#: ``applied`` table is created where it is missing)
+FORMAT = "4"
+
+#: change events the file keeps (:func:`note_changes`): a reader whose kept terms are older than the
+#: oldest kept reads them anew
+CHANGES_KEPT = 200_000
 
 #: ids per SQL statement (SQLite's bound on the variables of one statement is 32766)
 SQL_IDS = 900
@@ -42,6 +47,10 @@ SCHEMA = (
     # the write log's entries (hseg.store.lexical.journal) a cache has read its documents for, with
     # their time: entries older than the log keeps are forgotten here too
     "CREATE TABLE IF NOT EXISTS applied(entry TEXT PRIMARY KEY, at REAL NOT NULL)",
+    # each segment row added (1) or deleted (0), in order: what a connection's kept BM25 terms
+    # (hseg.store.lexical.terms) are brought up to date from; AUTOINCREMENT: a position is never reused
+    "CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, row INTEGER NOT NULL, "
+    "added INTEGER NOT NULL)",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='{TOKENIZER}')",
 )
 
@@ -53,9 +62,39 @@ def set_meta(c: sqlite3.Connection, **values: str) -> None:
 def clear_rows(c: sqlite3.Connection) -> None:
     """Every row of every segment, document, pending document and applied entry (``meta`` stays,
     its row count at 0)."""
-    for table in ("segments", "documents", "fts", "pending", "applied"):
+    for table in ("segments", "documents", "fts", "pending", "applied", "changes"):
         c.execute(f"DELETE FROM {table}")
-    set_meta(c, rows="0")
+    # every row changes: a marker event, and every kept term older than it is read anew
+    c.execute("INSERT INTO changes(row, added) VALUES (-1, 0)")
+    set_meta(c, rows="0", changes_floor=str(_last_change(c)))
+
+
+def _last_change(c: sqlite3.Connection) -> int:
+    row = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _note_changes(c: sqlite3.Connection, rowids: Iterable[int], added: bool) -> None:
+    """Log rows added or deleted, and forget the events past the :data:`CHANGES_KEPT` most recent."""
+    c.executemany("INSERT INTO changes(row, added) VALUES (?, ?)", ((r, int(added)) for r in rowids))
+    floor = _last_change(c) - CHANGES_KEPT
+    if c.execute("DELETE FROM changes WHERE seq <= ?", (floor,)).rowcount:
+        set_meta(c, changes_floor=str(floor))
+
+
+def changes_state(c: sqlite3.Connection) -> tuple[int, int, int] | None:
+    """``(last change, floor, rows)``: the position of the last change event, the position below which
+    events are forgotten, and the file's segment rows; ``None`` for a file without them."""
+    meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN ('rows', 'changes_floor')").fetchall())
+    if "rows" not in meta:
+        return None
+    return _last_change(c), int(meta.get("changes_floor", "0")), int(meta["rows"])
+
+
+def changes_since(c: sqlite3.Connection, seq: int) -> tuple[list[int], list[int], list[int]]:
+    """The change events after position ``seq``, in order: their positions, rows, and 1 (added) or 0."""
+    got = c.execute("SELECT seq, row, added FROM changes WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+    return [g[0] for g in got], [g[1] for g in got], [g[2] for g in got]
 
 
 def _count_rows(c: sqlite3.Connection, delta: int) -> None:
@@ -64,11 +103,14 @@ def _count_rows(c: sqlite3.Connection, delta: int) -> None:
     c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'rows'", (delta,))
 
 
-def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any]) -> int:
+def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any], *,
+                logged: bool = True) -> int:
     """The rows of these segment records (other records are skipped: another writer's sharing the
-    collection) and their documents' shas; returns the rows written."""
+    collection) and their documents' shas; returns the rows written. ``logged=False`` after
+    :func:`clear_rows` only (a rebuild): the clear tells every reader that every row changed."""
     n = 0
     shas: dict[str, str | None] = {}
+    added: list[int] = []
     for rid, text, meta in zip(ids, docs, metas):
         meta = meta or {}
         if meta.get("hseg_level") != "segment" or "hseg_cluster_id" not in meta:
@@ -81,9 +123,12 @@ def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], 
                                                          None if cuts is None else str(cuts),
                                                          json.dumps(search_metadata(meta))))
         c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
+        added.append(int(cur.lastrowid or 0))  # lastrowid is set after an INSERT
         sha = meta.get("content_sha256")
         shas[doc] = None if sha is None else str(sha)
         n += 1
+    if logged:
+        _note_changes(c, added, True)
     c.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?)", shas.items())
     _count_rows(c, n)  # callers remove a document's rows before writing them again: no row is replaced
     return n
@@ -93,6 +138,8 @@ def delete_documents(c: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
     """Every row of these documents."""
     for part in batched(list(doc_ids), SQL_IDS):
         marks = ",".join("?" * len(part))
+        _note_changes(c, [r for (r,) in c.execute(f"SELECT rowid FROM segments WHERE doc_id IN ({marks})", part)],
+                      False)
         c.execute(f"DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id IN ({marks}))", part)
         _count_rows(c, -c.execute(f"DELETE FROM segments WHERE doc_id IN ({marks})", part).rowcount)
         c.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
