@@ -1,8 +1,9 @@
 """The ``hseg`` command line (the ``hseg`` console script, or ``python -m hseg.cli``).
 
 Subcommands live in the modules of this package that each expose ``register(subparsers)``
-(:mod:`~hseg.cli.index`, :mod:`~hseg.cli.query`, :mod:`~hseg.cli.chunk`, :mod:`~hseg.cli.segmenter`,
-:mod:`~hseg.cli.show`); the options several commands share are built in :mod:`hseg.cli.options`.
+(:mod:`~hseg.cli.index`, :mod:`~hseg.cli.repair`, :mod:`~hseg.cli.query`, :mod:`~hseg.cli.chunk`,
+:mod:`~hseg.cli.segmenter`, :mod:`~hseg.cli.show`); the options several commands share are built in
+:mod:`hseg.cli.options`.
 This file only wires them together, so heavy imports (torch, chromadb) happen when a command runs,
 not at ``--help``.
 
@@ -25,7 +26,8 @@ from collections.abc import Sequence
 __all__ = ["main", "build_parser"]
 
 #: modules that contribute subcommands, in the order ``hseg --help`` lists them
-COMMAND_MODULES = ("hseg.cli.index", "hseg.cli.query", "hseg.cli.chunk", "hseg.cli.segmenter", "hseg.cli.show")
+COMMAND_MODULES = ("hseg.cli.index", "hseg.cli.repair", "hseg.cli.query", "hseg.cli.chunk", "hseg.cli.segmenter",
+                   "hseg.cli.show")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -17,7 +17,8 @@ from typing import Any
 
 from hseg.cli.options import positive_int
 
-__all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "server_errors",
+__all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "location_options",
+           "server_errors",
            "client", "existing_collection"]
 
 CONNECT_TIMEOUT_S = 5.0
@@ -59,6 +60,18 @@ def check_location(args: argparse.Namespace) -> None:
 def location_label(args: argparse.Namespace) -> str:
     """``host:port`` of the server, or the ``--db`` directory."""
     return f"{args.host}:{args.port or 8000}" if args.host else str(args.db)
+
+
+def location_options(args: argparse.Namespace) -> str:
+    """The options that name this store again in another command: ``--db DIR`` or ``--host H --port P``,
+    and ``--collection`` when not the default.
+
+    Example:
+        >>> location_options(argparse.Namespace(db="db", host=None, port=None, collection="hseg"))
+        '--db db'
+    """
+    where = f"--host {args.host} --port {args.port or 8000}" if args.host else f"--db {args.db}"
+    return where + ("" if args.collection == "hseg" else f" --collection {args.collection}")
 
 
 @contextmanager

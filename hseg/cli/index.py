@@ -229,7 +229,7 @@ def chunking_note(remembered: dict[str, Any] | None, given: dict[str, Any], opti
     (its documents are chunked again), else those taken from it; ``None`` when there is nothing to say.
 
     Example:
-        >>> chunking_note({"target_tokens": 128}, {"target_tokens": 512}, {"target_tokens": 512})[:43]
+        >>> chunking_note({"target_tokens": 128}, {"target_tokens": 512}, {"target_tokens": 512})[:44]
         '--target-tokens 512, was --target-tokens 128'
     """
     if remembered is None:  # a new store, or one written before hseg remembered options

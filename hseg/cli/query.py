@@ -24,6 +24,7 @@ from hseg.cli.chroma import (
     existing_collection,
     id_anchor,
     location_label,
+    location_options,
     server_errors,
 )
 from hseg.cli.options import add_encoder_option, add_search_options, quiet_model_loading, search_settings_from_args
@@ -180,8 +181,8 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"NO VECTOR  {lost} records and {lost_units} unit-index records (metadata only: no search finds them; "
               "two processes wrote this store at once)")
     if stats["documents_incomplete"]:
-        print(f"complete   {stats['documents_complete']} documents; {stats['documents_incomplete']} INCOMPLETE "
-              "(an interrupted or failed write, or lost vectors): re-run 'hseg index' on their paths")
+        print(f"complete   {stats['documents_complete']} documents; {stats['documents_incomplete']} INCOMPLETE: "
+              + "; ".join(incomplete_parts(stats, location_options(args))))
     else:
         print(f"complete   all {stats['documents_complete']} documents")
     if stats["unit_index_segments"] is not None:
@@ -193,3 +194,22 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"lexical    {lexical['segments']} of {stats['segments']} segments ({lexical['kind']}"
               + (f", {lexical['path']})" if lexical["path"] else ")"))
     return 0
+
+
+def incomplete_parts(stats: dict[str, Any], location: str) -> list[str]:
+    """Each kind of incomplete document ``stats`` counts, with its remedy: documents of files (``hseg
+    index``), and of other writers those lacking unit-index rows alone (``hseg repair``, from their
+    records) or records and vectors (their source)."""
+    from_files, unit_only = stats["documents_incomplete_from_files"], stats["documents_unit_rows_only"]
+    without_path = stats["documents_incomplete_without_path"]
+    parts = []
+    if from_files:
+        parts.append(f"{from_files} of files (an interrupted or failed write, or lost vectors): re-run 'hseg index' "
+                     "on their paths")
+    if unit_only:
+        parts.append(f"{unit_only} lack only unit-index rows (written around hseg, e.g. by a LlamaIndex "
+                     f"IngestionPipeline without store.sync_unit_index()): run 'hseg repair {location}'")
+    if without_path:
+        parts.append(f"{without_path} miss records or vectors and came from no file (another writer): add them "
+                     "again from their source")
+    return parts

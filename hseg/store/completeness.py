@@ -11,7 +11,7 @@ from hseg.store.connection import remote_errors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["is_complete", "tiled_length", "completeness", "documents_missing_vectors"]
+__all__ = ["is_complete", "tiled_length", "completeness", "unit_rows_to_repair", "documents_missing_vectors"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
@@ -65,28 +65,60 @@ def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
 
 
 def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]] | None,
-                 vectorless: Collection[str] = ()) -> dict[str, Any]:
+                 vectorless: Collection[str] = (), indexed: Collection[str] = ()) -> dict[str, Any]:
     """Whole and partial documents of a store (``records``: ``{doc id: {record id: metadata}}``;
     ``units``: the segment ids its unit index holds per document, ``None`` without one;
-    ``vectorless``: the documents with a record or unit-index record whose vector is missing), as
-    ``hseg stats`` reports them. A partial document is one ``hseg index`` would redo.
+    ``vectorless``: the documents with a record or unit-index record whose vector is missing;
+    ``indexed``: the documents ``hseg index`` wrote, from files), as ``hseg stats`` reports them. A
+    partial document is one ``hseg index`` would redo. The partial ones by remedy:
+    ``documents_incomplete_from_files`` (a re-run of ``hseg index`` on their paths), and of those that
+    came from no file, ``documents_unit_rows_only``, which lack nothing but unit-index rows, built again
+    from their records (:func:`unit_rows_to_repair`, ``hseg repair``), and
+    ``documents_incomplete_without_path``, which lack records or vectors (only their source gives them back).
 
     Example:
         >>> completeness({}, {})["documents_incomplete"]
         0
     """
-    incomplete = []
+    incomplete, unit_rows_only = [], []
     segments = covered = 0
     for doc, recs in records.items():
         seg_ids = {rid for rid, m in recs.items() if m.get("hseg_level") == "segment"}
         segments += len(seg_ids)
         held = (units or {}).get(doc, set())
         covered += len(held & seg_ids)
-        if tiled_length(recs) is None or (units is not None and held != seg_ids) or doc in vectorless:
+        whole = tiled_length(recs) is not None and doc not in vectorless
+        if not whole or (units is not None and held != seg_ids):
             incomplete.append(doc)
+            if whole:
+                unit_rows_only.append(doc)
+    from_files = [d for d in incomplete if d in indexed]
+    unit_rows_only = [d for d in unit_rows_only if d not in indexed]
     return {"documents_complete": len(records) - len(incomplete), "documents_incomplete": len(incomplete),
-            "incomplete_documents": sorted(incomplete)[:20],
+            "incomplete_documents": sorted(incomplete)[:20], "documents_incomplete_from_files": len(from_files),
+            "documents_unit_rows_only": len(unit_rows_only),
+            "documents_incomplete_without_path": len(incomplete) - len(from_files) - len(unit_rows_only),
             "unit_index_segments": None if units is None else covered, "segments_total": segments}
+
+
+def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]],
+                        vectorless: Collection[str]) -> tuple[list[str], list[str]]:
+    """``(documents whose unit-index rows their records can give back, documents the store cannot make
+    whole)``: the first are whole (their records tile the text, each with its vector) but the unit index
+    holds other segments for them (none, for records written around hseg); the second miss records
+    or vectors, which only their source gives back.
+
+    Example:
+        >>> unit_rows_to_repair({}, {}, ())
+        ([], [])
+    """
+    repair, lost = [], []
+    for doc, recs in sorted(records.items()):
+        if tiled_length(recs) is None or doc in vectorless:
+            lost.append(doc)
+        elif units.get(doc, set()) != {rid for rid, m in recs.items() if m.get("hseg_level") == "segment"}:
+            repair.append(doc)
+    return repair, lost
 
 
 def documents_missing_vectors(collection: Any, unit_index: UnitIndex | None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hseg.chunking.records import ENCODER_KEY
+from hseg.chunking.records import CONTENT_HASH_KEY, ENCODER_KEY
 from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
 from hseg.store.connection import remote_errors
@@ -32,6 +32,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
     by_doc: dict[str, dict[str, dict[str, Any]]] = {}
     metas = []
     encoders: dict[str, int] = {}
+    indexed: set[str] = set()
     with remote_errors(collection, "reading the collection"):
         for got in pages(collection, None, ["metadatas"], _PAGE):
             for rid, raw in zip(got["ids"], got["metadatas"]):
@@ -42,6 +43,8 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
                 metas.append(m)
                 if "hseg_doc_id" in m:
                     by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+                    if raw.get(CONTENT_HASH_KEY):  # written by hseg index, from a file
+                        indexed.add(str(m["hseg_doc_id"]))
     with remote_errors(collection, "reading the collection's vectors"):
         vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])
     broken = {doc for doc, recs in by_doc.items() if not vectorless.isdisjoint(recs)}
@@ -61,7 +64,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
         broken |= {owner[u] for u in unit_vectorless}
     meta = collection.metadata or {}
     return {"collection": collection.name, "encoder": meta.get("hseg_encoder"),
-            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units, broken),
+            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units, broken, indexed),
             "records_without_vectors": len(vectorless),
             "unit_records_without_vectors": None if unit_index is None else len(unit_vectorless),
             "record_encoders": encoders,

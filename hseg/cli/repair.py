@@ -1,0 +1,64 @@
+"""``hseg repair``: give a store's documents back what their own records hold, for a store written
+around hseg's writers (a LlamaIndex ``IngestionPipeline`` into a ``ChromaVectorStore`` writes records
+but no unit-index rows, and its documents have no paths for ``hseg index`` to re-run on).
+
+Example::
+
+    hseg repair --db ./chroma-db
+
+Each document whose records are whole (they tile its text, each with its vector) but whose unit-index
+rows are missing or out of step gets them built from its records (``store.sync_unit_index``), and its
+lexical rows too. A document that misses records or vectors cannot be made whole from the store: the
+command names how many, and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hseg.cli.chroma import add_location, check_location, existing_collection, location_label, server_errors
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "repair",
+        help="build missing unit-index rows from a store's records (e.g. after a LlamaIndex pipeline)",
+        description="Build the unit-index (and lexical) rows of every document whose records are whole but "
+                    "whose unit-index rows are missing or out of step: what a LlamaIndex IngestionPipeline "
+                    "into a ChromaVectorStore leaves without store.sync_unit_index(). Loads no model. "
+                    "Documents that miss records or vectors are counted, not repaired (add them again from "
+                    "their source, or re-run 'hseg index' on their paths); the exit code is then 1.",
+        epilog="Example: hseg repair --db ./chroma-db",
+    )
+    add_location(p, db_help="directory of the embedded Chroma database")
+    p.set_defaults(func=run_repair)
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    check_location(args)
+    collection = existing_collection(args)
+    from hseg.store import HierarchicalStore
+    from hseg.store.completeness import unit_rows_to_repair
+
+    with server_errors(args):
+        store = HierarchicalStore.from_collection(collection)  # no encoder: the records' vectors are used
+        docs = store.doc_ids()
+        records = store.stored_records(docs)
+        vectorless = store.documents_missing_vectors({d: list(recs) for d, recs in records.items()})
+        repair, lost = unit_rows_to_repair(records, store.unit_segment_ids(docs), vectorless)
+        rows = store.sync_unit_index(repair) if repair else 0
+        if repair and store.lexical_index is not None and store.lexical_index.maintained:
+            store.sync_lexical_index(repair)
+    where = f"collection {args.collection!r} at {location_label(args)}"
+    if repair:
+        print(f"repaired   {len(repair)} documents of {where}: {rows} unit-index rows built from their records")
+    if lost:
+        print(f"left       {len(lost)} documents miss records or vectors, which the store cannot give back "
+              f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): re-run 'hseg index' on their paths, "
+              "or add them again from their source")
+    if not repair and not lost:
+        print(f"nothing to repair: all {len(records)} documents of {where} are complete")
+    return 1 if lost else 0
