@@ -24,6 +24,7 @@ from hseg.cli.options import (
     add_chunker_options,
     add_encoder_option,
     chunk_options,
+    chunker_config_from_args,
     chunker_from_args,
     given_chunk_options,
     positive_int,
@@ -117,7 +118,14 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
     chroma = client(args, must_exist=not files)
     from chromadb.errors import NotFoundError
 
-    from hseg.store.remembered import remember_chunk_options, remembered_chunk_options
+    from hseg.ingest.fingerprint import chunk_settings, settings_key
+    from hseg.ingest.lazy import LazyChunker
+    from hseg.store.remembered import (
+        remember_chunk_options,
+        remember_fingerprint,
+        remembered_chunk_options,
+        remembered_fingerprint,
+    )
 
     recorded = remembered = None
     with server_errors(args):
@@ -156,14 +164,18 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
 
     given = given_chunk_options(args)
     options = chunk_options(args, remembered)  # those not given: as the store remembers them
-    chunker = chunker_from_args(args, encoder=encoder)  # progress comes from ingest's own bars
+    # built when a document needs chunking, not before: a run that finds every document unchanged loads no
+    # model (the fingerprint that tells is the one the store remembers for these settings)
+    key = settings_key(chunker_config_from_args(args, encoder=encoder), encoder.name)
+    chunker = LazyChunker(lambda: chunker_from_args(args, encoder=encoder),  # progress: ingest's own bars
+                          key, remembered_fingerprint(existing, key) if holds_documents else None)
     with server_errors(args):
         store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
         # before the first write: a run cut short is finished by a plain re-run with these options
         remember_chunk_options(store.collection, options)
         try:
             if args.ray is not None:
-                summary = index_with_ray(args, files, chunker, args.encoder or recorded, report)
+                summary = index_with_ray(args, files, chunker.chunker, args.encoder or recorded, report)
             else:
                 summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
                                         progress=not args.quiet, report=report)
@@ -186,6 +198,8 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                 raise ValueError(str(exc)) from exc
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
+        if chunker.built:
+            remember_fingerprint(store.collection, key, chunk_settings(chunker.chunker))
         pruned = gone = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),

@@ -25,8 +25,8 @@ from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segment
 from hseg.text.structure import STRUCTURES
 
 __all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
-           "add_encoder_option", "chunker_from_args", "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options",
-           "chunk_options"]
+           "add_encoder_option", "chunker_config_from_args", "chunker_from_args", "segmenter_from_args",
+           "CHUNK_OPTIONS", "given_chunk_options", "chunk_options"]
 
 
 def positive_int(text: str) -> int:
@@ -156,6 +156,20 @@ def _usage_error(args: argparse.Namespace, exc: ValueError) -> NoReturn:
     parser.error(str(exc))
 
 
+def chunker_config_from_args(args: argparse.Namespace, *, encoder: Any = None, progress: bool = False
+                             ) -> ChunkerConfig:
+    """The :class:`~hseg.chunking.config.ChunkerConfig` of the :func:`add_chunker_options` options (pure:
+    nothing is loaded); a value it refuses exits 2 with its message. See :func:`chunker_from_args`."""
+    try:
+        if args.segmenter is not None:
+            segmenter_spec(args.segmenter)  # a mistyped name or path fails before the encoder loads
+        return ChunkerConfig(encoder=encoder, show_progress=progress,
+                             backend=getattr(args, "backend", ChunkerConfig.defaults()["backend"]),
+                             **{name: _chunk_option(args, name) for name in CHUNK_OPTIONS})
+    except ValueError as exc:
+        _usage_error(args, exc)
+
+
 def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress: bool = False) -> Any:
     """The ``HierarchicalChunker`` of the :func:`add_chunker_options` options.
 
@@ -165,12 +179,9 @@ def chunker_from_args(args: argparse.Namespace, *, encoder: Any = None, progress
     """
     from hseg.chunking.chunker import HierarchicalChunker
 
+    config = chunker_config_from_args(args, encoder=encoder, progress=progress)
     try:
-        if args.segmenter is not None:
-            segmenter_spec(args.segmenter)  # a mistyped name or path fails before the encoder loads
-        return HierarchicalChunker(encoder=encoder, show_progress=progress,
-                                   backend=getattr(args, "backend", ChunkerConfig.defaults()["backend"]),
-                                   **{name: _chunk_option(args, name) for name in CHUNK_OPTIONS})
+        return HierarchicalChunker(config)
     except ValueError as exc:
         _usage_error(args, exc)
 

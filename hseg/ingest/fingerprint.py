@@ -7,22 +7,29 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only
     from hseg.chunking.chunker import HierarchicalChunker
+    from hseg.chunking.config import ChunkerConfig
 
 
-__all__ = ["chunk_settings", "token_counter_name", "segmenter_config"]
+__all__ = ["chunk_settings", "settings_key", "token_counter_name", "segmenter_config"]
 
 
 def chunk_settings(chunker: HierarchicalChunker) -> str:
     """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents.
 
     Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the
-    token counter, the segmenter's configuration (see :func:`segmenter_config`) and the sizes.
+    token counter, the segmenter's configuration (see :func:`segmenter_config`) and the sizes. A
+    :class:`~hseg.ingest.lazy.LazyChunker` gives its own (known without building it when it can).
     """
     import hseg
+
+    own = getattr(chunker, "fingerprint", None)
+    if callable(own):
+        return str(own())
 
     parts = {
         **chunker.config.to_dict(runtime=False),
@@ -33,6 +40,32 @@ def chunk_settings(chunker: HierarchicalChunker) -> str:
         "segmenter": segmenter_config(chunker.segmenter),
     }
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+def settings_key(config: ChunkerConfig, encoder_name: str) -> str | None:
+    """What decides :func:`chunk_settings` of a chunker built from ``config`` with the encoder
+    ``encoder_name``, read without building it (no model, no torch): the settings, the hseg version and
+    the SHA-256 of the segmenter's weights file. Equal keys give equal fingerprints, so a store can
+    remember the fingerprint of a key and a run that chunks nothing need not build the chunker
+    (:class:`~hseg.ingest.lazy.LazyChunker`). ``None`` when objects decide it (a segmenter or
+    tokenizer instance).
+
+    Example:
+        >>> from hseg.chunking.config import ChunkerConfig
+        >>> settings_key(ChunkerConfig(segmenter="texttiling"), "all-MiniLM-L6-v2") is not None
+        True
+    """
+    import hseg
+    from hseg.segmentation.segmenters import weights_file
+
+    segmenter, tokenizer = config.segmenter, config.tokenizer
+    if (segmenter is not None and not isinstance(segmenter, (str, os.PathLike))) or \
+            (tokenizer is not None and not isinstance(tokenizer, str)):
+        return None
+    weights = weights_file(segmenter)
+    parts = {**config.replace(encoder=None).to_dict(runtime=False), "encoder": encoder_name, "hseg": hseg.__version__,
+             "weights_sha256": None if weights is None else hashlib.sha256(weights.read_bytes()).hexdigest()}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def token_counter_name(counter: Any) -> str | None:

@@ -31,14 +31,13 @@ import torch
 from torch import nn
 
 from hseg.segmentation.cohesion import depth_scores, window_similarity
+from hseg.segmentation.segmenters import DEFAULT_WEIGHTS  # the shipped weights (torch file; card: .json beside)
 
 __all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "GAP_WINDOWS",
            "LEGACY_GAP_WINDOWS", "gap_feature_count"]
 
 logger = logging.getLogger(__name__)
 
-#: the shipped weights (torch file; the model card is the ``.json`` next to it)
-DEFAULT_WEIGHTS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.pt"
 
 #: the TextTiling windows (sentences a side) whose gap signals a new model is trained on. The long
 #: ones carry what tuned TextTiling finds on textbooks and Wikipedia (its best window on both

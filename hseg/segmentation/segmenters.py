@@ -235,6 +235,23 @@ DEFAULT_SEGMENTER = "bilstm"
 #: the suffix of BiLSTM weights written by ``BiLSTMSegmenter.save`` / ``hseg train-segmenter``
 WEIGHTS_SUFFIX = ".pt"
 
+#: the shipped BiLSTM weights (the model card is the ``.json`` next to it), named here without torch
+DEFAULT_WEIGHTS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.pt"
+
+
+def weights_file(segmenter: str | os.PathLike[str] | None) -> Path | None:
+    """The weights file a segmenter given by name or path (``None``: the default) is read from, without
+    reading it: the shipped one for the BiLSTM, the file of a path; ``None`` for TextTiling.
+
+    Example:
+        >>> weights_file("texttiling") is None, weights_file(None) == DEFAULT_WEIGHTS
+        (True, True)
+    """
+    spec = segmenter_spec(DEFAULT_SEGMENTER if segmenter is None else segmenter)
+    if isinstance(spec, Path):
+        return spec
+    return DEFAULT_WEIGHTS if spec == "bilstm" else None
+
 
 def segmenter_spec(spec: str | os.PathLike[str]) -> str | Path:
     """What a segmenter string names: a registered name (returned as is) or a weights file (its ``Path``).

@@ -1,7 +1,10 @@
 """What a collection remembers of the ``hseg index`` runs that wrote it, in its own metadata: the chunk
 options (``--target-tokens``, ``--segmenter``, ...), so that a later run without them chunks as the
-earlier one did instead of re-chunking every document to the defaults. The encoder is remembered the
-same way (:mod:`hseg.store.encoder_binding`), but binds: one collection holds one model's vectors.
+earlier one did instead of re-chunking every document to the defaults; and the settings fingerprint of
+the last chunker built for it with its settings key (:func:`hseg.ingest.fingerprint.settings_key`), so
+that a run that chunks nothing need not build one (:class:`hseg.ingest.lazy.LazyChunker`). The encoder
+is remembered the same way (:mod:`hseg.store.encoder_binding`), but binds: one collection holds one
+model's vectors.
 
 Example:
     >>> remember_chunk_options(collection, {"target_tokens": 128})  # doctest: +SKIP
@@ -18,12 +21,15 @@ from typing import Any
 
 from hseg.store.connection import set_collection_metadata
 
-__all__ = ["CHUNK_OPTIONS_KEY", "remembered_chunk_options", "remember_chunk_options"]
+__all__ = ["CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY", "remembered_chunk_options", "remember_chunk_options",
+           "remembered_fingerprint", "remember_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
 #: the collection metadata key of the chunk options (a JSON object: Chroma's metadata values are scalars)
 CHUNK_OPTIONS_KEY = "hseg_chunk_options"
+#: the collection metadata key of the last settings fingerprint, ``{"key": settings key, "settings": fingerprint}``
+FINGERPRINT_KEY = "hseg_chunk_fingerprint"
 
 
 def remembered_chunk_options(collection: Any) -> dict[str, Any] | None:
@@ -45,3 +51,21 @@ def remembered_chunk_options(collection: Any) -> dict[str, Any] | None:
 def remember_chunk_options(collection: Any, options: Mapping[str, Any]) -> None:
     """Remember ``options`` (JSON-ready values) in the collection's metadata; nothing when it holds them."""
     set_collection_metadata(collection, {CHUNK_OPTIONS_KEY: json.dumps(dict(options), sort_keys=True)})
+
+
+def remembered_fingerprint(collection: Any, key: str | None) -> str | None:
+    """The settings fingerprint the collection remembers for the settings key ``key`` (``None``: none)."""
+    raw = (collection.metadata or {}).get(FINGERPRINT_KEY)
+    if key is None or raw is None:
+        return None
+    try:
+        held = json.loads(str(raw))
+    except ValueError:
+        return None
+    return str(held["settings"]) if isinstance(held, dict) and held.get("key") == key and "settings" in held else None
+
+
+def remember_fingerprint(collection: Any, key: str | None, settings: str) -> None:
+    """Remember ``settings``, the fingerprint of a chunker built for the settings key ``key``."""
+    if key is not None:
+        set_collection_metadata(collection, {FINGERPRINT_KEY: json.dumps({"key": key, "settings": settings})})
