@@ -120,6 +120,7 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
 
     from hseg.ingest.fingerprint import chunk_settings, settings_key
     from hseg.ingest.lazy import LazyChunker
+    from hseg.ingest.relocation import check_not_moved
     from hseg.store.remembered import (
         remember_chunk_options,
         remember_fingerprint,
@@ -171,6 +172,8 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                           key, remembered_fingerprint(existing, key) if holds_documents else None)
     with server_errors(args):
         store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
+        if holds_documents:  # before any write: a store moved away from its documents would hold them twice
+            check_not_moved(store, files, id_anchor(args), str(args.db))
         # before the first write: a run cut short is finished by a plain re-run with these options
         remember_chunk_options(store.collection, options)
         try:

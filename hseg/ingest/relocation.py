@@ -1,0 +1,84 @@
+"""A store copied or moved to a folder at another depth than the one it was indexed from.
+
+Document ids are paths relative to the folder that holds ``--db`` (:func:`hseg.ingest.files.doc_id_for`),
+so that one file gets one id whatever the working directory, and a project copied or moved whole (its
+files and its store together) keeps its ids. A store copied or moved alone to another depth (``cp -r db
+sub/copydb``) would give every file a new id (``../docs/a.md`` for ``docs/a.md``), and the next ``hseg
+index`` would store every document twice. Recording an absolute root in the store instead would break
+the whole-project copy (``cp -r proj proj2`` would index ``proj2``'s files under ``proj``'s root), so
+the rule stays, and such a run is refused before it writes, naming the folder the ids are relative to.
+
+Example:
+    >>> check_not_moved(store, files, anchor=Path("db").resolve().parent, db="db")  # doctest: +SKIP
+    Traceback (most recent call last):
+    StoreMovedError: --db sub/copydb: its documents' ids are paths relative to /proj ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hseg.chunking.records import CONTENT_HASH_KEY
+from hseg.ingest.files import SourceFile, read_text_file
+
+if TYPE_CHECKING:  # annotations only
+    from hseg.store.store import HierarchicalStore
+
+__all__ = ["StoreMovedError", "check_not_moved", "moved_root"]
+
+
+class StoreMovedError(ValueError):
+    """The store's document ids are relative to another folder than the one that holds it now."""
+
+
+def text_sha256(text: str) -> str:
+    """The ``content_sha256`` ``hseg index`` stores for a document's text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def moved_root(stored: dict[str, str], files: Sequence[SourceFile], anchor: Path) -> tuple[Path, str, Path] | None:
+    """``(the folder the stored ids are relative to, one stored id, the file that holds its text)`` when
+    the store was moved relative to its documents, else ``None``. ``stored`` is ``{doc id:
+    content_sha256}`` of the stored documents.
+
+    Moved: no stored id names a file from ``anchor`` (a store indexed from here names some; a store
+    whose files were all renamed or deleted names none, but then no new file below another folder holds
+    a stored document's text under its id), and a file this run found under a new id holds the text of
+    a stored document whose id is the file's path below another folder.
+    """
+    new = [f for f in files if f.doc_id not in stored]
+    if not new or any((anchor / doc_id).is_file() for doc_id in stored):
+        return None
+    for f in new:
+        full = Path(os.path.abspath(f.path))
+        parts = full.parts
+        for k in range(1, len(parts)):
+            doc_id = Path(*parts[k:]).as_posix()
+            if doc_id in stored and doc_id != f.doc_id and text_sha256(read_text_file(f.path)) == stored[doc_id]:
+                return Path(*parts[:k]), doc_id, full
+    return None
+
+
+def check_not_moved(store: HierarchicalStore, files: Sequence[SourceFile], anchor: Any, db: str) -> None:
+    """Refuse (:class:`StoreMovedError`, one line with the fix) to index ``files`` into ``store`` at
+    ``db`` when the store was moved relative to its documents (:func:`moved_root`); nothing for
+    absolute ids (``anchor`` ``None``: a server's store)."""
+    if anchor is None or not files:
+        return
+    stored: dict[str, str] = {}
+    for _, meta in store.iter_metadatas({"hseg_level": "cluster"}):
+        if meta.get("hseg_doc_id") is not None and meta.get(CONTENT_HASH_KEY):
+            stored[str(meta["hseg_doc_id"])] = str(meta[CONTENT_HASH_KEY])
+    found = moved_root(stored, files, Path(anchor))
+    if found is None:
+        return
+    root, doc_id, file = found
+    raise StoreMovedError(
+        f"--db {db}: its documents' ids are paths relative to {root} ({doc_id!r} holds the text of {file}), but ids "
+        f"are paths relative to the folder that holds --db ({anchor}): the store was copied or moved to another "
+        f"depth, and indexing would store every document twice; move it into {root} (mv {db} {root}/), or index "
+        "into a new store")
