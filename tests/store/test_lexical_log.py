@@ -214,3 +214,48 @@ def test_the_log_keeps_only_recent_entries(tmp_path, chroma_collection_name, chu
     assert len(journal.read(since=0.0).done) == 4
     journal.compact(time.time() + KEEP_S + 1)
     assert journal.collection.count() == 1  # the horizon alone
+
+
+def test_an_entry_stamped_long_before_it_landed_is_found_by_the_next_sweep(tmp_path, chroma_collection_name, chunker,
+                                                                           as_cache, monkeypatch):
+    """A check looks NEAR_MARGIN_S back, a sweep every SWEEP_S looks MARGIN_S back: an entry of a writer
+    whose clock runs behind (stamped earlier than the near margin before it became visible) is
+    applied by the next sweep, and the metadata of entries read once is not asked for again."""
+    from hseg.store.lexical import follow, journal
+
+    writer = open_store(tmp_path / "db", chroma_collection_name)
+    writer.add(chunker.chunk(book(1), doc_id="a"))
+    reader = open_store(tmp_path / "db", chroma_collection_name)
+    index = checked(reader)
+    follower = index.follower
+    assert follower is not None
+    now = [time.time()]
+    monkeypatch.setattr(follow.time, "time", lambda: now[0])
+    index.ensure_fresh()  # a sweep: the next checks look NEAR_MARGIN_S back until SWEEP_S has passed
+    writer.add(chunker.chunk("Zyzzogeton beetles live in Peru. " * 20, doc_id="z"))
+    late = Journal.open(writer.collection)
+    log = late.collection.get(include=["metadatas"])
+    entry = next(i for i, m in zip(log["ids"], log["metadatas"]) if m["docs"] == '["z"]')
+    stamped = now[0] - journal.NEAR_MARGIN_S - 5  # its writer's clock runs behind
+    late.collection.update(ids=[entry], metadatas=[{"at": stamped}])
+
+    asked: list[list[str]] = []
+    real_get = type(late.collection).get
+
+    def get(self, *args, **kwargs):  # the ids asked for by metadata
+        if self.name == journal_name(chroma_collection_name) and kwargs.get("ids"):
+            asked.append(list(kwargs["ids"]))
+        return real_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(late.collection), "get", get)
+    now[0] += 1
+    index.ensure_fresh()  # a near check: the entry is older than its window
+    assert rows(index) != stored(reader) and follower.applied == 0
+    now[0] += journal.SWEEP_S
+    index.ensure_fresh()  # the sweep finds it
+    assert rows(index) == stored(reader) and follower.applied == 1
+    assert any(entry in ids for ids in asked)
+    asked.clear()
+    now[0] += journal.SWEEP_S
+    index.ensure_fresh()  # another sweep: the entry is known, its metadata not asked for again
+    assert follower.applied == 1 and asked == []

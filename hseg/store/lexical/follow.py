@@ -4,7 +4,10 @@ what every client writes, at a cost that grows with the documents written, not w
 One check (:meth:`Follower.follow`, before each search that reads the index):
 
 1. Read the log's entries since the cache's *position* (the time of its last complete read of the
-   log) minus :data:`~hseg.store.lexical.journal.MARGIN_S`: one ``get`` of the log's recent records.
+   log) minus :data:`~hseg.store.lexical.journal.NEAR_MARGIN_S`, or minus
+   :data:`~hseg.store.lexical.journal.MARGIN_S` when the last such sweep is
+   :data:`~hseg.store.lexical.journal.SWEEP_S` old: the ids of those records, then the metadata of
+   those this object has not read (:meth:`~hseg.store.lexical.journal.Journal.read`).
 2. Rebuild from the collection only where the log cannot say what changed: a new cache or one of
    another collection or layout, a horizon past the position (compaction deleted entries this
    cache may never have seen), or, on an object's first check, a record count that neither the
@@ -34,7 +37,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from hseg.store.lexical.journal import MARGIN_S, OPEN_STALE_S, OPEN_WRITE_TTL_S, Entry, LogRead
+from hseg.store.lexical.journal import MARGIN_S, NEAR_MARGIN_S, OPEN_STALE_S, OPEN_WRITE_TTL_S, SWEEP_S, Entry, LogRead
 from hseg.store.lexical.tables import applied_among, record_applied, set_meta
 
 if TYPE_CHECKING:
@@ -55,6 +58,7 @@ class Follower:
         self.index = index
         self.journal = index.journal
         self._position = -math.inf  # this object's last complete read of the log (its own clock)
+        self._swept = -math.inf  # its last read MARGIN_S back
         self._reread: dict[str, float] = {}  # open entries whose documents this object re-read, and when
         self.rebuilds = 0  #: full rebuilds this object made (for tests and logs)
         self.applied = 0  #: log entries this object applied (for tests and logs)
@@ -72,7 +76,8 @@ class Follower:
         if not (index.belongs(meta) and meta.get("built") == "1" and math.isfinite(position)):
             self._rebuild_locked("no cache of this collection yet", meta)
             return
-        log = self.journal.read(since=position - MARGIN_S)
+        sweep = started - self._swept >= SWEEP_S
+        log = self.journal.read(since=position - (MARGIN_S if sweep else NEAR_MARGIN_S))
         if log.horizon >= position - MARGIN_S:
             self._rebuild_locked("the write log was compacted past this cache's last read", meta)
             return
@@ -88,6 +93,8 @@ class Follower:
                                      meta)
                 return
         self._position = started
+        if sweep:
+            self._swept = started
 
     def _to_apply(self, log: LogRead, now: float) -> tuple[set[str], list[Entry]]:
         """The documents of ``open`` entries to re-read, and the ``done`` entries not yet applied."""

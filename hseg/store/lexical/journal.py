@@ -18,10 +18,11 @@ shares), one record per entry, each with a one-dimensional vector nobody searche
 
 Why a reader needs no order: re-reading a document reads what Chroma holds *now*, so applying
 entries in any order, or twice, leaves the same rows. What a reader needs is never to miss an entry.
-It reads the entries at or after its last read minus :data:`MARGIN_S` (an entry becomes visible a
-little after its writer's clock stamped it, and clocks of client machines differ a little), skips
-those it has applied (the cache's ``applied`` table), and rebuilds from scratch only when the
-horizon passed that point: compaction may have deleted an entry it never saw.
+It reads the entries at or after its last read minus :data:`NEAR_MARGIN_S`, and at least every
+:data:`SWEEP_S` minus :data:`MARGIN_S` (an entry becomes visible a little after its writer's clock
+stamped it, and clocks of client machines differ a little), skips those it has applied (the cache's
+``applied`` table), and rebuilds from scratch only when the horizon passed its last read minus
+:data:`MARGIN_S`: compaction may have deleted an entry it never saw.
 
 The log's size is bounded by time: the ``done`` entries of the last :data:`KEEP_S` seconds, the
 ``open`` entries of writes under way, and those of dead writers for :data:`OPEN_KEEP_S`.
@@ -39,7 +40,8 @@ from typing import Any
 from hseg.chunking.records import SCHEMA_VERSION
 from hseg.store.connection import created_concurrently
 
-__all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "Entry",
+__all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "NEAR_MARGIN_S", "SWEEP_S",
+           "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "Entry",
            "LogRead", "Journal", "journal_name"]
 
 #: the journal collection of collection ``name`` is ``name + JOURNAL_SUFFIX``
@@ -47,9 +49,16 @@ JOURNAL_SUFFIX = "_hseg_writes"
 #: ``done`` entries younger than this are kept: a reader that checks at least this often never rebuilds.
 #: A check reads only the entries since its last one, so a longer log costs a check nothing
 KEEP_S = 3 * 3600.0
-#: how far before its last read a reader looks again: more than an entry's trip to the server plus the
-#: clock difference between two client machines
+#: how far before its last read a reader looks again, at least every :data:`SWEEP_S`: more than an
+#: entry's trip to the server plus the clock difference between two client machines
 MARGIN_S = 120.0
+#: how far before its last read a reader looks at its other checks: an entry's trip to the server plus
+#: the clock difference of machines kept in time (NTP); an entry stamped earlier than that before it
+#: became visible is found by the next sweep of :data:`MARGIN_S`
+NEAR_MARGIN_S = 10.0
+#: seconds between a reader's looks :data:`MARGIN_S` back (a look that far back reads every entry of
+#: that time: hundreds under a writer writing back to back)
+SWEEP_S = 10.0
 #: an open write older than this may be a dead writer's: its documents are re-read (what Chroma holds is
 #: what the writer left), again at most this often while it stays open; a live writer's ``done`` entry
 #: comes after, and its documents are read again then
@@ -104,6 +113,9 @@ class Journal:
 
     def __init__(self, collection: Any) -> None:
         self.collection = collection
+        # entries this object has read (they never change: a write makes new ones), by id: a read asks
+        # the server for the ids in its window, then for the metadata of the ids it does not know
+        self._known: dict[str, tuple[str, Entry]] = {}
 
     @classmethod
     def open(cls, collection: Any) -> Journal:
@@ -142,19 +154,33 @@ class Journal:
         self.collection.delete(ids=[open_id])
 
     def read(self, since: float) -> LogRead:
-        """The ``done`` entries stamped at or after ``since``, every ``open`` entry and the horizon."""
-        got = self.collection.get(where={"$or": [{"kind": {"$in": [_OPEN, _HORIZON]}}, {"at": {"$gte": since}}]},
-                                  include=["metadatas"])
-        out = LogRead()
-        horizon = 0.0
+        """The ``done`` entries stamped at or after ``since``, every ``open`` entry and the horizon.
+
+        Two requests: the ids of those entries, then the metadata of the ids this object has not read
+        before and of the horizon (the only record that changes). A reader under a writer writing
+        back to back looks at about :data:`MARGIN_S` of entries at each check; their metadata was
+        most of a check's cost (``benchmarks/RESULTS.md``)."""
+        ids = self.collection.get(where={"$or": [{"kind": {"$in": [_OPEN, _HORIZON]}}, {"at": {"$gte": since}}]},
+                                  include=[])["ids"]
+        known = self._known
+        wanted = [rid for rid in ids if rid not in known or known[rid][0] == _HORIZON]
+        got = self.collection.get(ids=wanted, include=["metadatas"]) if wanted else {"ids": [], "metadatas": []}
+        fresh: dict[str, tuple[str, Entry]] = {}
         for rid, meta in zip(got["ids"], got["metadatas"]):
             meta = meta or {}
-            kind, at = meta.get("kind"), float(meta.get("at") or 0.0)
+            kind, at = str(meta.get("kind")), float(meta.get("at") or 0.0)
+            fresh[rid] = (kind, Entry(rid, at, tuple(json.loads(str(meta.get("docs") or "[]")))))
+        # an id listed a moment ago and deleted since (an open entry whose write ended) is not an entry now
+        self._known = {rid: fresh[rid] if rid in fresh else known[rid] for rid in ids if rid in fresh or rid in known}
+        out = LogRead()
+        horizon = 0.0
+        for kind, entry in self._known.values():
             if kind == _HORIZON:
-                horizon = max(horizon, at)
-            elif kind in (_OPEN, _DONE):
-                entry = Entry(rid, at, tuple(json.loads(str(meta.get("docs") or "[]"))))
-                (out.opens if kind == _OPEN else out.done).append(entry)
+                horizon = max(horizon, entry.at)
+            elif kind == _OPEN:
+                out.opens.append(entry)
+            elif kind == _DONE and entry.at >= since:
+                out.done.append(entry)
         return LogRead(sorted(out.done, key=lambda e: (e.at, e.id)), out.opens, horizon)
 
     def compact(self, now: float) -> int:
