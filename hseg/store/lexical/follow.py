@@ -6,8 +6,8 @@ One check (:meth:`Follower.follow`, before each search that reads the index):
 1. Read the log's entries since the cache's *position* (the time of its last complete read of the
    log) minus :data:`~hseg.store.lexical.journal.NEAR_MARGIN_S`, or minus
    :data:`~hseg.store.lexical.journal.MARGIN_S` when the last such sweep is
-   :data:`~hseg.store.lexical.journal.SWEEP_S` old: the ids of those records, then the metadata of
-   those this object has not read (:meth:`~hseg.store.lexical.journal.Journal.read`).
+   :data:`~hseg.store.lexical.journal.SWEEP_S` old: one ``get`` of those records (a sweep: their ids,
+   then the metadata of those this object has not read, :meth:`~hseg.store.lexical.journal.Journal.read`).
 2. Rebuild from the collection only where the log cannot say what changed: a new cache or one of
    another collection or layout, a horizon past the position (compaction deleted entries this
    cache may never have seen), or, on an object's first check, a record count that neither the
@@ -77,7 +77,7 @@ class Follower:
             self._rebuild_locked("no cache of this collection yet", meta)
             return
         sweep = started - self._swept >= SWEEP_S
-        log = self.journal.read(since=position - (MARGIN_S if sweep else NEAR_MARGIN_S))
+        log = self.journal.read(since=position - (MARGIN_S if sweep else NEAR_MARGIN_S), by_ids=sweep)
         if log.horizon >= position - MARGIN_S:
             self._rebuild_locked("the write log was compacted past this cache's last read", meta)
             return

@@ -153,28 +153,35 @@ class Journal:
         """Forget a write that failed before it changed anything."""
         self.collection.delete(ids=[open_id])
 
-    def read(self, since: float) -> LogRead:
+    def read(self, since: float, *, by_ids: bool = False) -> LogRead:
         """The ``done`` entries stamped at or after ``since``, every ``open`` entry and the horizon.
 
-        Two requests: the ids of those entries, then the metadata of the ids this object has not read
-        before and of the horizon (the only record that changes). A reader under a writer writing
-        back to back looks at about :data:`MARGIN_S` of entries at each check; their metadata was
-        most of a check's cost (``benchmarks/RESULTS.md``)."""
-        ids = self.collection.get(where={"$or": [{"kind": {"$in": [_OPEN, _HORIZON]}}, {"at": {"$gte": since}}]},
-                                  include=[])["ids"]
+        One request, or with ``by_ids`` (for a long window) two: the ids of those entries, then the
+        metadata of the ids this object has not read before and of the horizon (the only record that
+        changes). Under a writer writing back to back a window of :data:`MARGIN_S` holds hundreds of
+        entries, whose metadata was most of a check's cost (``benchmarks/RESULTS.md``)."""
+        where = {"$or": [{"kind": {"$in": [_OPEN, _HORIZON]}}, {"at": {"$gte": since}}]}
         known = self._known
-        wanted = [rid for rid in ids if rid not in known or known[rid][0] == _HORIZON]
-        got = self.collection.get(ids=wanted, include=["metadatas"]) if wanted else {"ids": [], "metadatas": []}
+        if by_ids:
+            ids = self.collection.get(where=where, include=[])["ids"]
+            wanted = [rid for rid in ids if rid not in known or known[rid][0] == _HORIZON]
+            got = self.collection.get(ids=wanted, include=["metadatas"]) if wanted else {"ids": [], "metadatas": []}
+        else:
+            got = self.collection.get(where=where, include=["metadatas"])
+            ids = got["ids"]
         fresh: dict[str, tuple[str, Entry]] = {}
         for rid, meta in zip(got["ids"], got["metadatas"]):
             meta = meta or {}
             kind, at = str(meta.get("kind")), float(meta.get("at") or 0.0)
             fresh[rid] = (kind, Entry(rid, at, tuple(json.loads(str(meta.get("docs") or "[]")))))
-        # an id listed a moment ago and deleted since (an open entry whose write ended) is not an entry now
-        self._known = {rid: fresh[rid] if rid in fresh else known[rid] for rid in ids if rid in fresh or rid in known}
+        # what the window listed, as read now or before (an id listed a moment ago and deleted since,
+        # an open entry whose write ended, is not an entry now) ...
+        listed = {rid: fresh[rid] if rid in fresh else known[rid] for rid in ids if rid in fresh or rid in known}
+        # ... and, for the next long window, the done entries before this one (they never change)
+        self._known = {**{rid: e for rid, e in known.items() if e[0] == _DONE and e[1].at < since}, **listed}
         out = LogRead()
         horizon = 0.0
-        for kind, entry in self._known.values():
+        for kind, entry in listed.values():
             if kind == _HORIZON:
                 horizon = max(horizon, entry.at)
             elif kind == _OPEN:
