@@ -54,6 +54,10 @@ logger = logging.getLogger(__name__)
 VIEW_WAIT_S = 0.5
 #: views opened in a row when each one's load meets a torn vector index
 _OPEN_TRIES = 5
+#: after a view's load, the next waits this many times its duration: a reader under a writer writing
+#: back to back holds the writer lock shared at most half the time (loading back to back, it held it
+#: so often that the writer's writes took twice as long)
+_REST_PER_LOAD = 1.0
 
 
 def persist_directory(collection: Any) -> str | None:
@@ -144,7 +148,8 @@ class FreshReads:
     while another process saves its vector index is torn (a kNN on it fails), and loading takes
     long enough on a large store (seconds) that a search should not wait for it. The search that
     finds the log moved waits up to :data:`VIEW_WAIT_S` for the new view, then answers through the
-    view it has; the new one serves the searches after it is loaded.
+    view it has; the new one serves the searches after it is loaded. After a load, the next one
+    starts no sooner than the load took (:data:`_REST_PER_LOAD`).
     """
 
     def __init__(self, path: str, shared: Callable[[], tuple[Any, Any]],
@@ -159,6 +164,7 @@ class FreshReads:
         self._closed = False
         self._seen = self.log.read()  # the log position the current view holds
         self._placed = -math.inf  # when the current private view was put in place
+        self._rest_until = -math.inf  # no view is opened before then (_REST_PER_LOAD), but for a retry
         self.reopened = 0  #: private clients opened (for tests and logs)
 
     @contextmanager
@@ -168,7 +174,8 @@ class FreshReads:
         position = self.log.read()
         with self._lock:
             load = self._loading
-            started = load is None and position is not None and position != self._seen and not self._closed
+            started = (load is None and position is not None and position != self._seen and not self._closed
+                       and (time.monotonic() >= self._rest_until or wait_s > VIEW_WAIT_S))
             if started:
                 load = self._loading = _Load()
                 threading.Thread(target=self._load, args=(load,), name="hseg-fresh-view", daemon=True).start()
@@ -223,7 +230,7 @@ class FreshReads:
 
     def _load(self, load: _Load) -> None:
         """Thread: open a view (:meth:`_open`) and put it in place, unless the store closed meanwhile."""
-        view = None
+        view, began = None, time.monotonic()
         try:
             view, position = self._open()
         except BaseException as exc:  # the search that started it re-raises it; later ones try again
@@ -234,6 +241,7 @@ class FreshReads:
                 self._loading = None
             if view is not None and not self._closed:
                 self._replace(view, position)
+                self._rest_until = time.monotonic() + _REST_PER_LOAD * (time.monotonic() - began)
             elif view is not None:
                 view.retired = True
                 view.stop_if_unused()
