@@ -202,17 +202,22 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
 
     Fagin's threshold algorithm over two lists collapsed to parents the same way: the collection's
     kNN (a parent's first hit is its best vector) and the lexical index's best segments (a parent's
-    first is its best segment). A parent of either list gets its exact other score (a lexical-only
-    parent's cosines from all of its vectors, read in one ``get``; a dense-only parent's lex from
-    the index), and a parent in neither list scores at most ``d_last + λ·lex_last``. Both lists
-    double until the parents to return all score above that bound (or nothing is unseen): exact
-    with respect to what Chroma's kNN and the lexical index return.
+    first is its best segment). A dense parent gets its exact lex from the index. A lexical-only
+    parent scores at most ``d_last + λ·`` its lex (its cosines are below the kNN's last): its
+    vectors are read (all of them, in one ``get`` with the others') only where that bound could
+    place it among the parents taken, which the parents scored exactly decide; the others' bounds
+    join the bound on unseen parents, ``d_last + λ·lex_last``. Both lists double until the parents to
+    return all score above those bounds (or nothing is unseen): exact with respect to what Chroma's
+    kNN and the lexical index return. A parent scored once keeps its score for the rounds after.
     """
     k, budget, allowed = settings.effective_k, settings.budget_tokens, _LEVELS[settings.mode]
     where = dict(settings.where) if settings.where else None
     wdoc = dict(settings.where_document) if settings.where_document else None
     qv = np.asarray(q, dtype=np.float32)
-    n = max(16, math.ceil(oversample * (k if k is not None else DEFAULT_K)))
+    n = max(32, math.ceil(oversample * (k if k is not None else DEFAULT_K)))
+    read: dict[str, _Parent] = {}  # lexical-only parents whose vectors were read, by cluster id
+    asked: set[str] = set()  # ... and every one asked for (a parent whose records fail the filters has none)
+    best_lex: dict[str, float] = {}  # a parent's best lexical score (exact once known)
     while True:
         res = yield Knn(collection, qv, n, where, wdoc, ("metadatas", "distances", "documents"))
         parents = {p.cluster_id: p for p in _collapse(res["ids"], res["metadatas"], res["distances"],
@@ -220,26 +225,38 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
         page = lex.page(n)
         rows = lex.rows(page.ids)
-        best_lex: dict[str, float] = {}
+        listed: dict[str, float] = {}
         for sid, x in zip(page.ids, page.scores.tolist()):
             if sid in rows:
-                best_lex.setdefault(rows[sid].cluster_id, x)  # best first
-        only_lexical = [c for c in best_lex if c not in parents]
-        if only_lexical:
-            members = lex.index.cluster_segments(only_lexical)
-            wanted = tuple(only_lexical + [s for c in only_lexical for s in members[c]])
-            scored = yield Get(collection, wanted, ("metadatas", "documents", "embeddings"), where, wdoc)
-            parents.update(_scored_parents(scored, qv, allowed))  # absent: its records fail the filters
-        only_dense = [c for c in parents if c not in best_lex]
-        if only_dense:
-            members = lex.index.cluster_segments(only_dense)
-            listed = [s for c in only_dense for s in members[c]]
-            score = dict(zip(listed, lex.scores(listed).tolist()))
-            for c in only_dense:
+                listed.setdefault(rows[sid].cluster_id, x)  # best first
+        best_lex.update(listed)
+        unknown = [c for c in parents if c not in best_lex]
+        if unknown:
+            members = lex.index.cluster_segments(unknown)
+            segs = [s for c in unknown for s in members[c]]
+            score = dict(zip(segs, lex.scores(segs).tolist()))
+            for c in unknown:
                 best_lex[c] = max((score[s] for s in members[c]), default=0.0)
-        fused = {c: p.score + lex.weight * best_lex.get(c, 0.0) for c, p in parents.items()}
+        parents.update({c: p for c, p in read.items() if c not in parents})
+        only_lexical = [c for c in listed if c not in parents and c not in asked]
+        if only_lexical:
+            fused = {c: p.score + lex.weight * best_lex[c] for c, p in parents.items()}
+            bar = _taking_bar(sorted(parents.values(), key=lambda p: -fused[p.cluster_id]), fused, k, budget)
+            wanted = [c for c in only_lexical if floor_d + lex.weight * best_lex[c] > bar]
+            if wanted:
+                members = lex.index.cluster_segments(wanted)
+                got = yield Get(collection, tuple(wanted + [s for c in wanted for s in members[c]]),
+                                ("metadatas", "documents", "embeddings"), where, wdoc)
+                scored = _scored_parents(got, qv, allowed)  # absent: its records fail the filters
+                asked.update(wanted)
+                read.update(scored)
+                parents.update(scored)
+        # a lexical-only parent not read scores at most its bound
+        floor = max([floor_d + lex.weight * page.floor]
+                    + [floor_d + lex.weight * best_lex[c] for c in listed if c not in parents and c not in asked])
+        fused = {c: p.score + lex.weight * best_lex[c] for c, p in parents.items()}
         ranked = sorted(parents.values(), key=lambda p: -fused[p.cluster_id])
-        chosen = _select_above(ranked, fused, k, budget, floor_d + lex.weight * page.floor)
+        chosen = _select_above(ranked, fused, k, budget, floor)
         if chosen is not None:
             missing = [p.cluster_id for p in chosen if p.cluster_meta is None or p.cluster_doc is None]
             texts = (yield Get(collection, tuple(missing), ("documents", "metadatas"))) if missing else None
@@ -248,6 +265,24 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
                 hit.score = fused[hit.cluster_id] / (1.0 + lex.weight)
             return hits
         n *= 2
+
+
+def _taking_bar(ranked: list[_Parent], fused: Mapping[str, float], k: int | None, budget: int | None) -> float:
+    """The score a parent must beat to change which of ``ranked`` are taken: the ``k``-th's, or the
+    one's that stops the budget (``-inf`` while ``ranked`` cannot fill them)."""
+    if k is not None:
+        return fused[ranked[k - 1].cluster_id] if len(ranked) >= k else -np.inf
+    assert budget is not None
+    total = 0
+    for i, p in enumerate(ranked):
+        if p.tokens is None:
+            return -np.inf  # read below, where it is refused with the document to re-ingest
+        if i and total + p.tokens > budget:
+            return fused[p.cluster_id]
+        total += p.tokens
+        if i == 0 and total > budget:
+            return fused[p.cluster_id]  # taken alone: only a parent above it changes that
+    return -np.inf
 
 
 def _scored_parents(got: Mapping[str, Any], q: np.ndarray, allowed: tuple[str, ...]) -> dict[str, _Parent]:
