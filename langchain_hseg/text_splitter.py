@@ -4,11 +4,11 @@ The adapter only translates: :class:`hseg.chunking.chunker.HierarchicalChunker` 
 :class:`hseg.chunking.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
 (``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
 occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
-(:func:`hseg.chunking.records.chunk_metadata`), as on the store's records.
+(:func:`hseg.chunking.schema.chunk_metadata`), as on the store's records.
 
 Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose ``source``
 (``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
-markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.chunking.records.heading_path`) names the
+markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.chunking.schema.heading_path`) names the
 headings it lies under.
 """
 
@@ -27,7 +27,7 @@ from langchain_text_splitters import TextSplitter
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.config import ChunkerConfig
-from hseg.chunking.records import chunk_metadata, source_metadata
+from hseg.chunking.schema import chunk_metadata, source_metadata
 from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
@@ -50,8 +50,8 @@ def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     """One ``Document`` per cluster (parent chunk) of a chunking, in document order.
 
     ``Document.id`` is the cluster id. Metadata: a deep copy of ``metadata`` (its ``hseg_*`` keys
-    as :func:`hseg.chunking.records.source_metadata` says: a re-split chunk's dropped, a user's refused)
-    plus the cluster keys of :data:`hseg.chunking.records.METADATA_KEYS`, the same keys and values
+    as :func:`hseg.chunking.schema.source_metadata` says: a re-split chunk's dropped, a user's refused)
+    plus the cluster keys of :data:`hseg.chunking.schema.METADATA_KEYS`, the same keys and values
     as the cluster's store record and LlamaIndex node (offsets ``hseg_start``/``hseg_end``, end
     exclusive). ``add_start_index=True`` adds LangChain's ``start_index`` (equal to ``hseg_start``).
 
@@ -70,7 +70,7 @@ def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     """One ``Document`` per segment, linked to its parent by ``hseg_cluster_id``.
 
     ``Document.id`` is the segment id; metadata as in :func:`cluster_documents`, with the segment
-    keys of :data:`hseg.chunking.records.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
+    keys of :data:`hseg.chunking.schema.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
 
     Example:
         >>> segs = segment_documents(chunker.chunk(text, "a"))  # doctest: +SKIP
@@ -110,7 +110,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         >>> docs = splitter.split_documents([source])  # doctest: +SKIP
         >>> docs[0].id, docs[0].metadata["hseg_start"], docs[0].metadata["hseg_doc_id"]  # doctest: +SKIP
         ('clu-5d0c...', 0, 'report')
-        >>> hseg.chunking.records.heading_path(docs[1].metadata)  # doctest: +SKIP
+        >>> hseg.chunking.schema.heading_path(docs[1].metadata)  # doctest: +SKIP
         ('Quarterly report', 'Revenue')
     """
 
@@ -237,7 +237,7 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         ``store`` is an :class:`hseg.store.HierarchicalStore` or a ``langchain_chroma.Chroma`` (its
         collection must use the cosine space). Each Document's metadata is kept on its records, checked
         as ``store.add`` checks it (the ``hseg_*`` keys of a re-split chunk or result dropped, a user's
-        ``hseg_*`` key refused: :func:`hseg.chunking.records.source_metadata`). Re-adding a document is an upsert.
+        ``hseg_*`` key refused: :func:`hseg.chunking.schema.source_metadata`). Re-adding a document is an upsert.
 
         Example:
             >>> vs = Chroma("docs", embedding_function=emb,  # doctest: +SKIP

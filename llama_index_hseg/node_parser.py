@@ -2,7 +2,7 @@
 
 A thin translation of :class:`hseg.chunking.chunker.HierarchicalChunker` output into ``TextNode``s. The
 node ids, texts, embeddings and ``hseg_*`` metadata are exactly the records that
-:func:`hseg.chunking.records.records_for` builds (the keys of :data:`hseg.chunking.records.METADATA_KEYS`, as on the
+:func:`hseg.chunking.records.records_for` builds (the keys of :data:`hseg.chunking.schema.METADATA_KEYS`, as on the
 LangChain splitter's Documents), so a ``ChromaVectorStore`` collection filled with these nodes is
 searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by the
 core store.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import threading
 import typing
 from collections.abc import Sequence
@@ -37,7 +36,23 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.clustering import mean_vector
 from hseg.chunking.config import ChunkerConfig, describe
-from hseg.chunking.records import ENCODER_KEY, hidden_from_model, listed_segment_ids, records_for
+from hseg.chunking.records import records_for
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_ID_KEY,
+    ENCODER_KEY,
+    END_KEY,
+    LEVEL_KEY,
+    NEXT_ID_KEY,
+    PREV_ID_KEY,
+    SEGMENT,
+    SEGMENT_IDS_KEY,
+    START_KEY,
+    TOKENS_KEY,
+    encode_segment_ids,
+    hidden_from_model,
+    listed_segment_ids,
+)
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.text.structure import source_name
 
@@ -92,7 +107,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
     models apart. Offsets are into the parsed node's text (the ``Document.text``). With
     ``structure="auto"`` a document whose ``file_path``/``file_name``/``source`` metadata ends in
     ``.txt`` is plain text, every other one markdown (``hseg_heading_path`` names a node's headings;
-    :func:`hseg.chunking.records.heading_path` decodes it).
+    :func:`hseg.chunking.schema.heading_path` decodes it).
 
     Example:
         >>> from llama_index.core import Document  # doctest: +SKIP
@@ -230,7 +245,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         # too, before ChromaVectorStore would store it altered (NaN as '', 2**63 as a float, a datetime as text)
         records = records_for(chunking, doc.metadata if self.include_metadata else None)
         if not self.include_segments:
-            records = [r for r in records if r.metadata["hseg_level"] == "cluster"]
+            records = [r for r in records if r.metadata[LEVEL_KEY] == CLUSTER]
         ids = {r.id: r.id for r in records}
         if self.id_func is not default_id_func:  # a user-chosen id scheme; hseg ids follow it
             ids = {r.id: self.id_func(i, doc) for i, r in enumerate(records)}
@@ -245,8 +260,8 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
                 text=r.document,
                 embedding=r.embedding.tolist(),
                 metadata=meta,
-                start_char_idx=int(meta["hseg_start"]),
-                end_char_idx=int(meta["hseg_end"]),
+                start_char_idx=int(meta[START_KEY]),
+                end_char_idx=int(meta[END_KEY]),
                 excluded_embed_metadata_keys=_merge_keys(doc.excluded_embed_metadata_keys, hidden),
                 excluded_llm_metadata_keys=_merge_keys(doc.excluded_llm_metadata_keys, hidden),
                 metadata_template=doc.metadata_template,
@@ -280,12 +295,12 @@ def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     """The record metadata with hseg ids replaced by node ids (identity unless id_func is set)."""
     if all(k == v for k, v in ids.items()):
         return dict(meta)
-    out = {**meta, "hseg_cluster_id": ids.get(meta["hseg_cluster_id"], meta["hseg_cluster_id"])}
-    for key in ("hseg_prev_id", "hseg_next_id"):  # the neighbour term of unit="auto" looks these ids up
+    out = {**meta, CLUSTER_ID_KEY: ids.get(meta[CLUSTER_ID_KEY], meta[CLUSTER_ID_KEY])}
+    for key in (PREV_ID_KEY, NEXT_ID_KEY):  # the neighbour term of unit="auto" looks these ids up
         if meta.get(key):
             out[key] = ids.get(meta[key], meta[key])
-    if "hseg_segment_ids" in meta:
-        out["hseg_segment_ids"] = json.dumps([ids.get(s, s) for s in listed_segment_ids(meta)])
+    if SEGMENT_IDS_KEY in meta:
+        out[SEGMENT_IDS_KEY] = encode_segment_ids([ids.get(s, s) for s in listed_segment_ids(meta)])
     return out
 
 
@@ -316,20 +331,20 @@ class ClusterVectorizer(TransformComponent):
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         for n in nodes:
-            if n.metadata.get("hseg_level") in ("cluster", "segment"):
+            if n.metadata.get(LEVEL_KEY) in (CLUSTER, SEGMENT):
                 if self.encoder_name:
                     n.metadata[ENCODER_KEY] = self.encoder_name
                 else:
                     n.metadata.pop(ENCODER_KEY, None)
         members: dict[str, list[tuple[Any, int]]] = {}
         for n in nodes:
-            if n.metadata.get("hseg_level") == "segment" and n.embedding is not None:
-                weight = n.metadata.get("hseg_tokens", 1)
-                members.setdefault(n.metadata["hseg_cluster_id"], []).append((n.embedding, weight))
+            if n.metadata.get(LEVEL_KEY) == SEGMENT and n.embedding is not None:
+                weight = n.metadata.get(TOKENS_KEY, 1)
+                members.setdefault(n.metadata[CLUSTER_ID_KEY], []).append((n.embedding, weight))
         for n in nodes:
-            if n.metadata.get("hseg_level") != "cluster":
+            if n.metadata.get(LEVEL_KEY) != CLUSTER:
                 continue
-            rows = members.get(n.metadata.get("hseg_cluster_id", ""))
+            rows = members.get(n.metadata.get(CLUSTER_ID_KEY, ""))
             if rows:
                 # unit rows first: the core's cluster vector is the token-weighted mean of unit segment vectors
                 vectors = l2_normalize(np.asarray([v for v, _ in rows], dtype=np.float32))

@@ -22,7 +22,8 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
-from hseg.chunking.records import check_unicode, hidden_from_model
+from hseg.chunking.records import check_unicode
+from hseg.chunking.schema import DOC_ID_KEY, hidden_from_model
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
@@ -214,7 +215,7 @@ def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[
     re-indexing a changed document would keep its old records.
     """
     ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
-    hseg_ids = sorted({str(n.metadata["hseg_doc_id"]) for n in nodes if "hseg_doc_id" in n.metadata})
+    hseg_ids = sorted({str(n.metadata[DOC_ID_KEY]) for n in nodes if DOC_ID_KEY in n.metadata})
     # one turn of an embedded store's writer lock for all of it: the vector store's adds are writes hseg
     # does not make, and another process writing in between would lose vectors (hseg.store.lock)
     with store.writing():

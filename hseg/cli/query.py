@@ -97,7 +97,7 @@ def run_query(args: argparse.Namespace) -> int:
     if args.json:
         from hseg.retrieval.results import result_for
 
-        # the metadata schema both framework retrievers return (hseg.chunking.records.METADATA_KEYS)
+        # the metadata schema both framework retrievers return (hseg.chunking.schema.METADATA_KEYS)
         json.dump([{"id": rid, "text": h.text, "metadata": meta} for h in hits for rid, meta in [result_for(h)]],
                   sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hseg.chunking.schema import DOC_ID_KEY
+
 if TYPE_CHECKING:  # annotations only
     from hseg.store.store import HierarchicalStore
 
@@ -76,9 +78,9 @@ def stored_sources(store: HierarchicalStore, page: int = 5000) -> dict[str, set[
     ``hseg_doc_id``, are left out)."""
     out: dict[str, set[str | None]] = {}
     for _, meta in store.iter_metadatas(page=page):
-        if meta.get("hseg_doc_id") is not None:
+        if meta.get(DOC_ID_KEY) is not None:
             source = meta.get("source")
-            out.setdefault(str(meta["hseg_doc_id"]), set()).add(None if source is None else str(source))
+            out.setdefault(str(meta[DOC_ID_KEY]), set()).add(None if source is None else str(source))
     return out
 
 

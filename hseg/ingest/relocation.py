@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hseg.chunking.records import CONTENT_HASH_KEY
+from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, level_is
 from hseg.ingest.files import SourceFile, read_text_file
 
 if TYPE_CHECKING:  # annotations only
@@ -70,9 +70,9 @@ def check_not_moved(store: HierarchicalStore, files: Sequence[SourceFile], ancho
     if anchor is None or not files:
         return
     stored: dict[str, str] = {}
-    for _, meta in store.iter_metadatas({"hseg_level": "cluster"}):
-        if meta.get("hseg_doc_id") is not None and meta.get(CONTENT_HASH_KEY):
-            stored[str(meta["hseg_doc_id"])] = str(meta[CONTENT_HASH_KEY])
+    for _, meta in store.iter_metadatas(level_is(CLUSTER)):
+        if meta.get(DOC_ID_KEY) is not None and meta.get(CONTENT_HASH_KEY):
+            stored[str(meta[DOC_ID_KEY])] = str(meta[CONTENT_HASH_KEY])
     found = moved_root(stored, files, Path(anchor))
     if found is None:
         return

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
+from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY
 from hseg.encoders.factory import EncoderLoadError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hseg.chunking.records import decode_cuts, heading_path, sentence_cuts
+from hseg.chunking.schema import SegmentMeta, decode_cuts
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Plan, records
@@ -137,41 +137,41 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
 
 def _pieces(hit: SearchHit, rows: list[LexicalRow], cut: tuple[str, int, int] | None,
             found: Mapping[str, tuple[dict[str, Any], str] | None]
-            ) -> tuple[list[tuple[str, dict[str, Any], str, int]], bool]:
+            ) -> tuple[list[tuple[str, SegmentMeta, str, int]], bool]:
     """What continues ``hit``: ``rows`` whole, the last one cut where ``cut`` says when given, as
-    ``(id, metadata, text, tokens)`` from their ``found`` records, as far as each record continues
+    ``(id, view, text, tokens)`` from their ``found`` records, as far as each record continues
     the passage as the table said (document, start, size, the cut among its cuts); and whether all
     of them did (if not, the pieces stop before the first that did not)."""
-    pieces: list[tuple[str, dict[str, Any], str, int]] = []
+    pieces: list[tuple[str, SegmentMeta, str, int]] = []
     end = hit.end
     for j, row in enumerate(rows):
         record = found.get(row.segment_id)
-        if record is None:
+        view = None if record is None else SegmentMeta.read(record[0])
+        if record is None or view is None:
             return pieces, False
-        meta, text = record
-        if meta.get("hseg_doc_id") != hit.doc_id or int(meta.get("hseg_start", -1)) != end \
-                or int(meta.get("hseg_tokens", -1)) != row.tokens:
+        text = record[1]
+        if view.doc_id != hit.doc_id or view.start != end or view.tokens != row.tokens:
             return pieces, False
         if cut is None or j < len(rows) - 1:
-            pieces.append((row.segment_id, meta, text, row.tokens))
-            end = int(meta["hseg_end"])
-        elif (cut[1], cut[2]) in sentence_cuts(meta):
-            pieces.append((row.segment_id, meta, text[:cut[1]], cut[2]))
+            pieces.append((row.segment_id, view, text, row.tokens))
+            end = view.end
+        elif (cut[1], cut[2]) in view.cuts():
+            pieces.append((row.segment_id, view, text[:cut[1]], cut[2]))
         else:
             return pieces, False
     return pieces, True
 
 
-def _extended(hit: SearchHit, pieces: list[tuple[str, dict[str, Any], str, int]]) -> SearchHit:
-    """``hit`` continued by ``pieces`` of the segments after it, ``(id, metadata, text, tokens)`` in
+def _extended(hit: SearchHit, pieces: list[tuple[str, SegmentMeta, str, int]]) -> SearchHit:
+    """``hit`` continued by ``pieces`` of the segments after it, ``(id, view, text, tokens)`` in
     document order, each a whole segment or (the last) its first sentences; its score and the
     segment that gave it are unchanged."""
-    last_meta, last_text = pieces[-1][1], pieces[-1][2]
+    last, last_text = pieces[-1][1], pieces[-1][2]
     return dataclasses.replace(
         hit,
         text=hit.text + "".join(text for _, _, text, _ in pieces),  # segments tile their document: exact
-        end=int(last_meta["hseg_start"]) + len(last_text),
+        end=last.start + len(last_text),
         token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
         segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
-        heading_path=common_prefix([hit.heading_path, *(heading_path(meta) for _, meta, _, _ in pieces)]),
+        heading_path=common_prefix([hit.heading_path, *(view.heading_path for _, view, _, _ in pieces)]),
     )

@@ -29,7 +29,7 @@ import numpy as np
 
 from hseg.retrieval.unit_vectors import UnitKey
 
-__all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match", "LexicalRow", "LexicalSource", "LexicalQuery",
+__all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match", "fuse", "LexicalRow", "LexicalSource", "LexicalQuery",
            "lexical_query"]
 
 #: English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, question words)
@@ -61,6 +61,17 @@ def fts5_match(terms: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------- one query's lexical side
+
+
+def fuse(dense: Any, lexical: Any, weight: float) -> Any:
+    """A unit's hybrid score: its ``dense`` score plus ``weight`` times its normalised ``lexical`` score
+    (floats or arrays). Every path ranks by it, and bounds an unseen unit by it: the one fusion.
+
+    Example:
+        >>> fuse(0.5, 1.0, 0.3)
+        0.8
+    """
+    return dense + weight * lexical
 
 
 @dataclass(frozen=True)
@@ -173,6 +184,14 @@ class LexicalQuery:
             hit = self._sorted[pos] == at
             raw[hit] = self._sorted_raw[pos[hit]]
         return self._normalised(raw)
+
+    def fused(self, dense: Any, lexical: Any) -> Any:
+        """``dense + λ·lexical`` on the cosine scale (:func:`fuse` with this query's weight λ)."""
+        return fuse(dense, lexical, self.weight)
+
+    def reported(self, fused: Any) -> Any:
+        """A fused score as results report it: divided by ``1 + λ``, so that it stays on the cosine scale."""
+        return fused / (1.0 + self.weight)
 
     def score(self, segment_id: str) -> float:
         """A segment's normalised score (:meth:`scores` of one)."""

@@ -37,7 +37,18 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunking.records import heading_path
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_ID_KEY,
+    CLUSTER_TOKENS_KEY,
+    END_KEY,
+    SEGMENT,
+    START_KEY,
+    TOKENS_KEY,
+    ClusterMeta,
+    level_is,
+    level_of,
+)
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery
 from hseg.retrieval.plans import Get, Knn, Plan
@@ -62,7 +73,7 @@ DEFAULT_OVERSAMPLE = 1.5
 #: (a metadata scan) instead of returning and discarding the other level's records
 SERVER_LEVEL_FILTER_AT = 1024
 
-_LEVELS = {"segment+cluster": ("segment", "cluster"), "cluster": ("cluster",), "segment": ("segment",)}
+_LEVELS = {"segment+cluster": (SEGMENT, CLUSTER), "cluster": (CLUSTER,), "segment": (SEGMENT,)}
 
 
 @dataclass
@@ -90,7 +101,7 @@ def level_where(mode: str, where: Mapping[str, Any] | None) -> dict[str, Any] | 
         {'$and': [{'hseg_level': 'cluster'}, {'source': 'a'}]}
     """
     levels = _LEVELS[mode]
-    level = {"hseg_level": levels[0]} if len(levels) == 1 else None
+    level = level_is(levels[0]) if len(levels) == 1 else None
     user = dict(where) if where else None
     if level and user:
         return {"$and": [level, user]}
@@ -103,27 +114,33 @@ def _collapse(ids: list[str], metas: list[Any], dists: list[Any], docs: list[Any
     parents: dict[str, _Parent] = {}
     for i, rid in enumerate(ids):
         meta = metas[i]
-        if not meta or "hseg_cluster_id" not in meta or meta.get("hseg_level") not in allowed:
+        level = level_of(meta)
+        if level is None or level not in allowed:
             continue  # a record written by someone else sharing the collection
         dist = dists[i]
         if dist is None or not np.isfinite(dist):
             continue
         sim = 1.0 - float(dist)
-        level = meta["hseg_level"]
-        cid = meta["hseg_cluster_id"]
+        cid = meta[CLUSTER_ID_KEY]
         parent = parents.get(cid)
         if parent is None:
-            tokens = meta.get("hseg_tokens") if level == "cluster" else meta.get("hseg_cluster_tokens")
-            parent = _Parent(cid, sim, rid, level, int(meta["hseg_start"]), int(meta["hseg_end"]),
-                             None if tokens is None else int(tokens))
+            parent = _first_hit(cid, sim, rid, level, meta)
             parents[cid] = parent
-        if level == "segment":
+        if level == SEGMENT:
             parent.segment_scores.setdefault(rid, sim)
         else:
             parent.cluster_meta = dict(meta)
             parent.cluster_doc = docs[i] if docs is not None else None
-            parent.tokens = int(meta["hseg_tokens"])
+            parent.tokens = int(meta[TOKENS_KEY])
     return list(parents.values())
+
+
+def _first_hit(cluster_id: str, sim: float, rid: str, level: str, meta: Mapping[str, Any]) -> _Parent:
+    """A parent scored by its record ``rid`` (of ``level``, with ``meta``): the first of its records
+    in rank order; its tokens are the cluster's, which a segment record carries too."""
+    tokens = meta.get(TOKENS_KEY) if level == CLUSTER else meta.get(CLUSTER_TOKENS_KEY)
+    return _Parent(cluster_id, sim, rid, level, int(meta[START_KEY]), int(meta[END_KEY]),
+                   None if tokens is None else int(tokens))
 
 
 def _select(parents: list[_Parent], k: int | None, budget: int | None, exhausted: bool) -> list[_Parent] | None:
@@ -148,7 +165,8 @@ def _budget_cut(ranked: list[_Parent], budget: int, decided: Callable[[_Parent],
         if decided is not None and not decided(p):
             return None
         if p.tokens is None:
-            raise LookupError(f"record of parent {p.cluster_id!r} lacks hseg_cluster_tokens; re-ingest its document")
+            raise LookupError(f"record of parent {p.cluster_id!r} lacks {CLUSTER_TOKENS_KEY}; "
+                               "re-ingest its document")
         if i and total + p.tokens > budget:
             return ranked[:i]
         total += p.tokens
@@ -240,9 +258,9 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         parents.update({c: p for c, p in read.items() if c not in parents})
         only_lexical = [c for c in listed if c not in parents and c not in asked]
         if only_lexical:
-            fused = {c: p.score + lex.weight * best_lex[c] for c, p in parents.items()}
+            fused = {c: lex.fused(p.score, best_lex[c]) for c, p in parents.items()}
             bar = _taking_bar(sorted(parents.values(), key=lambda p: -fused[p.cluster_id]), fused, k, budget)
-            wanted = [c for c in only_lexical if floor_d + lex.weight * best_lex[c] > bar]
+            wanted = [c for c in only_lexical if lex.fused(floor_d, best_lex[c]) > bar]
             if wanted:
                 members = lex.index.cluster_segments(wanted)
                 got = yield Get(collection, tuple(wanted + [s for c in wanted for s in members[c]]),
@@ -252,9 +270,9 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
                 read.update(scored)
                 parents.update(scored)
         # a lexical-only parent not read scores at most its bound
-        floor = max([floor_d + lex.weight * page.floor]
-                    + [floor_d + lex.weight * best_lex[c] for c in listed if c not in parents and c not in asked])
-        fused = {c: p.score + lex.weight * best_lex[c] for c, p in parents.items()}
+        floor = max([lex.fused(floor_d, page.floor)]
+                    + [lex.fused(floor_d, best_lex[c]) for c in listed if c not in parents and c not in asked])
+        fused = {c: lex.fused(p.score, best_lex[c]) for c, p in parents.items()}
         ranked = sorted(parents.values(), key=lambda p: -fused[p.cluster_id])
         chosen = _select_above(ranked, fused, k, budget, floor)
         if chosen is not None:
@@ -262,7 +280,7 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
             texts = (yield Get(collection, tuple(missing), ("documents", "metadatas"))) if missing else None
             hits = _finish(chosen, texts)
             for hit in hits:
-                hit.score = fused[hit.cluster_id] / (1.0 + lex.weight)
+                hit.score = lex.reported(fused[hit.cluster_id])
             return hits
         n *= 2
 
@@ -293,27 +311,26 @@ def _scored_parents(got: Mapping[str, Any], q: np.ndarray, allowed: tuple[str, .
     clusters: dict[str, tuple[dict[str, Any], str]] = {}
     for rid, meta, doc, sim in zip(got["ids"], got["metadatas"], got["documents"], sims):
         meta = dict(meta or {})
-        level, cid = meta.get("hseg_level"), meta.get("hseg_cluster_id")
-        if cid is None or level not in ("segment", "cluster"):
+        level = level_of(meta)
+        if level is None:
             continue
-        if level == "cluster":
+        cid = meta[CLUSTER_ID_KEY]
+        if level == CLUSTER:
             clusters[cid] = (meta, doc)
         if level not in allowed:
             continue
         p = out.get(cid)
         if p is None or float(sim) > p.score:
-            tokens = meta.get("hseg_tokens") if level == "cluster" else meta.get("hseg_cluster_tokens")
-            best = _Parent(cid, float(sim), rid, str(level), int(meta["hseg_start"]), int(meta["hseg_end"]),
-                           None if tokens is None else int(tokens))
+            best = _first_hit(cid, float(sim), rid, level, meta)
             if p is not None:
                 best.segment_scores = p.segment_scores
             out[cid] = p = best
-        if level == "segment":
+        if level == SEGMENT:
             p.segment_scores[rid] = float(sim)
     for cid, p in out.items():
         if cid in clusters:
             p.cluster_meta, p.cluster_doc = clusters[cid]
-            p.tokens = int(clusters[cid][0]["hseg_tokens"])
+            p.tokens = int(clusters[cid][0][TOKENS_KEY])
     return out
 
 
@@ -365,22 +382,23 @@ def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[
     hits = []
     for p in chosen:
         meta = p.cluster_meta or {}
+        cluster = ClusterMeta.of(meta)
         hits.append(
             SearchHit(
                 cluster_id=p.cluster_id,
-                doc_id=str(meta.get("hseg_doc_id", "")),
+                doc_id=cluster.doc_id,
                 text=p.cluster_doc or "",
-                start=int(meta["hseg_start"]),
-                end=int(meta["hseg_end"]),
+                start=cluster.start,
+                end=cluster.end,
                 score=p.score,
-                token_count=int(meta["hseg_tokens"]),
+                token_count=cluster.tokens,
                 matched_id=p.matched_id,
                 matched_level=p.matched_level,
                 matched_start=p.matched_start,
                 matched_end=p.matched_end,
                 metadata=meta,
                 segment_scores=dict(p.segment_scores),
-                heading_path=heading_path(meta),
+                heading_path=cluster.heading_path,
             )
         )
     return hits

@@ -2,7 +2,7 @@
 
 :func:`result_for` turns a :class:`hseg.retrieval.parents.SearchHit` into the id and metadata that the
 LangChain retriever's ``Document`` and the LlamaIndex retriever's ``TextNode`` carry unchanged:
-the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.chunking.records.METADATA_KEYS`.
+the user's metadata as stored plus the ``"result"`` keys of :data:`hseg.chunking.schema.METADATA_KEYS`.
 
 Ids: a whole parent (``unit="cluster"``) is its cluster id; a passage (``unit="segment"`` or
 ``"auto"``) is ``chunk_id(doc_id, "passage", start, end)``, also when it is one segment or a whole
@@ -11,11 +11,10 @@ cluster, so a result's id depends only on what was returned and how (its unit an
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hseg.chunking.chunks import chunk_id
-from hseg.chunking.records import BOOKKEEPING_KEYS, HEADING_PATH_KEY, encode_heading_path, user_metadata
+from hseg.chunking.schema import BOOKKEEPING_KEYS, SEGMENT_IDS_KEY, ResultMeta, encode_segment_ids, user_metadata
 from hseg.retrieval.hits import SearchHit
 
 __all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
@@ -42,7 +41,7 @@ def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
     """``(id, metadata)`` of one search hit, as both adapters' retrievers return it.
 
     ``metadata`` is the stored user metadata (the ``hseg_*`` keys, ``hseg index``'s
-    :data:`~hseg.chunking.records.BOOKKEEPING_KEYS` and a LlamaIndex vector store's
+    :data:`~hseg.chunking.schema.BOOKKEEPING_KEYS` and a LlamaIndex vector store's
     :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
     ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
     ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists). Raises ``ValueError`` naming ``hit`` when it is not a
@@ -65,26 +64,12 @@ def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
     if "_node_content" in stored:  # written by ChromaVectorStore: its storage keys are not the user's
         user = {k: v for k, v in user.items() if k not in LLAMA_INDEX_STORAGE_KEYS}
     if hit.segment_ids:
-        segment_ids = json.dumps(list(hit.segment_ids))
-    elif "hseg_segment_ids" in stored:  # a whole parent: its cluster record lists them
-        segment_ids = str(stored["hseg_segment_ids"])
+        segment_ids = encode_segment_ids(hit.segment_ids)
+    elif SEGMENT_IDS_KEY in stored:  # a whole parent: its cluster record lists them
+        segment_ids = str(stored[SEGMENT_IDS_KEY])
     else:
-        raise ValueError(f"hit: {hit.cluster_id!r} has no segment_ids and its metadata no hseg_segment_ids")
-    meta = {
-        **user,
-        "hseg_score": float(hit.score),
-        "hseg_unit": hit.unit,
-        "hseg_doc_id": hit.doc_id,
-        "hseg_cluster_id": hit.cluster_id,
-        "hseg_start": start,
-        "hseg_end": end,
-        "hseg_tokens": int(hit.token_count),
-        "hseg_segment_ids": segment_ids,
-        "hseg_matched_id": hit.matched_id,
-        "hseg_matched_level": hit.matched_level,
-        "hseg_matched_start": m_start,
-        "hseg_matched_end": m_end,
-        "hseg_matched_text": hit.text[m_start - start : m_end - start],
-        HEADING_PATH_KEY: encode_heading_path(hit.heading_path),
-    }
-    return result_id(hit), meta
+        raise ValueError(f"hit: {hit.cluster_id!r} has no segment_ids and its metadata no {SEGMENT_IDS_KEY}")
+    result = ResultMeta(float(hit.score), hit.unit, hit.doc_id, hit.cluster_id, start, end, int(hit.token_count),
+                        segment_ids, hit.matched_id, hit.matched_level, m_start, m_end,
+                        hit.text[m_start - start : m_end - start], hit.heading_path)
+    return result_id(hit), {**user, **result.metadata()}

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hseg.retrieval.lexical_query import fuse
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT
 
 __all__ = [
@@ -82,7 +83,7 @@ class UnitCandidates:
         if self.neighbour_weight and self.neighbour_score is not None:
             out = out + self.neighbour_weight * np.asarray(self.neighbour_score, dtype=np.float64)
         if self.lexical_weight and self.lexical_score is not None:
-            out = out + self.lexical_weight * np.asarray(self.lexical_score, dtype=np.float64)
+            out = fuse(out, np.asarray(self.lexical_score, dtype=np.float64), self.lexical_weight)
         return out
 
 

@@ -45,14 +45,24 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hseg.chunking.records import (
+from hseg.chunking.records import Record
+from hseg.chunking.schema import (
+    CLUSTER_ID_KEY,
     CONTENT_HASH_KEY,
     CUTS_KEY,
+    DOC_ID_KEY,
     ENCODER_KEY,
+    END_KEY,
     HEADING_PATH_KEY,
+    INDEX_KEY,
+    LEVEL_KEY,
     RESERVED_PREFIX,
+    SEGMENT,
     SETTINGS_KEY,
-    Record,
+    START_KEY,
+    TEXT_KEY,
+    TOKENS_KEY,
+    neighbour_ids,
 )
 
 __all__ = [
@@ -70,13 +80,11 @@ UNIT_LAYOUT = 3
 #: the keys a unit record of layout 2 or 3 keeps of its segment record (beside the user's), and the
 #: lexical table's record of a segment: what a passage, rules 5 and 6 (:mod:`hseg.retrieval.continuation`)
 #: and the encoder check read, and the text's hash for ``hseg index``, but for :data:`DERIVED_KEYS`
-UNIT_RECORD_KEYS = ("hseg_doc_id", "hseg_start", HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
+UNIT_RECORD_KEYS = (DOC_ID_KEY, START_KEY, HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY)
 #: what a search reads of a segment record that is not stored with :data:`UNIT_RECORD_KEYS`: its cluster,
 #: its tokens (in a unit record's id, and in the lexical table's columns) and its end (its start plus its
 #: text's length); :func:`with_derived` puts them back
-DERIVED_KEYS = ("hseg_cluster_id", "hseg_tokens", "hseg_end")
-#: the metadata key of a layout-2 unit record's text
-TEXT_KEY = "hseg_text"
+DERIVED_KEYS = (CLUSTER_ID_KEY, TOKENS_KEY, END_KEY)
 
 
 def companion_name(collection_name: str) -> str:
@@ -178,8 +186,8 @@ def with_derived(metadata: Mapping[str, Any], cluster_id: str, tokens: int, text
         >>> with_derived({"hseg_start": 7}, "clu-1", 2, "Tides.")
         {'hseg_start': 7, 'hseg_cluster_id': 'clu-1', 'hseg_tokens': 2, 'hseg_end': 13}
     """
-    return {**metadata, "hseg_cluster_id": cluster_id, "hseg_tokens": int(tokens),
-            "hseg_end": int(metadata["hseg_start"]) + len(text)}
+    return {**metadata, CLUSTER_ID_KEY: cluster_id, TOKENS_KEY: int(tokens),
+            END_KEY: int(metadata[START_KEY]) + len(text)}
 
 
 def filter_keys(where: Mapping[str, Any] | None) -> set[str]:
@@ -219,15 +227,15 @@ def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_wei
         True
     """
     by_id = {r.id: r for r in records}
-    segments = [r for r in records if r.metadata.get("hseg_level") == "segment"]
+    segments = [r for r in records if r.metadata.get(LEVEL_KEY) == SEGMENT]
     members: dict[str, list[Record]] = {}
     for seg in segments:
-        members.setdefault(str(seg.metadata["hseg_cluster_id"]), []).append(seg)
+        members.setdefault(str(seg.metadata[CLUSTER_ID_KEY]), []).append(seg)
     scale = fused_scale(cluster_weight, neighbour_weight)
     out: list[Record] = []
     for seg in segments:
         meta = seg.metadata
-        cid = str(meta["hseg_cluster_id"])
+        cid = str(meta[CLUSTER_ID_KEY])
         cluster = by_id.get(cid)
         if cluster is None:
             raise ValueError(f"records: segment {seg.id!r} without its cluster record {cid!r}")
@@ -237,15 +245,15 @@ def unit_records(records: Sequence[Record], cluster_weight: float, neighbour_wei
         fused /= scale
         lift = np.sqrt(max(0.0, 1.0 - float(fused @ fused)))
         siblings = members[cid]
-        key = UnitKey(seg.id, cid, int(meta["hseg_index"]), int(meta["hseg_tokens"]), len(siblings),
-                      sum(int(s.metadata["hseg_tokens"]) for s in siblings))
+        key = UnitKey(seg.id, cid, int(meta[INDEX_KEY]), int(meta[TOKENS_KEY]), len(siblings),
+                      sum(int(s.metadata[TOKENS_KEY]) for s in siblings))
         out.append(Record(key.encode(), np.append(fused, lift).astype(np.float32), "",
                           unit_metadata(meta, seg.document, layout)))
     return out
 
 
 def _neighbour_mean(seg: Record, by_id: Mapping[str, Record]) -> np.ndarray:
-    ids = [n for n in (seg.metadata.get("hseg_prev_id"), seg.metadata.get("hseg_next_id")) if n]
+    ids = neighbour_ids(seg.metadata)
     missing = [n for n in ids if n not in by_id]
     if missing:
         raise ValueError(f"records: segment {seg.id!r} without its neighbour records {missing}")

@@ -5,7 +5,7 @@ Each cluster (parent) is written as one **cluster record** (the mean-pooled clus
 vector; ``document`` = segment text). :meth:`HierarchicalStore.search` ranks parents by the max
 cosine over their vectors (paper eq. 2), see :mod:`hseg.retrieval.parents`.
 
-The records and their metadata schema are built by :mod:`hseg.chunking.records`.
+The records are built by :mod:`hseg.chunking.records`, their metadata keys declared in :mod:`hseg.chunking.schema`.
 
 The collection's own metadata holds ``hseg_schema`` and ``hseg_encoder`` (the encoder name).
 
@@ -29,7 +29,8 @@ Example:
 
 from __future__ import annotations
 
-from hseg.chunking.records import SCHEMA_VERSION, Record, flatten_metadata, records_for
+from hseg.chunking.records import Record, flatten_metadata, records_for
+from hseg.chunking.schema import SCHEMA_VERSION
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.settings import MODES, UNITS, SearchSettings
 from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address

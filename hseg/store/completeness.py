@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from hseg.chunking.records import CONTENT_HASH_KEY, SETTINGS_KEY
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_INDEX_KEY,
+    CONTENT_HASH_KEY,
+    END_KEY,
+    LEVEL_KEY,
+    SEGMENT,
+    SEGMENT_IDS_KEY,
+    SETTINGS_KEY,
+    START_KEY,
+    listed_segment_ids,
+)
 from hseg.store.connection import remote_errors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
@@ -31,9 +41,14 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
         return False
-    segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
+    segments = _segment_ids(records)
     return tiled_length(records) == length and (units is None or units == segments) and \
         (lexical is None or lexical == (segments, sha))
+
+
+def _segment_ids(records: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The ids of the segment records among a document's records (``{id: metadata}``)."""
+    return {rid for rid, m in records.items() if m.get(LEVEL_KEY) == SEGMENT}
 
 
 def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
@@ -47,18 +62,18 @@ def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
         ...                     "hseg_end": 9, "hseg_segment_ids": '["s"]'}, "s": {"hseg_level": "segment"}})
         9
     """
-    clusters = sorted((m for m in records.values() if m.get("hseg_level") == "cluster"),
-                      key=lambda m: m.get("hseg_cluster_index", -1))
-    segments = {rid for rid, m in records.items() if m.get("hseg_level") == "segment"}
+    clusters = sorted((m for m in records.values() if m.get(LEVEL_KEY) == CLUSTER),
+                      key=lambda m: m.get(CLUSTER_INDEX_KEY, -1))
+    segments = _segment_ids(records)
     pos, listed = 0, []
     for i, c in enumerate(clusters):
-        if c.get("hseg_cluster_index") != i or c.get("hseg_start") != pos:
+        if c.get(CLUSTER_INDEX_KEY) != i or c.get(START_KEY) != pos:
             return None
-        end = c.get("hseg_end")
+        end = c.get(END_KEY)
         if not isinstance(end, int):
             return None
         pos = end
-        listed += json.loads(c.get("hseg_segment_ids") or "[]")
+        listed += listed_segment_ids(c) if c.get(SEGMENT_IDS_KEY) else []
     if not clusters or len(listed) != len(segments) or set(listed) != segments:
         return None
     return pos
@@ -83,7 +98,7 @@ def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: 
     incomplete, unit_rows_only = [], []
     segments = covered = 0
     for doc, recs in records.items():
-        seg_ids = {rid for rid, m in recs.items() if m.get("hseg_level") == "segment"}
+        seg_ids = _segment_ids(recs)
         segments += len(seg_ids)
         held = (units or {}).get(doc, set())
         covered += len(held & seg_ids)
@@ -116,7 +131,7 @@ def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], 
     for doc, recs in sorted(records.items()):
         if tiled_length(recs) is None or doc in vectorless:
             lost.append(doc)
-        elif units.get(doc, set()) != {rid for rid, m in recs.items() if m.get("hseg_level") == "segment"}:
+        elif units.get(doc, set()) != _segment_ids(recs):
             repair.append(doc)
     return repair, lost
 

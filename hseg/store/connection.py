@@ -11,7 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hseg.chunking.records import SCHEMA_VERSION
+from hseg.chunking.schema import (
+    CLUSTER_WEIGHT_KEY,
+    ENCODER_KEY,
+    NEIGHBOUR_WEIGHT_KEY,
+    SCHEMA_KEY,
+    SCHEMA_VERSION,
+    UNIT_LAYOUT_KEY,
+)
 from hseg.encoders.identity import canonical_model_name
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
@@ -199,9 +206,9 @@ def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encod
         return client.get_collection(name, embedding_function=None)
     except (NotFoundError, ValueError):
         pass
-    meta: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
+    meta: dict[str, Any] = {SCHEMA_KEY: SCHEMA_VERSION}
     if encoder is not None:
-        meta["hseg_encoder"] = str(encoder.name)
+        meta[ENCODER_KEY] = str(encoder.name)
     try:
         logger.info("creating collection %r with %s", name, hnsw)
         return client.create_collection(name, configuration={"hnsw": hnsw}, metadata=meta, embedding_function=None)
@@ -243,8 +250,8 @@ def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = 
     except (NotFoundError, ValueError):
         if not create:
             return None
-        meta = {"hseg_schema": SCHEMA_VERSION, "hseg_cluster_weight": DEFAULT_CLUSTER_WEIGHT,
-                "hseg_neighbour_weight": DEFAULT_NEIGHBOUR_WEIGHT, "hseg_unit_layout": UNIT_LAYOUT}
+        meta = {SCHEMA_KEY: SCHEMA_VERSION, CLUSTER_WEIGHT_KEY: DEFAULT_CLUSTER_WEIGHT,
+                NEIGHBOUR_WEIGHT_KEY: DEFAULT_NEIGHBOUR_WEIGHT, UNIT_LAYOUT_KEY: UNIT_LAYOUT}
         try:
             model = api.get_or_create_collection(name=name, configuration={"hnsw": dict(hnsw)}, metadata=meta,
                                                  **where)

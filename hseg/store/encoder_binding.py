@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import ENCODER_KEY, SCHEMA_VERSION, Record, check_unicode
+from hseg.chunking.records import Record, check_unicode
+from hseg.chunking.schema import DOC_ID_KEY, ENCODER_KEY, SCHEMA_KEY, SCHEMA_VERSION
 from hseg.encoders import DEFAULT_MODEL, canonical_model_name
 from hseg.encoders.factory import as_encoder
 from hseg.store.connection import check_encoder, remote_errors, set_collection_metadata
@@ -66,7 +67,7 @@ class EncoderBinding:
     @property
     def recorded(self) -> str | None:
         """The encoder name recorded in the collection, if any."""
-        name = (self.collection.metadata or {}).get("hseg_encoder")
+        name = (self.collection.metadata or {}).get(ENCODER_KEY)
         return None if name is None else str(name)
 
     def check_name(self, name: str) -> None:
@@ -98,7 +99,7 @@ class EncoderBinding:
                 continue
             name = str(name)
             if expected is None:
-                expected, first_doc = name, meta.get("hseg_doc_id")
+                expected, first_doc = name, meta.get(DOC_ID_KEY)
                 continue
             if name not in same:
                 same[name] = canonical_model_name(name) == canonical_model_name(expected)
@@ -110,7 +111,7 @@ class EncoderBinding:
                 else:
                     against = f"the collection was built with {expected!r}"
                 raise ValueError(
-                    f"collection {self.collection.name!r}: document {meta.get('hseg_doc_id')!r} holds vectors of "
+                    f"collection {self.collection.name!r}: document {meta.get(DOC_ID_KEY)!r} holds vectors of "
                     f"encoder {name!r}, but {against}; one collection must hold the vectors of one model (these were "
                     "written around hseg's checks, e.g. by an IngestionPipeline into a ChromaVectorStore whose parser "
                     "used another encoder): delete the document and add it again with the collection's encoder, or "
@@ -135,9 +136,9 @@ class EncoderBinding:
     def record(self, encoder_name: str | None, *, replace: bool = False) -> None:
         """Write the schema version and ``encoder_name`` (unless one is recorded, or ``replace``) into
         the collection's metadata; nothing when both are there already."""
-        wanted: dict[str, Any] = {"hseg_schema": SCHEMA_VERSION}
-        if encoder_name is not None and ("hseg_encoder" not in (self.collection.metadata or {}) or replace):
-            wanted["hseg_encoder"] = encoder_name
+        wanted: dict[str, Any] = {SCHEMA_KEY: SCHEMA_VERSION}
+        if encoder_name is not None and (ENCODER_KEY not in (self.collection.metadata or {}) or replace):
+            wanted[ENCODER_KEY] = encoder_name
         set_collection_metadata(self.collection, wanted)
 
     def adopt_if_empty(self, encoder_name: str | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY, TOKENS_KEY
 from hseg.retrieval.plans import is_missing_vector
 
 __all__ = ["pages", "in_order", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE",
@@ -58,12 +59,12 @@ def level_stats(metadatas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     tokens: dict[str, list[int]] = {"cluster": [], "segment": []}
     other = 0
     for meta in metadatas:
-        level = meta.get("hseg_level")
+        level = meta.get(LEVEL_KEY)
         if level not in tokens:
             other += 1
             continue
-        docs.add(str(meta["hseg_doc_id"]))
-        tokens[level].append(int(meta.get("hseg_tokens", 0)))
+        docs.add(str(meta[DOC_ID_KEY]))
+        tokens[level].append(int(meta.get(TOKENS_KEY, 0)))
 
     def mean(xs: list[int]) -> float | None:
         return round(sum(xs) / len(xs), 1) if xs else None
@@ -94,8 +95,8 @@ def where_in(key: str, values: Sequence[str]) -> dict[str, Any]:
     on some versions, so one value is an equality).
 
     Example:
-        >>> where_in("hseg_doc_id", ["a"]), where_in("hseg_doc_id", ["a", "b"])
-        ({'hseg_doc_id': 'a'}, {'hseg_doc_id': {'$in': ['a', 'b']}})
+        >>> where_in("source", ["a.md"]), where_in("source", ["a.md", "b.md"])
+        ({'source': 'a.md'}, {'source': {'$in': ['a.md', 'b.md']}})
     """
     return {key: values[0]} if len(values) == 1 else {key: {"$in": list(values)}}
 
@@ -103,7 +104,7 @@ def where_in(key: str, values: Sequence[str]) -> dict[str, Any]:
 def get_by_documents(collection: Any, doc_ids: Sequence[str], include: list[str]) -> Iterator[dict[str, Any]]:
     """The records of these documents, one ``get`` per :data:`IN_FILTER_SIZE` documents."""
     for part in batched(list(doc_ids), IN_FILTER_SIZE):
-        yield collection.get(where=where_in("hseg_doc_id", part), include=include)
+        yield collection.get(where=where_in(DOC_ID_KEY, part), include=include)
 
 
 def ids_without_vectors(collection: Any, ids: Sequence[str], batch: int = 1000) -> set[str]:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from hseg.chunking.schema import CHUNK_OPTIONS_KEY, FINGERPRINT_KEY
 from hseg.store.connection import set_collection_metadata
 
 __all__ = ["CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY", "remembered_chunk_options", "remember_chunk_options",
@@ -26,10 +27,8 @@ __all__ = ["CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY", "remembered_chunk_options", "
 
 logger = logging.getLogger(__name__)
 
-#: the collection metadata key of the chunk options (a JSON object: Chroma's metadata values are scalars)
-CHUNK_OPTIONS_KEY = "hseg_chunk_options"
-#: the collection metadata key of the last settings fingerprint, ``{"key": settings key, "settings": fingerprint}``
-FINGERPRINT_KEY = "hseg_chunk_fingerprint"
+# the collection metadata keys (:mod:`hseg.chunking.schema`): the chunk options (a JSON object: Chroma's
+# metadata values are scalars) and the last settings fingerprint, ``{"key": settings key, "settings": fingerprint}``
 
 
 def remembered_chunk_options(collection: Any) -> dict[str, Any] | None:

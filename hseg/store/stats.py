@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from hseg.chunking.records import CONTENT_HASH_KEY, ENCODER_KEY
+from hseg.chunking.schema import (
+    CLUSTER_INDEX_KEY,
+    CONTENT_HASH_KEY,
+    DOC_ID_KEY,
+    ENCODER_KEY,
+    END_KEY,
+    LEVEL_KEY,
+    SCHEMA_KEY,
+    SEGMENT_IDS_KEY,
+    START_KEY,
+    TOKENS_KEY,
+)
 from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
 from hseg.store.connection import remote_errors
@@ -20,8 +31,7 @@ _PAGE = 5000
 
 #: what the counts and the completeness rules read of a record's metadata: the rest (user metadata,
 #: texts of listed ids, ...) is not kept, so a large store's stats hold a few keys per record
-_KEPT = ("hseg_level", "hseg_doc_id", "hseg_tokens", "hseg_cluster_index", "hseg_start", "hseg_end",
-         "hseg_segment_ids")
+_KEPT = (LEVEL_KEY, DOC_ID_KEY, TOKENS_KEY, CLUSTER_INDEX_KEY, START_KEY, END_KEY, SEGMENT_IDS_KEY)
 
 
 def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str, Any]:
@@ -37,14 +47,14 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
         for got in pages(collection, None, ["metadatas"], _PAGE):
             for rid, raw in zip(got["ids"], got["metadatas"]):
                 m = {k: raw[k] for k in _KEPT if k in raw} if raw else {}
-                if raw and raw.get(ENCODER_KEY) and m.get("hseg_level") in ("cluster", "segment"):
+                if raw and raw.get(ENCODER_KEY) and m.get(LEVEL_KEY) in ("cluster", "segment"):
                     name = str(raw[ENCODER_KEY])
                     encoders[name] = encoders.get(name, 0) + 1
                 metas.append(m)
-                if "hseg_doc_id" in m:
-                    by_doc.setdefault(str(m["hseg_doc_id"]), {})[rid] = m
+                if DOC_ID_KEY in m:
+                    by_doc.setdefault(str(m[DOC_ID_KEY]), {})[rid] = m
                     if raw.get(CONTENT_HASH_KEY):  # written by hseg index, from a file
-                        indexed.add(str(m["hseg_doc_id"]))
+                        indexed.add(str(m[DOC_ID_KEY]))
     with remote_errors(collection, "reading the collection's vectors"):
         vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])
     broken = {doc for doc, recs in by_doc.items() if not vectorless.isdisjoint(recs)}
@@ -57,14 +67,14 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
         with remote_errors(collection, "reading the unit index"):
             for got in ([] if companion is None else pages(companion, None, ["metadatas"], _PAGE)):
                 for uid, m in zip(got["ids"], got["metadatas"]):
-                    owner[uid] = doc = str((m or {}).get("hseg_doc_id"))
+                    owner[uid] = doc = str((m or {}).get(DOC_ID_KEY))
                     units.setdefault(doc, set()).add(UnitKey.parse(uid).segment_id)
             if companion is not None:
                 unit_vectorless = ids_without_vectors(companion, list(owner))
         broken |= {owner[u] for u in unit_vectorless}
     meta = collection.metadata or {}
-    return {"collection": collection.name, "encoder": meta.get("hseg_encoder"),
-            "schema": meta.get("hseg_schema"), **level_stats(metas), **completeness(by_doc, units, broken, indexed),
+    return {"collection": collection.name, "encoder": meta.get(ENCODER_KEY),
+            "schema": meta.get(SCHEMA_KEY), **level_stats(metas), **completeness(by_doc, units, broken, indexed),
             "records_without_vectors": len(vectorless),
             "unit_records_without_vectors": None if unit_index is None else len(unit_vectorless),
             "record_encoders": encoders,

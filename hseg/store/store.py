@@ -19,7 +19,18 @@ from typing import Any, TypeVar
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import ENCODER_KEY, Record, records_for
+from hseg.chunking.records import Record, records_for
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_INDEX_KEY,
+    DOC_ID_KEY,
+    ENCODER_KEY,
+    INDEX_KEY,
+    LEVEL_KEY,
+    SCHEMA_KEY,
+    level_is,
+    of_document,
+)
 from hseg.encoders.factory import as_encoder
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
@@ -167,7 +178,7 @@ class HierarchicalStore:
                 f"collection {collection.name!r} uses the {space!r} distance space; hseg needs 'cosine' "
                 "(the space is fixed at creation: create a new collection)"
             )
-        check_schema(collection.name, (collection.metadata or {}).get("hseg_schema"))
+        check_schema(collection.name, (collection.metadata or {}).get(SCHEMA_KEY))
         self.collection = collection
         self.client = client
         self.oversample = oversample
@@ -456,7 +467,7 @@ class HierarchicalStore:
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
         with self._writing(f"deleting document {doc_id!r}"):
-            ids = self.collection.get(where={"hseg_doc_id": doc_id}, include=[])["ids"]
+            ids = self.collection.get(where=of_document(doc_id), include=[])["ids"]
             delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
         logger.info("delete: %d records of document %r", len(ids), doc_id)
         return len(ids)
@@ -473,7 +484,7 @@ class HierarchicalStore:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
         with self._writing(f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
-            docs = sorted({str(m["hseg_doc_id"]) for m in got["metadatas"] if m and "hseg_doc_id" in m})
+            docs = sorted({str(m[DOC_ID_KEY]) for m in got["metadatas"] if m and DOC_ID_KEY in m})
             delete_documents(self.collection, self._indexes, docs, got["ids"], self.max_batch_size())
         return len(got["ids"])
 
@@ -503,8 +514,8 @@ class HierarchicalStore:
 
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
-        clusters = self._metadatas({"hseg_level": "cluster"}, 5000, "listing the documents")
-        return sorted({str(m["hseg_doc_id"]) for _, m in clusters if "hseg_doc_id" in m})
+        clusters = self._metadatas(level_is(CLUSTER), 5000, "listing the documents")
+        return sorted({str(m[DOC_ID_KEY]) for _, m in clusters if DOC_ID_KEY in m})
 
     def stored_records(self, doc_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
         """``{doc id: {record id: metadata}}`` of what the collection holds for these documents
@@ -519,7 +530,7 @@ class HierarchicalStore:
             for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
                 for rid, meta in zip(got["ids"], got["metadatas"]):
                     if meta:
-                        out.setdefault(str(meta["hseg_doc_id"]), {})[rid] = dict(meta)
+                        out.setdefault(str(meta[DOC_ID_KEY]), {})[rid] = dict(meta)
         return out
 
     def stats(self) -> dict[str, Any]:
@@ -548,15 +559,15 @@ class HierarchicalStore:
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
         # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
         with self._reading() as (collection, _), remote_errors(self.collection, f"reading document {doc_id!r}"):
-            got = collection.get(where={"hseg_doc_id": doc_id}, include=include)
+            got = collection.get(where=of_document(doc_id), include=include)
         embs = got.get("embeddings")
         recs = [
             Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),
                    doc, dict(meta))
             for i, (rid, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"]))
         ]
-        recs.sort(key=lambda r: (r.metadata["hseg_cluster_index"], r.metadata["hseg_level"] != "cluster",
-                                 r.metadata["hseg_index"]))
+        recs.sort(key=lambda r: (r.metadata[CLUSTER_INDEX_KEY], r.metadata[LEVEL_KEY] != CLUSTER,
+                                 r.metadata[INDEX_KEY]))
         return recs
 
     def search(

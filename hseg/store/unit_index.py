@@ -22,7 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunking.records import CONTENT_HASH_KEY, Record
+from hseg.chunking.records import Record
+from hseg.chunking.schema import (
+    CLUSTER_WEIGHT_KEY,
+    CONTENT_HASH_KEY,
+    DOC_ID_KEY,
+    NEIGHBOUR_WEIGHT_KEY,
+    SEGMENT,
+    SYNCED_RECORDS_KEY,
+    SYNCED_UNITS_KEY,
+    UNIT_LAYOUT_KEY,
+    level_is,
+)
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, serves_filter, unit_records
 from hseg.store.reading import batched, get_by_documents
@@ -82,8 +93,8 @@ class UnitIndex:
         """``(cluster_weight, neighbour_weight)`` the index was built with (the defaults, which a new
         index is created with, while it is absent)."""
         meta = (self.existing.metadata if self.existing is not None else None) or {}
-        return (float(meta.get("hseg_cluster_weight", DEFAULT_CLUSTER_WEIGHT)),
-                float(meta.get("hseg_neighbour_weight", DEFAULT_NEIGHBOUR_WEIGHT)))
+        return (float(meta.get(CLUSTER_WEIGHT_KEY, DEFAULT_CLUSTER_WEIGHT)),
+                float(meta.get(NEIGHBOUR_WEIGHT_KEY, DEFAULT_NEIGHBOUR_WEIGHT)))
 
     @property
     def layout(self) -> int:
@@ -91,7 +102,7 @@ class UnitIndex:
         is absent: a new index is created in it)."""
         if self.existing is None:
             return UNIT_LAYOUT
-        return int((self.existing.metadata or {}).get("hseg_unit_layout", 1))
+        return int((self.existing.metadata or {}).get(UNIT_LAYOUT_KEY, 1))
 
     def count(self) -> int:
         return 0 if self.existing is None else int(self.existing.count())
@@ -159,16 +170,16 @@ class UnitIndex:
             return
         for got in get_by_documents(self.existing, doc_ids, ["metadatas"]):
             for uid, meta in zip(got["ids"], got["metadatas"]):
-                yield str((meta or {}).get("hseg_doc_id")), uid, dict(meta or {})
+                yield str((meta or {}).get(DOC_ID_KEY)), uid, dict(meta or {})
 
     def _segment_count(self) -> int:
-        return len(self.records.get(where={"hseg_level": "segment"}, include=[])["ids"])
+        return len(self.records.get(where=level_is(SEGMENT), include=[])["ids"])
 
     def _synced_counts(self) -> tuple[int, int] | None:
         meta = (self.existing.metadata if self.existing is not None else None) or {}
-        if "hseg_synced_records" not in meta:
+        if SYNCED_RECORDS_KEY not in meta:
             return None
-        return int(meta["hseg_synced_records"]), int(meta.get("hseg_synced_units", -1))
+        return int(meta[SYNCED_RECORDS_KEY]), int(meta.get(SYNCED_UNITS_KEY, -1))
 
     # ----------------------------------------------------------------- writes
 
@@ -177,7 +188,7 @@ class UnitIndex:
         returns the number written."""
         by_doc: dict[str, list[Record]] = {}
         for r in records:
-            by_doc.setdefault(str(r.metadata["hseg_doc_id"]), []).append(r)
+            by_doc.setdefault(str(r.metadata[DOC_ID_KEY]), []).append(r)
         companion = self.collection  # created first: the layout is the one it was created in
         (w, v), layout = self.weights, self.layout
         per_doc = [unit_records(recs, w, v, layout) for recs in by_doc.values()]
@@ -216,7 +227,7 @@ class UnitIndex:
         if self.existing is not None and self.layout < UNIT_LAYOUT:
             if self._drop is None:
                 raise ValueError(f"collection {self.records.name!r}: this unit index cannot be written anew")
-            weights = {"hseg_cluster_weight": self.weights[0], "hseg_neighbour_weight": self.weights[1]}
+            weights = {CLUSTER_WEIGHT_KEY: self.weights[0], NEIGHBOUR_WEIGHT_KEY: self.weights[1]}
             logger.info("collection %r: writing the unit index anew in layout %d (it was in layout %d)",
                         self.records.name, UNIT_LAYOUT, self.layout)
             self._drop()
@@ -232,8 +243,8 @@ class UnitIndex:
         elif self._complete is None:  # decided here, on the write path, so that searches never write
             self._complete = self.count() == self._segment_count()
         if self._complete:
-            meta = {**self._own_metadata(), "hseg_synced_records": int(self.records.count()),
-                    "hseg_synced_units": self.count()}
+            meta = {**self._own_metadata(), SYNCED_RECORDS_KEY: int(self.records.count()),
+                    SYNCED_UNITS_KEY: self.count()}
             self.collection.modify(metadata=meta)
 
     def _own_metadata(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, flatten_metadata
+from hseg.chunking.schema import CLUSTER, LEVEL_KEY
 from hseg.store.reading import batched
 
 __all__ = ["dedupe", "write_batches", "write_failure", "delete_ids"]
@@ -54,8 +55,8 @@ def write_batches(
             if part or members:
                 yield part, members, None
                 part, members = [], []
-            ordered = [r for r in recs if r.metadata["hseg_level"] == "cluster"] + \
-                      [r for r in recs if r.metadata["hseg_level"] != "cluster"]
+            ordered = [r for r in recs if r.metadata[LEVEL_KEY] == CLUSTER] + \
+                      [r for r in recs if r.metadata[LEVEL_KEY] != CLUSTER]
             for i in range(0, len(ordered), batch):
                 last = i + batch >= len(ordered)
                 yield ordered[i : i + batch], [doc_id] if last else [], doc_id

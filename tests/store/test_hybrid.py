@@ -270,7 +270,8 @@ class _Records:
         self.records, self.calls, start = {}, [], 0
         for i, text in enumerate(_SEGMENTS):
             cut = text.index(". ") + 2
-            self.records[f"s{i}"] = ({"hseg_doc_id": "d", "hseg_start": start, "hseg_end": start + len(text),
+            self.records[f"s{i}"] = ({"hseg_doc_id": "d", "hseg_cluster_id": f"c{i}", "hseg_start": start,
+                                      "hseg_end": start + len(text),
                                       "hseg_tokens": 4, "hseg_cuts": f"[[{cut}, 2]]", "keep": keep(i)}, text)
             start += len(text)
 

@@ -342,9 +342,10 @@ def test_docstring_examples():
 
     import hseg.chunking.chunks
     import hseg.chunking.records
+    import hseg.chunking.schema
     import hseg.text.structure
 
-    for module in (hseg.text.structure, hseg.chunking.chunks, hseg.chunking.records):
+    for module in (hseg.text.structure, hseg.chunking.chunks, hseg.chunking.records, hseg.chunking.schema):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 

@@ -70,22 +70,13 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
 
 def _passages(collection: Any, query_vector: np.ndarray, settings: SearchSettings, unit_index: Any,
               lexical: LexicalQuery | None, rest: Continuation | None = None) -> Plan[list[SearchHit]]:
-    k, budget_tokens, where, where_document = (settings.effective_k, settings.budget_tokens, settings.where,
-                                               settings.where_document)
-    unit, cluster_weight, neighbour_weight = settings.resolved_unit, settings.cluster_weight, settings.neighbour_weight
-    if lexical is not None:
-        if unit == "segment":
-            return (yield from hybrid_segments(collection, query_vector, k, budget_tokens, where, where_document,
-                                               lexical))
-        if unit_index is not None and not where_document:
-            return (yield from hybrid_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                              cluster_weight, neighbour_weight, lexical, rest))
-        return (yield from search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
-                                           cluster_weight, neighbour_weight, lexical))
-    if unit == "segment":
-        return (yield from search_segments(collection, query_vector, k, budget_tokens, where, where_document))
-    if unit_index is not None and not where_document:
-        return (yield from search_indexed(collection, unit_index, query_vector, k, budget_tokens, where,
-                                          cluster_weight, neighbour_weight))
-    return (yield from search_gathered(collection, query_vector, k, budget_tokens, where, where_document,
-                                       cluster_weight, neighbour_weight))
+    indexed = unit_index is not None and not settings.where_document
+    if settings.resolved_unit == "segment":
+        if lexical is not None:
+            return (yield from hybrid_segments(collection, query_vector, settings, lexical))
+        return (yield from search_segments(collection, query_vector, settings))
+    if indexed and lexical is not None:
+        return (yield from hybrid_indexed(collection, unit_index, query_vector, settings, lexical, rest))
+    if indexed:
+        return (yield from search_indexed(collection, unit_index, query_vector, settings))
+    return (yield from search_gathered(collection, query_vector, settings, lexical))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hseg.chunking.records import heading_path, listed_segment_ids
+from hseg.chunking.schema import ClusterMeta, SegmentMeta
 from hseg.retrieval.hits import SearchHit
 from hseg.text.structure import common_prefix
 
@@ -27,30 +27,31 @@ class Member:
 
 def passage(members: list[Member], unit: str) -> SearchHit:
     """One hit from segments adjacent in one cluster, in document order."""
-    first, last = members[0].meta, members[-1].meta
-    return _hit(max(members, key=lambda m: m.score), {m.id: m.score for m in members}, unit,
+    views = [SegmentMeta.of(m.meta) for m in members]
+    best = max(range(len(members)), key=lambda i: members[i].score)
+    return _hit(members[best], views[best], {m.id: m.score for m in members}, unit,
                 text="".join(m.text for m in members),  # segments tile their document, so this is exact
-                span=(int(first["hseg_start"]), int(last["hseg_end"])),
-                tokens=sum(int(m.meta["hseg_tokens"]) for m in members),
+                span=(views[0].start, views[-1].end),
+                tokens=sum(v.tokens for v in views),
                 segment_ids=[m.id for m in members],
-                path=common_prefix(heading_path(m.meta) for m in members))
+                path=common_prefix(v.heading_path for v in views))
 
 
-def whole_cluster(best: Member, scores: dict[str, float], cluster: tuple[dict[str, Any], str],
-                  tokens: int) -> SearchHit:
-    """One ``unit="auto"`` hit from a cluster taken whole (``cluster``: its record's metadata and
-    text), of which ``scores`` are the segments scored and ``best`` the best of them."""
-    meta, text = cluster
-    return _hit(best, scores, "auto", text=text, span=(int(meta["hseg_start"]), int(meta["hseg_end"])),
-                tokens=tokens, segment_ids=listed_segment_ids(meta), path=heading_path(meta))
+def whole_cluster(best: Member, scores: dict[str, float], cluster: ClusterMeta, text: str, tokens: int) -> SearchHit:
+    """One ``unit="auto"`` hit from a cluster taken whole (``cluster``: its record's view, ``text``
+    its text, ``tokens`` the sum of its segments'), of which ``scores`` are the segments scored and
+    ``best`` the best of them."""
+    return _hit(best, SegmentMeta.of(best.meta), scores, "auto", text=text, span=(cluster.start, cluster.end),
+                tokens=tokens, segment_ids=list(cluster.segment_ids), path=cluster.heading_path)
 
 
-def _hit(best: Member, scores: dict[str, float], unit: str, *, text: str, span: tuple[int, int], tokens: int,
-         segment_ids: list[str], path: tuple[str, ...]) -> SearchHit:
-    """A passage's hit: its text and span, scored and matched by its ``best`` segment."""
+def _hit(best: Member, view: SegmentMeta, scores: dict[str, float], unit: str, *, text: str,
+         span: tuple[int, int], tokens: int, segment_ids: list[str], path: tuple[str, ...]) -> SearchHit:
+    """A passage's hit: its text and span, scored and matched by its ``best`` segment (``view``: its
+    record's view)."""
     return SearchHit(
-        cluster_id=str(best.meta["hseg_cluster_id"]),
-        doc_id=str(best.meta["hseg_doc_id"]),
+        cluster_id=view.cluster_id,
+        doc_id=view.doc_id,
         text=text,
         start=span[0],
         end=span[1],
@@ -58,8 +59,8 @@ def _hit(best: Member, scores: dict[str, float], unit: str, *, text: str, span: 
         token_count=tokens,
         matched_id=best.id,
         matched_level="segment",
-        matched_start=int(best.meta["hseg_start"]),
-        matched_end=int(best.meta["hseg_end"]),
+        matched_start=view.start,
+        matched_end=view.end,
         metadata=dict(best.meta),
         segment_scores=scores,
         unit=unit,

@@ -10,13 +10,23 @@ from typing import Any
 
 import numpy as np
 
-from hseg.chunking.records import listed_segment_ids
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_ID_KEY,
+    INDEX_KEY,
+    SEGMENT,
+    TOKENS_KEY,
+    level_is,
+    listed_segment_ids,
+    neighbour_ids,
+)
 from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.lexical_query import LexicalQuery
+from hseg.retrieval.lexical_query import LexicalQuery, fuse
 from hseg.retrieval.passages.assemble import Member, passage
 from hseg.retrieval.passages.candidates import cosines
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.selection import DEFAULT_WHOLE_CLUSTER_MIN, UnitCandidates, merge_runs_of_segments, select_auto
+from hseg.retrieval.settings import SearchSettings
 
 __all__ = ["search_gathered"]
 
@@ -44,10 +54,6 @@ class _Gathered:
     floor: float
 
 
-def _neighbour_ids(meta: Mapping[str, Any]) -> list[str]:
-    return [n for n in (meta.get("hseg_prev_id"), meta.get("hseg_next_id")) if n]
-
-
 def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any, wdoc: Any = None
                   ) -> Plan[dict[str, tuple]]:
     if not ids:
@@ -65,7 +71,7 @@ def _gather(
     term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
     counts), with ``lex`` also the ``n_seg`` best segments of the lexical index (and their
     neighbours and clusters); plus a bound on the fused score of all other segments."""
-    seg_where = _and({"hseg_level": "segment"}, where)
+    seg_where = _and(level_is(SEGMENT), where)
     ids, metas, dists, docs = yield from _query(collection, q, n_seg, seg_where, wdoc,
                                                 ("metadatas", "distances", "documents"))
     rows = {rid: (dict(m), d, 1.0 - float(dist)) for rid, m, d, dist in zip(ids, metas, docs, dists)}
@@ -76,7 +82,7 @@ def _gather(
         lex_floor = page.floor
         rows.update((yield from _fetch_scored(collection, q, [s for s in page.ids if s not in rows], where, wdoc)))
     if nweight:  # a segment next to a near one may rank high through its neighbour
-        around = sorted({n for m, _, _ in rows.values() for n in _neighbour_ids(m)} - set(rows))
+        around = sorted({n for m, _, _ in rows.values() for n in neighbour_ids(m)} - set(rows))
         # neighbour ids name segments (the schema), so only the caller's filters are passed: a level
         # filter on a get by ids made Chroma scan the metadata (docs/decisions.md, the gathered path)
         rows.update((yield from _fetch_scored(collection, q, around, where, wdoc)))
@@ -84,7 +90,7 @@ def _gather(
     nearest: set[str] = set()
     clu_floor = -np.inf
     if weight:
-        cids, cmetas, cdists, _ = yield from _query(collection, q, n_clu, _and({"hseg_level": "cluster"}, where),
+        cids, cmetas, cdists, _ = yield from _query(collection, q, n_clu, _and(level_is(CLUSTER), where),
                                                     wdoc, ("metadatas", "distances"))
         cluster_score = {c: 1.0 - float(d) for c, d in zip(cids, cdists)}
         nearest = set(cids)
@@ -93,7 +99,7 @@ def _gather(
         # each cluster lists: a get by ids, where a filter on the cluster ids scanned the metadata
         listed = [sid for m in cmetas for sid in listed_segment_ids(m) if sid not in rows]
         rows.update((yield from _fetch_scored(collection, q, listed, where, wdoc)))
-        unknown = sorted({m["hseg_cluster_id"] for m, _, _ in rows.values()} - set(cluster_score))
+        unknown = sorted({m[CLUSTER_ID_KEY] for m, _, _ in rows.values()} - set(cluster_score))
         if unknown:
             got = yield Get(collection, tuple(unknown), ("embeddings",))
             cluster_score.update(zip(got["ids"], (float(s) for s in cosines(q, got["embeddings"]))))
@@ -105,31 +111,31 @@ def _gather(
     metas = [rows[r][0] for r in ids]
     lexical_score = None
     if lex is not None:
-        floor += lex.weight * scale * lex_floor
+        floor = fuse(floor, lex_floor, lex.weight * scale)
         lexical_score = lex.scores(ids)
     neighbour_score = None
     if nweight:
         context = {r: v[2] for r, v in rows.items()}
-        missing = sorted({n for m in metas for n in _neighbour_ids(m)} - set(context))
+        missing = sorted({n for m in metas for n in neighbour_ids(m)} - set(context))
         context.update({r: v[2] for r, v in (yield from _fetch_scored(collection, q, missing, None)).items()})
         neighbour_score = np.array([
-            np.mean([context[n] for n in _neighbour_ids(m) if n in context] or [rows[r][2]])
+            np.mean([context[n] for n in neighbour_ids(m) if n in context] or [rows[r][2]])
             for r, m in zip(ids, metas)
         ])
     siblings: dict[str, list[int]] = {}
     if weight:
         for i, m in enumerate(metas):
-            if m["hseg_cluster_id"] in nearest:
-                siblings.setdefault(m["hseg_cluster_id"], []).append(i)
+            if m[CLUSTER_ID_KEY] in nearest:
+                siblings.setdefault(m[CLUSTER_ID_KEY], []).append(i)
         for members in siblings.values():
-            members.sort(key=lambda i: metas[i]["hseg_index"])
+            members.sort(key=lambda i: metas[i][INDEX_KEY])
     cands = UnitCandidates(
         ids=ids,
-        cluster=[m["hseg_cluster_id"] for m in metas],
-        position=[int(m["hseg_index"]) for m in metas],
-        tokens=[int(m["hseg_tokens"]) for m in metas],
+        cluster=[m[CLUSTER_ID_KEY] for m in metas],
+        position=[int(m[INDEX_KEY]) for m in metas],
+        tokens=[int(m[TOKENS_KEY]) for m in metas],
         segment_score=np.array([rows[r][2] for r in ids]),
-        cluster_score=np.array([cluster_score.get(m["hseg_cluster_id"], 0.0) for m in metas]),
+        cluster_score=np.array([cluster_score.get(m[CLUSTER_ID_KEY], 0.0) for m in metas]),
         siblings=siblings,
         neighbour_score=neighbour_score,
         neighbour_weight=nweight,
@@ -139,11 +145,12 @@ def _gather(
     return _Gathered(cands, [rows[r][1] or "" for r in ids], metas, floor)
 
 
-def search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int | None,
-                    where: Mapping[str, Any] | None, wdoc: Mapping[str, Any] | None, weight: float,
-                    nweight: float, lex: LexicalQuery | None = None) -> Plan[list[SearchHit]]:
-    """``unit="auto"`` with cluster weight ``weight`` and neighbour weight ``nweight`` (and ``lex``, the
-    lexical side), from gathered candidates (:func:`_gather`), deepened until the walk is decided."""
+def search_gathered(collection: Any, q: np.ndarray, settings: SearchSettings, lex: LexicalQuery | None = None
+                    ) -> Plan[list[SearchHit]]:
+    """``unit="auto"`` with the settings' cluster and neighbour weights (and ``lex``, the lexical
+    side), from gathered candidates (:func:`_gather`), deepened until the walk is decided."""
+    k, budget, where, wdoc = settings.effective_k, settings.budget_tokens, settings.where, settings.where_document
+    weight, nweight = settings.cluster_weight, settings.neighbour_weight
     need = max(8, budget // 48 + 4) if budget is not None else k
     if need is None:
         raise ValueError("give k or budget_tokens")
@@ -155,7 +162,7 @@ def search_gathered(collection: Any, q: np.ndarray, k: int | None, budget: int |
         if taken is not None:
             fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
             if lex is not None:
-                fused = fused / (1.0 + lex.weight)
+                fused = lex.reported(fused)
             return [passage([Member(g.cands.ids[i], g.metas[i], g.docs[i], float(fused[i])) for i in run], "auto")
                     for run in merge_runs_of_segments(g.cands, taken, weight)]
         n_seg, n_clu = 2 * n_seg, 2 * n_clu

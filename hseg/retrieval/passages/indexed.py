@@ -4,13 +4,12 @@ their ids; the passages' records are then read from the lexical table or the col
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from hseg.chunking.records import HEADING_PATH_KEY, encode_heading_path, heading_path
+from hseg.chunking.schema import ClusterMeta, SegmentMeta
 from hseg.retrieval.continuation import Continuation
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery
@@ -18,17 +17,17 @@ from hseg.retrieval.passages.assemble import Member, Records, passage, whole_clu
 from hseg.retrieval.passages.candidates import bounded_walk, cosines, first_page
 from hseg.retrieval.plans import Get, Knn, Plan, records
 from hseg.retrieval.selection import ClusterSize, Selection, merge_runs, walk
+from hseg.retrieval.settings import SearchSettings
 from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
-from hseg.text.structure import common_prefix
 
 __all__ = ["hybrid_indexed", "search_indexed"]
 
 
-def search_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                   where: Mapping[str, Any] | None, w: float, v: float) -> Plan[list[SearchHit]]:
-    """Dense ``unit="auto"`` on the unit index built with cluster weight ``w`` and neighbour weight
-    ``v``: the kNN's distances are the fused scores, so the walk runs on them; only what it took is read."""
-    scale = fused_scale(w, v)
+def search_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
+    """Dense ``unit="auto"`` on the unit index built with the settings' cluster and neighbour weights:
+    the kNN's distances are the fused scores, so the walk runs on them; only what it took is read."""
+    k, budget, where = settings.effective_k, settings.budget_tokens, settings.where
+    scale = fused_scale(settings.cluster_weight, settings.neighbour_weight)
     qq = query_vector(q)
     # a page of ids and distances costs about the same up to a few hundred records (metadata
     # would cost per record), so the first page is deep: 32 tokens a segment, a quarter of the usual
@@ -68,10 +67,12 @@ def _indexed_runs(keys: list[UnitKey], score: np.ndarray, sel: Selection) -> lis
 
 
 def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]], wanted: list[str],
-                      found: Mapping[str, tuple[dict[str, Any], str]]) -> list[SearchHit]:
+                      found: Mapping[str, tuple[dict[str, Any], str]],
+                      joined: Mapping[str, tuple[ClusterMeta, str]] | None = None) -> list[SearchHit]:
     """The hits of a walk's ``runs`` (:func:`_indexed_runs`) from the records ``found``
-    (``{id: (metadata, text)}``; ``wanted``: the ids that must be among them)."""
-    missing = [rid for rid in wanted if rid not in found]
+    (``{id: (metadata, text)}``; ``wanted``: the ids that must be among them), a cluster taken whole
+    from ``joined`` (made of its segments' records: :func:`_from_table`) when given, else from its record."""
+    missing = [rid for rid in wanted if rid not in found and (joined is None or rid not in joined)]
     if missing:
         raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
                           "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
@@ -81,7 +82,12 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[l
             b = _best(run, score)
             best = Member(keys[b].segment_id, *found[keys[b].segment_id], float(score[b]))
             scores = {keys[i].segment_id: float(score[i]) for i in run}
-            hits.append(whole_cluster(best, scores, found[keys[b].cluster_id], keys[b].cluster_tokens))
+            cid = keys[b].cluster_id
+            if joined is not None:
+                cluster, text = joined[cid]
+            else:
+                cluster, text = ClusterMeta.of(found[cid][0]), found[cid][1]
+            hits.append(whole_cluster(best, scores, cluster, text, keys[b].cluster_tokens))
         else:
             hits.append(passage([Member(keys[i].segment_id, *found[keys[i].segment_id], float(score[i]))
                                   for i in run], "auto"))
@@ -113,16 +119,16 @@ def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[i
                        ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
 
 
-def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, budget: int | None,
-                   where: Mapping[str, Any] | None, w: float, v: float, lex: LexicalQuery,
+def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchSettings, lex: LexicalQuery,
                    rest: Continuation | None = None) -> Plan[list[SearchHit]]:
     """``unit="auto"`` with the lexical score, on the unit index: dense = the fused cosine
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
     The passages' records are read from the lexical table (:func:`_from_table`), and with ``rest``
     (rules 5 and 6 to follow) and no filter, the records the rules will use with them (a filter
     would apply to those and not to these)."""
+    k, budget = settings.effective_k, settings.budget_tokens
     qq = query_vector(q)
-    where = dict(where) if where else None
+    where = dict(settings.where) if settings.where else None
     n = first_page(k, budget, 32, 16)
     while True:
         res = yield Knn(index, qq, n, where)
@@ -135,9 +141,9 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, bu
         page = lex.page(n)
         lexical = dict(zip(page.ids, page.scores.tolist()))
         for sid, x in zip(list(known), lex.scores(list(known)).tolist()):
-            known[sid] += lex.weight * x
-        bounds = {sid: floor_d + lex.weight * x for sid, x in lexical.items() if sid not in known}
-        floor = floor_d + lex.weight * page.floor
+            known[sid] = lex.fused(known[sid], x)
+        bounds = {sid: lex.fused(floor_d, x) for sid, x in lexical.items() if sid not in known}
+        floor = lex.fused(floor_d, page.floor)
 
         def walk_of(scores: dict[str, float], at: float, keys: dict[str, UnitKey] = keys) -> Selection | None:
             order = [keys[sid] for sid in scores]
@@ -157,22 +163,24 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, k: int | None, bu
             for uid, cos in zip(got["ids"], cosines(qq, got["embeddings"])):
                 key = UnitKey.parse(uid)
                 keys[key.segment_id] = key
-                known[key.segment_id] = float(cos) + lex.weight * lexical[key.segment_id]
+                known[key.segment_id] = lex.fused(float(cos), lexical[key.segment_id])
             for sid in wanted:
                 bounds.pop(sid, None)
         if sel is not None:
             order = [keys[sid] for sid in known]
-            score = np.array(list(known.values())) / (1.0 + lex.weight)
+            score = lex.reported(np.array(list(known.values())))
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
             listed = _listed_wholes(lex, order, runs)
             ahead = _read_ahead(rest, order, runs, listed) if rest is not None and where is None else []
-            found = _from_table(lex, order, runs, ahead, listed) if taken else {}
-            if found is None:  # the table does not hold them as the kNN's keys say: a write in flight
-                found = records((yield Get(collection, tuple(taken + ahead))))
+            table = _from_table(lex, order, runs, ahead, listed) if taken else ({}, {})
+            if table is None:  # the table does not hold them as the kNN's keys say: a write in flight
+                found, joined = records((yield Get(collection, tuple(taken + ahead)))), None
+            else:
+                found, joined = table
             if ahead and rest is not None:
                 rest.remember([sid for sid in ahead if sid in found], found)
-            return _indexed_passages(order, score, runs, taken, found)
+            return _indexed_passages(order, score, runs, taken, found, joined)
         n *= 2
 
 
@@ -184,15 +192,16 @@ def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list
 
 
 def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
-                listed: Mapping[str, list[str]]) -> Records | None:
+                listed: Mapping[str, list[str]]) -> tuple[Records, dict[str, tuple[ClusterMeta, str]]] | None:
     """The records of a walk's passages and of what rules 5 and 6 read ahead (``ahead``), from the
     lexical table (:meth:`~hseg.store.lexical.LexicalIndex.records`): ``{id: (metadata, text)}``,
-    or ``None`` when the table does not hold a passage's segment as the walk's key says (it lags a
-    write in flight), and the caller reads the collection instead.
+    and the clusters taken whole, each made of its segments' records; or ``None`` when the table
+    does not hold a passage's segment as the walk's key says (it lags a write in flight), and the
+    caller reads the collection instead.
 
     A ``get`` of a budget's records costs about as much as a plain top-5 query; the table answers
     for much less (``benchmarks/RESULTS.md``). A cluster taken whole is read as all of its
-    segments (``listed``: :func:`_listed_wholes`), its record made of theirs (:func:`_joined`),
+    segments (``listed``: :func:`_listed_wholes`), its view made of theirs (:func:`_joined`),
     checked against the cluster's size in the walk's key."""
     whole = [keys[run[0]] for run, is_whole in runs if is_whole]
     segments = [keys[i] for run, is_whole in runs if not is_whole for i in run]
@@ -200,30 +209,30 @@ def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[in
     found = lex.index.records([*needed, *ahead])
     for key in segments:
         got = found.get(key.segment_id)
-        if got is None or got[0]["hseg_cluster_id"] != key.cluster_id or got[0]["hseg_tokens"] != key.tokens:
+        view = None if got is None else SegmentMeta.read(got[0])
+        if view is None or view.cluster_id != key.cluster_id or view.tokens != key.tokens:
             return None
+    joined: dict[str, tuple[ClusterMeta, str]] = {}
     for key in whole:
         cluster = _joined(key, listed[key.cluster_id], found)
         if cluster is None:
             return None
-        found[key.cluster_id] = cluster
-    return found
+        joined[key.cluster_id] = cluster
+    return found, joined
 
 
 def _joined(key: UnitKey, segment_ids: list[str],
-            found: Mapping[str, tuple[dict[str, Any], str]]) -> tuple[dict[str, Any], str] | None:
-    """The record of ``key``'s cluster made of its segments' records (``None`` unless they are all
-    in ``found``, of that cluster, as many and as long as ``key`` says, and tile it)."""
+            found: Mapping[str, tuple[dict[str, Any], str]]) -> tuple[ClusterMeta, str] | None:
+    """The view and text of ``key``'s cluster made of its segments' records (``None`` unless they are
+    all in ``found``, of that cluster, as many and as long as ``key`` says, and tile it)."""
     members = [found.get(sid) for sid in segment_ids]
     if len(members) != key.cluster_segments or any(m is None for m in members):
         return None
-    metas = [m[0] for m in members if m is not None]
+    views = [SegmentMeta.read(m[0]) for m in members if m is not None]
     texts = [m[1] for m in members if m is not None]
-    if any(m.get("hseg_cluster_id") != key.cluster_id for m in metas) \
-            or sum(int(m.get("hseg_tokens", -1)) for m in metas) != key.cluster_tokens \
-            or any(int(a["hseg_end"]) != int(b["hseg_start"]) for a, b in zip(metas, metas[1:])):
+    if any(v is None for v in views):
         return None
-    path = common_prefix(heading_path(m) for m in metas)
-    meta = {"hseg_start": int(metas[0]["hseg_start"]), "hseg_end": int(metas[-1]["hseg_end"]),
-            "hseg_segment_ids": json.dumps(segment_ids), HEADING_PATH_KEY: encode_heading_path(path)}
-    return meta, "".join(texts)
+    cluster = ClusterMeta.joined(key.cluster_id, [(sid, v) for sid, v in zip(segment_ids, views) if v is not None])
+    if cluster is None or cluster.tokens != key.cluster_tokens:
+        return None
+    return cluster, "".join(texts)
