@@ -92,8 +92,8 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         config: a :class:`hseg.chunking.config.ChunkerConfig`; its fields can also be given as keyword
             arguments (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,
-            ``batch_size``: the same names, defaults and checks as
+            ``segment_context``, ``cluster_vector``, ``clique_method``, ``structure``, ``cache``,
+            ``show_progress``, ``backend``, ``device``, ``batch_size``: the same names, defaults and checks as
             :class:`hseg.chunking.chunker.HierarchicalChunker`), which replace the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's

@@ -47,6 +47,18 @@ FLAVOURS: dict[str, dict[str, Any]] = {
     "enc": {"segment_vector": "encode"},
     "seg64": {"max_segment_tokens": 64},
     "seg96": {"max_segment_tokens": 96},
+    # issue 48: the heading path in a segment's vector (one more sentence of its mean; with "encode", in
+    # front of the text), and cluster vectors encoded from their text
+    "ctx": {"segment_context": "heading"},
+    "ctxenc": {"segment_context": "heading", "segment_vector": "encode"},
+    "cenc": {"cluster_vector": "encode"},
+}
+
+#: search flavours a method name can ask for with ``~<flavour>``, each a documented search setting
+#: (:class:`hseg.retrieval.settings.SearchSettings`): ``lexcov`` the lexical weight scaled per question
+#: by the share of its IDF mass its best lexical match holds (``lexical_weighting="coverage"``)
+SEARCH_FLAVOURS: dict[str, dict[str, Any]] = {
+    "lexcov": {"lexical_weighting": "coverage"},
 }
 
 
@@ -58,8 +70,8 @@ def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, 
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter,
-                                  **(FLAVOURS[flavour] if flavour else {}))
+    options = {k: v for f in (flavour.split("~") if flavour else ()) for k, v in FLAVOURS[f].items()}
+    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter, **options)
     chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
     store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
     store.add(chunkings)
@@ -120,18 +132,24 @@ def store_method(target: int, level: str, retrieval_cls: Any, segmenter: str | N
     return method
 
 
-def default_method(retrieval_cls: Any) -> Callable[..., Any]:
-    """``hseg_default``: what a user gets without choosing anything, read from the product's own
-    defaults so that it is always the configuration measured: :class:`~hseg.chunking.config.ChunkerConfig`'s
-    chunking (what ``hseg index`` builds) and :class:`~hseg.retrieval.settings.SearchSettings`' search
-    (what ``store.search(budget_tokens=B)`` and both framework retrievers return)."""
+def _default_spec() -> tuple[int, str, dict[str, Any]]:
+    """``hseg_default``'s (target, level, search settings): the product's defaults, nothing named."""
     from hseg.chunking.config import ChunkerConfig
     from hseg.retrieval.settings import SearchSettings
 
     target = ChunkerConfig().effective_target_tokens
     assert target is not None  # the default chunker aims at a size
     level = "cluster" if SearchSettings(budget_tokens=1024).resolved_unit == "cluster" else "segment"
-    return store_method(target, level, retrieval_cls)
+    return target, level, {}
+
+
+def default_method(retrieval_cls: Any) -> Callable[..., Any]:
+    """``hseg_default``: what a user gets without choosing anything, read from the product's own
+    defaults so that it is always the configuration measured: :class:`~hseg.chunking.config.ChunkerConfig`'s
+    chunking (what ``hseg index`` builds) and :class:`~hseg.retrieval.settings.SearchSettings`' search
+    (what ``store.search(budget_tokens=B)`` and both framework retrievers return)."""
+    target, level, search = _default_spec()
+    return store_method(target, level, retrieval_cls, **search)
 
 
 def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> None:
@@ -151,8 +169,10 @@ def register_all(register: Callable[[str, Any], Any], retrieval_cls: Any) -> Non
 
 
 def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
-    """A registered hseg method with changes, ``<hseg method>[~<flavour>][+lex<W>][+nb<V>][@<segmenter>]``:
-    ``~<flavour>`` chunks with that flavour (:data:`FLAVOURS`, ``hseg_auto_256~enc``); ``+lex<W>``
+    """A registered hseg method (``hseg_default`` too) with changes,
+    ``<hseg method>[~<flavour>...][+lex<W>][+nb<V>][@<segmenter>]``: ``~<flavour>`` chunks with that
+    flavour (:data:`FLAVOURS`, ``hseg_auto_256~enc``) or searches with it (:data:`SEARCH_FLAVOURS`,
+    ``hseg_default~lexcov``), several joined by ``~``; ``+lex<W>``
     searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``+nb<V>`` with ``neighbour_weight=V``
     (the auto unit; other weights than the unit index's are searched on the gathered path);
     ``@<segmenter>`` chunks with that segmenter (a registered name or a saved weights file), to
@@ -164,9 +184,15 @@ def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
     rest, nb, nb_weight = rest.partition("+nb")
     rest, plus, weight = rest.partition("+lex")
     base, tilde, flavour = rest.partition("~")
-    if base not in SPECS or (tilde and flavour not in FLAVOURS) or not (at or plus or tilde or nb):
+    flavours = flavour.split("~") if tilde else []
+    known = set(FLAVOURS) | set(SEARCH_FLAVOURS)
+    if base not in {*SPECS, "hseg_default"} or any(f not in known for f in flavours) \
+            or not (at or plus or tilde or nb):
         return None
-    target, level, search = SPECS[base]
+    target, level, search = SPECS[base] if base in SPECS else _default_spec()
+    for f in flavours:
+        search = {**search, **SEARCH_FLAVOURS.get(f, {})}
+    flavour = "~".join(f for f in flavours if f in FLAVOURS)
     try:
         if plus:
             search = {**search, "lexical_weight": float(weight)}

@@ -8,7 +8,9 @@ Pipeline per document (the encoder runs once over all sentences of a batch of do
 3. segment ends from the segmenter, then :func:`hseg.segmentation.segmenters.enforce_length_limits`;
 4. segment vectors: the normalised token-weighted mean of their sentence vectors
    (``segment_vector="mean"``, no second encoder pass) or an encoding of the segment text
-   (``"encode"``); a cluster vector is the token-weighted mean of its segment vectors;
+   (``"encode"``), with the segment's heading path as context under ``segment_context="heading"``; a
+   cluster vector is the token-weighted mean of its segment vectors (``cluster_vector="mean"``) or an
+   encoding of its text (``"encode"``);
 5. :func:`~hseg.chunking.clustering.cluster_segments` with an explicit ``k``, or
    :func:`~hseg.chunking.clustering.search_k` for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
 
@@ -58,8 +60,9 @@ class HierarchicalChunker:
         config: a :class:`hseg.chunking.config.ChunkerConfig`; or give its fields as keyword arguments
             (``encoder``, ``segmenter``, ``k``, ``target_tokens``, ``max_cluster_tokens``,
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
-            ``clique_method``, ``structure``, ``cache``, ``show_progress``, ``backend``, ``device``,
-            ``batch_size``; meanings and defaults there). Keywords given with a config replace its fields.
+            ``segment_context``, ``cluster_vector``, ``clique_method``, ``structure``, ``cache``,
+            ``show_progress``, ``backend``, ``device``, ``batch_size``; meanings and defaults there).
+            Keywords given with a config replace its fields.
 
     Example:
         >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
@@ -267,10 +270,21 @@ class HierarchicalChunker:
         firsts = [0] + [e + 1 for e in ends[:-1]]
         bounds = [0] + [spans[f].start for f in firsts[1:]] + [len(text)]
         texts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        paths = [path_at(headings, spans[f].start) for f in firsts]
+        # segment_context="heading": what is embedded includes the heading path; the text stays as it is
+        context = [" > ".join(p) if self.config.segment_context == "heading" else "" for p in paths]
         if self.segment_vector == "encode":
-            seg_vecs = self.encoder.encode([text[spans[f].start : spans[e].end] for f, e in zip(firsts, ends)])
+            seg_vecs = self.encoder.encode([(c + "\n\n" if c else "") + text[spans[f].start : spans[e].end]
+                                            for c, f, e in zip(context, firsts, ends)])
         else:
-            seg_vecs = np.stack([mean_vector(vectors[f : e + 1], tokens[f : e + 1]) for f, e in zip(firsts, ends)])
+            distinct = sorted(set(context) - {""})
+            path_vecs = dict(zip(distinct, self.encoder.encode(distinct))) if distinct else {}
+            path_tokens = dict(zip(distinct, count_many(self.count_tokens, distinct)))
+            # the path as one more sentence of the segment's token-weighted mean
+            seg_vecs = np.stack([
+                mean_vector(np.vstack([vectors[f : e + 1], path_vecs[c][None]]), [*tokens[f : e + 1], path_tokens[c]])
+                if c else mean_vector(vectors[f : e + 1], tokens[f : e + 1])
+                for c, f, e in zip(context, firsts, ends)])
         token_counts = count_many(self.count_tokens, texts)
         cuts = self._cuts(text, spans, bounds, firsts, ends)
         segments = [
@@ -286,10 +300,11 @@ class HierarchicalChunker:
                 sentence_end=e + 1,
                 embedding=seg_vecs[i],
                 boundary_prob=float(strength[e]) if e < len(strength) else 1.0,
-                heading_path=path_at(headings, spans[f].start),
+                heading_path=p,
                 cuts=c,
             )
-            for i, (a, b, t, f, e, n, c) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts, cuts))
+            for i, (a, b, t, f, e, n, c, p) in enumerate(zip(bounds, bounds[1:], texts, firsts, ends, token_counts,
+                                                              cuts, paths))
         ]
         return segments, seg_vecs
 
@@ -328,8 +343,13 @@ class HierarchicalChunker:
             if c > self.max_cluster_tokens:
                 logger.warning("doc %s: a single segment of %d tokens exceeds max_cluster_tokens=%d", doc_id, c,
                                self.max_cluster_tokens)
+        if self.config.cluster_vector == "encode":
+            vectors = list(self.encoder.encode([text[segments[r.start].start : segments[r.stop - 1].end].strip()
+                                                for r in ranges]))
+        else:
+            vectors = [mean_vector(vecs[r.start : r.stop], seg_tokens[r.start : r.stop]) for r in ranges]
         out = []
-        for i, (r, flag, n) in enumerate(zip(ranges, flags, counts)):
+        for i, (r, flag, n, vector) in enumerate(zip(ranges, flags, counts, vectors)):
             segs = tuple(segments[r.start : r.stop])
             a, b = segs[0].start, segs[-1].end
             out.append(
@@ -342,7 +362,7 @@ class HierarchicalChunker:
                     text=text[a:b],
                     token_count=int(n),
                     segments=segs,
-                    embedding=mean_vector(vecs[r.start : r.stop], seg_tokens[r.start : r.stop]),
+                    embedding=vector,
                     split_by_cap=flag,
                     heading_path=common_prefix(s.heading_path for s in segs),
                 )

@@ -33,6 +33,8 @@ __all__ = [
     "DEFAULT_TARGET_TOKENS",
     "MAX_SEGMENT_TOKENS",
     "SEGMENT_VECTORS",
+    "SEGMENT_CONTEXTS",
+    "CLUSTER_VECTORS",
     "RUNTIME_FIELDS",
     "CLIQUE_METHODS",
     "default_max_segment_tokens",
@@ -45,6 +47,11 @@ DEFAULT_TARGET_TOKENS = 256
 #: segments longer than this are cut (48–192 measured best for segments as retrieval units)
 MAX_SEGMENT_TOKENS = 192
 SEGMENT_VECTORS = ("mean", "encode")
+#: what a segment's vector holds beside its text: nothing, or its heading path (issue 48; measured, off by
+#: default: docs/decisions.md, "Chunking")
+SEGMENT_CONTEXTS = ("none", "heading")
+#: how a cluster's vector is made: the token-weighted mean of its segments' vectors, or its text encoded
+CLUSTER_VECTORS = ("mean", "encode")
 #: settings that change how chunking runs, not the chunks it makes
 RUNTIME_FIELDS = ("cache", "show_progress", "backend", "device", "batch_size")
 CLIQUE_METHODS = ("edges", "cliques")
@@ -91,6 +98,13 @@ class ChunkerConfig:
         tokenizer: what sizes are measured in: a tiktoken encoding name (``None`` = ``cl100k_base``)
             or a ``str -> int`` callable.
         segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"``.
+        segment_context: ``"none"`` or ``"heading"``: a segment under a markdown heading is embedded with
+            its heading path as context (with ``"mean"`` the path is one more sentence of the mean, weighted
+            by its tokens; with ``"encode"`` the path, a blank line and the text are encoded). Only the
+            vector changes: the segment's text and span stay exact; a segment without a heading path
+            keeps its plain vector.
+        cluster_vector: ``"mean"`` (token-weighted mean of its segments' vectors) or ``"encode"`` (the
+            cluster's text encoded, cut at the encoder's window).
         clique_method: ``"edges"`` (exact, no clique enumeration) or ``"cliques"`` (networkx).
         structure: whether markdown headings shape the chunks (:mod:`hseg.text.structure`): ``"auto"``
             reads every document as markdown except a ``.txt``/``.text`` source, ``"markdown"``
@@ -119,6 +133,10 @@ class ChunkerConfig:
                                     "a str -> int callable")
     segment_vector: str = setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
                                            "segment text")
+    segment_context: str = setting("none", "'heading': a segment under a markdown heading is embedded with its "
+                                            "heading path as context (the stored text stays exact); 'none'")
+    cluster_vector: str = setting("mean", "'mean': token-weighted mean of the cluster's segment vectors; 'encode': "
+                                          "embed the cluster text")
     clique_method: str = setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
     structure: str = setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
                                       "'auto' (every document but a .txt/.text source), 'markdown' (all) or 'none'")
@@ -152,6 +170,10 @@ class ChunkerConfig:
                              f"got {self.max_cluster_tokens!r}")
         if self.segment_vector not in SEGMENT_VECTORS:
             raise ValueError(f"segment_vector must be one of {SEGMENT_VECTORS}, got {self.segment_vector!r}")
+        if self.segment_context not in SEGMENT_CONTEXTS:
+            raise ValueError(f"segment_context must be one of {SEGMENT_CONTEXTS}, got {self.segment_context!r}")
+        if self.cluster_vector not in CLUSTER_VECTORS:
+            raise ValueError(f"cluster_vector must be one of {CLUSTER_VECTORS}, got {self.cluster_vector!r}")
         if self.clique_method not in CLIQUE_METHODS:
             raise ValueError(f"clique_method must be one of {CLIQUE_METHODS}, got {self.clique_method!r}")
         if self.structure not in STRUCTURES:

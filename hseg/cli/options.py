@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from hseg.chunking.config import ChunkerConfig
+from hseg.chunking.config import CLUSTER_VECTORS, SEGMENT_CONTEXTS, ChunkerConfig
 from hseg.encoders import BACKENDS
 from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
 from hseg.text.structure import STRUCTURES
@@ -81,13 +81,15 @@ def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
 
 #: the chunker settings :func:`add_chunker_options` gives options for (``hseg index`` remembers them in the
 #: store: :func:`chunk_options`); ``target_tokens`` and ``k`` are one choice, the size
-CHUNK_OPTIONS = ("target_tokens", "k", "max_cluster_tokens", "structure", "segmenter")
+CHUNK_OPTIONS = ("target_tokens", "k", "max_cluster_tokens", "structure", "segment_context", "cluster_vector",
+                 "segmenter")
 _SIZE = ("target_tokens", "k")
 
 
 def add_chunker_options(parser: argparse.ArgumentParser) -> None:
-    """The chunker's size, structure and segmenter options: ``--target-tokens N | --k K``,
-    ``--max-cluster-tokens N``, ``--structure auto|markdown|none`` and ``--segmenter`` (build the
+    """The chunker's size, structure, vector and segmenter options: ``--target-tokens N | --k K``,
+    ``--max-cluster-tokens N``, ``--structure auto|markdown|none``, ``--segment-context none|heading``,
+    ``--cluster-vector mean|encode`` and ``--segmenter`` (build the
     chunker with :func:`chunker_from_args`). An option not given is ``None`` (the chunker's default, or
     what the store remembers for ``hseg index``: :func:`chunk_options`)."""
     # names, defaults and help come from the one declaration of the settings (hseg.chunking.config)
@@ -100,6 +102,11 @@ def add_chunker_options(parser: argparse.ArgumentParser) -> None:
     # a FILE's path is its document id, so with 'auto' a .txt file is plain text, a .md file markdown
     parser.add_argument("--structure", choices=STRUCTURES, default=None,
                         help=docs["structure"] + f" (default {defaults['structure']})")
+    # what is embedded (issue 48): measured, off by default (docs/decisions.md, "Chunking")
+    parser.add_argument("--segment-context", choices=SEGMENT_CONTEXTS, default=None,
+                        help=docs["segment_context"] + f" (default {defaults['segment_context']})")
+    parser.add_argument("--cluster-vector", choices=CLUSTER_VECTORS, default=None,
+                        help=docs["cluster_vector"] + f" (default {defaults['cluster_vector']})")
     add_segmenter_option(parser)
 
 
@@ -215,6 +222,7 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
     "cluster_weight": {"type": finite_float, "metavar": "W"},
     "neighbour_weight": {"type": finite_float, "metavar": "V"},
     "lexical_weight": {"type": finite_float, "metavar": "L"},
+    "lexical_weighting": {"choices": None},
     "where": {"type": json_object, "metavar": "JSON"},
     "where_document": {"type": json_object, "metavar": "JSON"},
 }
@@ -222,9 +230,9 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     """One option per :class:`~hseg.retrieval.settings.SearchSettings` field, with its help and default."""
-    from hseg.retrieval.settings import MODES, UNITS, SearchSettings
+    from hseg.retrieval.settings import LEXICAL_WEIGHTINGS, MODES, UNITS, SearchSettings
 
-    choices = {"unit": UNITS, "mode": MODES}
+    choices = {"unit": UNITS, "mode": MODES, "lexical_weighting": LEXICAL_WEIGHTINGS}
     defaults, docs = SearchSettings.defaults(), SearchSettings.docs()
     if set(_SEARCH_OPTION_TYPES) != set(defaults):  # a new setting must get an option here
         raise AssertionError(f"search options {sorted(_SEARCH_OPTION_TYPES)} != settings {sorted(defaults)}")

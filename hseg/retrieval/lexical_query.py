@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,8 @@ class LexicalSource(Protocol):
     def cluster_segments(self, cluster_ids: Iterable[str]) -> dict[str, list[str]]: ...
 
     def following(self, segment_ids: Iterable[str], max_tokens: int) -> dict[str, list[LexicalRow]]: ...
+
+    def count(self) -> int: ...
 
 
 @dataclass
@@ -213,16 +216,43 @@ class LexicalQuery:
             self._sizes.update(self.index.cluster_sizes(wanted))
         return [self.unit_key(r) for r in rows]
 
+    def coverage(self) -> float:
+        """The share of the query's IDF mass that its best lexical match holds, in [0, 1].
+
+        Each query word weighs its IDF in the index as FTS5's BM25 weighs it (``log((N - n + 0.5) /
+        (n + 0.5))``, ``n`` of ``N`` segments holding it; a word no segment holds weighs the most); the
+        coverage is the weight of the words the best-scoring segment holds over that of all of them: 1
+        when that segment holds every word, 0 without any match. ``lexical_weighting="coverage"``
+        scales ``lexical_weight`` by it, so that a question that shares few of its words with the text
+        leans on the dense side (:mod:`hseg.retrieval.settings`)."""
+        self._scored()
+        if not len(self._rowids):
+            return 0.0
+        best, rows = int(self._rowids[0]), int(self.index.count())
+        held = total = 0.0
+        for term in self.terms:
+            found, _ = self.index.scored((term,))
+            idf = max(math.log((rows - len(found) + 0.5) / (len(found) + 0.5)), 1e-6)
+            total += idf
+            held += idf if bool(np.any(found == best)) else 0.0
+        return held / total if total > 0 else 0.0
+
     def _normalised(self, raw: Sequence[float] | np.ndarray) -> np.ndarray:
         best = self.best or 0.0
         x = np.asarray(raw, dtype=np.float64)
         return x / best if best > 0 else np.zeros_like(x)
 
 
-def lexical_query(index: LexicalSource, text: str, weight: float) -> LexicalQuery | None:
-    """The lexical side of a query, or ``None`` when it has none (no weight, or no words to look up)."""
+def lexical_query(index: LexicalSource, text: str, weight: float, weighting: str = "fixed") -> LexicalQuery | None:
+    """The lexical side of a query, or ``None`` when it has none (no weight, or no words to look up);
+    ``weighting="coverage"`` scales ``weight`` by the query's :meth:`LexicalQuery.coverage`."""
     if not weight:
         return None
     terms = query_terms(text)
-    return LexicalQuery(index, tuple(terms), float(weight)) if terms else None
+    if not terms:
+        return None
+    lexical = LexicalQuery(index, tuple(terms), float(weight))
+    if weighting == "coverage":
+        lexical.weight = float(weight) * lexical.coverage()
+    return lexical
 

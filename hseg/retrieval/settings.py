@@ -24,7 +24,7 @@ from hseg.chunking.config import is_int, setting
 
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
-    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT", "MAX_K", "MAX_BUDGET_TOKENS",
+    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT", "MAX_K", "MAX_BUDGET_TOKENS", "LEXICAL_WEIGHTINGS",
 ]
 
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
@@ -41,6 +41,10 @@ DEFAULT_NEIGHBOUR_WEIGHT = 0.2
 #: all beat every dense and BM25 peer there, 0.2 had the best mean; above 0.5 the lexical score
 #: overrides paraphrase matches and Chroma's corpora lose
 DEFAULT_LEXICAL_WEIGHT = 0.2
+#: how ``lexical_weight`` applies to a query: as given to every query, or scaled per query by the share of
+#: the query's IDF mass its best lexical match holds (:meth:`hseg.retrieval.lexical_query.LexicalQuery.coverage`;
+#: issue 48, measured and off by default: docs/decisions.md, "Hybrid search and the defaults")
+LEXICAL_WEIGHTINGS = ("fixed", "coverage")
 #: what a search returns when no unit is chosen: with a token budget the budget-aware passages, which
 #: beat whole parents at every fixed reader budget measured (benchmarks/RESULTS.md); with ``k`` (or a
 #: ``mode``) whole parents, the paper's, so that ``k`` counts results as a framework's k does
@@ -78,6 +82,10 @@ class SearchSettings:
             With a lexical side, ``unit="auto"`` also spends what its walk leaves of a budget on the
             segments after its passages, then on the first sentences of the next (rules 5 and 6 of
             :mod:`hseg.retrieval.selection`).
+        lexical_weighting: ``"fixed"`` (the default: λ is ``lexical_weight`` for every query) or
+            ``"coverage"``: λ is ``lexical_weight`` times the share of the query's IDF mass that its
+            best lexical match holds, so a question sharing few of its words with the text leans
+            on the dense side (:meth:`hseg.retrieval.lexical_query.LexicalQuery.coverage`).
         where: a Chroma metadata filter, on segment and cluster records alike.
         where_document: a Chroma document filter (e.g. ``{"$contains": "tide"}``).
 
@@ -104,6 +112,9 @@ class SearchSettings:
     lexical_weight: float = setting(DEFAULT_LEXICAL_WEIGHT, "weight of the lexical (BM25) score, divided by the "
                                                              "query's best, added to every unit's dense score; "
                                                              "0 turns the lexical side off")
+    lexical_weighting: str = setting("fixed", "'fixed': lexical_weight for every query; 'coverage': lexical_weight "
+                                              "times the share of the query's IDF mass its best lexical match "
+                                              "holds")
     where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
     where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
@@ -113,6 +124,8 @@ class SearchSettings:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.unit is not None and self.unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS} or None, got {self.unit!r}")
+        if self.lexical_weighting not in LEXICAL_WEIGHTINGS:
+            raise ValueError(f"lexical_weighting must be one of {LEXICAL_WEIGHTINGS}, got {self.lexical_weighting!r}")
         if self.unit not in (None, "cluster") and self.mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
         for name in ("cluster_weight", "neighbour_weight", "lexical_weight"):

@@ -119,7 +119,8 @@ class SearchPlanner:
         query vector ``vec`` and the query's words ``text``."""
         lexical = None
         if settings.lexical_weight and text is not None:
-            lexical = lexical_query(self.lexical("a search with lexical_weight > 0"), text, settings.lexical_weight)
+            lexical = lexical_query(self.lexical("a search with lexical_weight > 0"), text, settings.lexical_weight,
+                                    settings.lexical_weighting)
         elif settings.lexical_weight and not self._warned_no_text:
             self._warned_no_text = True  # a vector has no words: the dense side is all there is to search
             logger.warning("collection %r: a vector query without query_text= is searched densely, without its "

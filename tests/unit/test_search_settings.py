@@ -102,8 +102,8 @@ def test_llama_index_keywords_are_the_settings_fields(store):
     from llama_index_hseg import HierarchicalSegmentRetriever
 
     every = {"k": None, "budget_tokens": 100, "unit": "auto", "mode": "segment+cluster", "cluster_weight": 0.4,
-             "neighbour_weight": 0.0, "lexical_weight": 0.5, "where": {"source": "c.md"},
-             "where_document": {"$contains": "cat"}}
+             "neighbour_weight": 0.0, "lexical_weight": 0.5, "lexical_weighting": "coverage",
+             "where": {"source": "c.md"}, "where_document": {"$contains": "cat"}}
     assert set(every) == set(SearchSettings.field_names())
     r = HierarchicalSegmentRetriever(store, **every)
     assert r.settings == SearchSettings(**every)
