@@ -70,13 +70,17 @@ class SearchPlanner:
         return self.lexical_index
 
     def ready(self, settings: SearchSettings) -> SearchSettings:
-        """Bring the lexical index in step before a search that uses it (once per call); returns the
-        settings to search with: dense alone, with one warning, when the index can be neither read
+        """Bring the lexical index in step before a search that uses it (once per call; a cache's check
+        runs beside the search until its first read of the index, :meth:`LexicalIndex.check_beside`);
+        returns the settings to search with: dense alone, with one warning, when the index can be neither read
         nor built again (:class:`~hseg.store.lexical.LexicalIndexUnavailable`)."""
         if settings.lexical_weight:
             index = self.lexical("a search with lexical_weight > 0")
             try:
-                index.ensure_fresh()
+                if index.follower is not None:  # a cache: its check reads the write log over the network
+                    index.check_beside()
+                else:
+                    index.ensure_fresh()
             except LexicalIndexUnavailable as exc:
                 return self.dense(settings, exc)
             except OSError as exc:  # a read-only folder: its lock file cannot be opened, the dense side still can
@@ -93,6 +97,8 @@ class SearchPlanner:
         chosen = self.ready(settings)
         try:
             return run(chosen)
+        except LexicalIndexUnavailable as exc:  # a check beside the search (ready()) met it at its first read
+            return run(self.dense(chosen, exc))
         except sqlite3.DatabaseError as exc:
             if not chosen.lexical_weight or self.lexical_index is None:
                 raise
@@ -101,11 +107,20 @@ class SearchPlanner:
             except LexicalIndexUnavailable as failed:
                 return run(self.dense(chosen, failed))
             return run(chosen)
+        except OSError as exc:  # as in ready(), from a check beside the search
+            problem = None if self.lexical_index is None or not chosen.lexical_weight else \
+                lexical_storage_error(self.lexical_index.location.path, exc)
+            if problem is None:
+                raise
+            return run(self.dense(chosen, problem))
         except Exception as exc:
             refused = refused_filter(exc, chosen)
             if refused is None:
                 raise
             raise refused from exc
+        finally:
+            if chosen.lexical_weight and self.lexical_index is not None:
+                self.lexical_index.settle()
 
     def dense(self, settings: SearchSettings, problem: BaseException) -> SearchSettings:
         if not self._warned_dense:

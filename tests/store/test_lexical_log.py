@@ -259,3 +259,50 @@ def test_an_entry_stamped_long_before_it_landed_is_found_by_the_next_sweep(tmp_p
     now[0] += journal.SWEEP_S
     index.ensure_fresh()  # another sweep: the entry is known, its metadata not asked for again
     assert follower.applied == 1 and asked == []
+
+
+def test_a_caches_check_runs_beside_the_searchs_knn_and_its_failure_leaves_a_dense_search(
+        tmp_path, chroma_collection_name, chunker, as_cache, monkeypatch, caplog):
+    """A cache's check reads the write log from the server: it runs in a worker while the search's
+    kNN is asked, and the search's first read of the index waits for it. A check that fails with the
+    index unavailable leaves the search dense, with one warning, as a check before the search did."""
+    import threading
+
+    from hseg.store.lexical import LexicalIndexUnavailable
+
+    writer = open_store(tmp_path / "db", chroma_collection_name)
+    writer.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(3)])
+    reader = open_store(tmp_path / "db", chroma_collection_name)
+    expected = [(h.segment_ids, h.end) for h in reader.search("river flood", budget_tokens=300)]
+    index = reader.lexical_index
+    real_check = type(index).ensure_fresh
+    checking = threading.Event()
+    release = threading.Event()
+    seen: list[bool] = []
+
+    def slow_check(self):  # waits for the kNN: a check before the search would wait in vain
+        checking.set()
+        seen.append(release.wait(5))
+        return real_check(self)
+
+    real_query = type(reader.collection).query
+
+    def query(self, *args, **kwargs):  # the kNN: asked while the check is under way
+        release.set()
+        return real_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(index), "ensure_fresh", slow_check)
+    monkeypatch.setattr(type(reader.collection), "query", query)
+    assert [(h.segment_ids, h.end) for h in reader.search("river flood", budget_tokens=300)] == expected
+    assert seen == [True]
+
+    def unavailable(self):
+        raise LexicalIndexUnavailable("the lexical index cannot be read")
+
+    monkeypatch.setattr(type(index), "ensure_fresh", unavailable)
+    with caplog.at_level("WARNING", logger="hseg"):
+        hits = reader.search("river flood", budget_tokens=300)
+        again = reader.search("river flood", budget_tokens=300)
+    dense = [(h.segment_ids, h.end) for h in reader.search("river flood", budget_tokens=300, lexical_weight=0.0)]
+    assert [(h.segment_ids, h.end) for h in hits] == dense == [(h.segment_ids, h.end) for h in again]
+    assert sum("dense side alone" in r.getMessage() for r in caplog.records) == 1

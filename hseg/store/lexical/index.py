@@ -8,8 +8,10 @@ import contextlib
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION, Record
@@ -50,6 +52,8 @@ class LexicalIndex(TableReads):
         self._db: Database | None = None
         self._count_checked = False  # the first check of this object compares record counts too
         self.follower = follow.Follower(self) if journal is not None else None
+        self._checks: ThreadPoolExecutor | None = None  # where checks run beside a search (a cache's)
+        self._pending = threading.local()  # the check a thread started beside its search, until it reads
 
     @classmethod
     def open(cls, collection: Any) -> LexicalIndex | None:
@@ -68,6 +72,10 @@ class LexicalIndex(TableReads):
 
     @property
     def db(self) -> Database:
+        pending: Future[None] | None = getattr(self._pending, "check", None)
+        if pending is not None:  # this thread's first read since it started a check: the check first
+            self._pending.check = None
+            pending.result()
         if self._db is None:
             self._db = memory_database(self.location.key) if self.location.path is None else \
                 Database(self.location.path)
@@ -88,6 +96,24 @@ class LexicalIndex(TableReads):
         except sqlite3.DatabaseError as exc:
             self.repair(exc)
             self._step()
+
+    def check_beside(self) -> None:
+        """Start :meth:`ensure_fresh` in a worker thread; this thread's next read of the index waits for
+        it (and raises what it raised). For a cache, whose check reads the write log from the server: a
+        search's first read there (its kNN) and the check go over the network at once."""
+        self.settle()
+        if self._checks is None:
+            self._checks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hseg-lexical-check")
+        self._pending.check = self._checks.submit(self.ensure_fresh)
+
+    def settle(self) -> None:
+        """Wait for a check this thread started beside its search and did not read after (what it
+        raised is left to the next check to meet again)."""
+        pending: Future[None] | None = getattr(self._pending, "check", None)
+        self._pending.check = None
+        if pending is not None:
+            with contextlib.suppress(Exception):
+                pending.result()
 
     def _step(self) -> None:
         from hseg.store.lexical.repair import check_file
