@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.errors import HsegError
 from hseg.text.spans import Span
 
 try:
@@ -24,7 +25,7 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 __all__ = ["HierarchicalChunker", "HierarchicalStore", "SearchSettings", "Chunking", "Cluster", "Segment", "Span",
-           "split_sentences", "__version__"]
+           "split_sentences", "HsegError", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

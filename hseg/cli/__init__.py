@@ -23,6 +23,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from hseg.errors import HsegError
+
 __all__ = ["main", "build_parser"]
 
 #: modules that contribute subcommands, in the order ``hseg --help`` lists them
@@ -81,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (ValueError, UnicodeDecodeError, OSError) as exc:  # OSError: missing files, permissions, a full disk
+    # hseg's errors (hseg.errors) say what failed and the fix; OSError: missing files, permissions, a full disk
+    except (HsegError, ValueError, UnicodeDecodeError, OSError) as exc:
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -16,16 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from hseg.cli.options import positive_int
+from hseg.errors import CliError, DatabaseStorageError, HsegError
 
 __all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "location_options",
            "server_errors",
            "client", "existing_collection"]
 
 CONNECT_TIMEOUT_S = 5.0
-
-
-class CliError(ValueError):
-    """A complete one-line message for the user (printed as is, exit code 1)."""
 
 
 def _port(text: str) -> int:
@@ -77,24 +74,25 @@ def location_options(args: argparse.Namespace) -> str:
 @contextmanager
 def server_errors(args: argparse.Namespace) -> Iterator[None]:
     """Name the server in every failure to talk to it (connection refused, gone mid-run, ...), and
-    the database in a failure its disk explains (read-only, full) instead of Chroma's traceback."""
+    the database in a failure its disk explains (read-only, full) instead of Chroma's traceback.
+    hseg's own errors (:class:`~hseg.errors.HsegError`) say what failed already and pass as they are."""
     if args.host is None:
         try:
             yield
         except Exception as exc:
-            if isinstance(exc, (ValueError, FileNotFoundError)):  # the user's input, said already
+            if isinstance(exc, (HsegError, ValueError, FileNotFoundError)):  # the user's input, said already
                 raise
-            from hseg.store.connection import storage_problem
+            from hseg.store.connection import storage_error
 
-            problem = storage_problem(str(args.db), exc)
+            problem = storage_error(str(args.db), exc)
             if problem is None:
                 raise
-            raise CliError(problem) from exc
+            raise problem from exc
         return
     try:
         yield
     except (OSError, ValueError, RuntimeError) as exc:
-        if isinstance(exc, (CliError, FileNotFoundError)):
+        if isinstance(exc, (HsegError, FileNotFoundError)):
             raise
         raise CliError(f"Chroma server at {location_label(args)}: {exc}") from exc
 
@@ -118,14 +116,13 @@ def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
         raise CliError(f"--db {args.db}: not a directory")
     if must_exist and not db.is_dir():
         raise CliError(f"no index at {args.db} (run 'hseg index PATH --db {args.db}' first)")
-    from hseg.store.connection import open_persistent, storage_problem
+    from hseg.store.connection import open_persistent, storage_error
 
     # an absolute path: chromadb shares one system per path string within a process
     try:
         return open_persistent(str(db.resolve()))
-    except OSError as exc:  # read-only or full: one line naming the folder as given
-        problem = storage_problem(str(args.db), exc.__cause__ or exc)
-        raise CliError(problem or str(exc)) from exc
+    except DatabaseStorageError as exc:  # read-only or full: one line naming the folder as given
+        raise (storage_error(str(args.db), exc.__cause__ or exc) or exc) from exc
 
 
 def id_anchor(args: argparse.Namespace) -> Path | None:

@@ -30,6 +30,7 @@ from hseg.cli.options import (
     positive_int,
     quiet_model_loading,
 )
+from hseg.errors import EncoderMismatchError
 
 __all__ = ["register"]
 
@@ -97,16 +98,13 @@ def run_index(args: argparse.Namespace) -> int:
         return _index(args, files, problems, report, report_line, start)
     if not files and not Path(args.db).is_dir():
         client(args, must_exist=True)  # the usual message: nothing to prune there
-    from hseg.store.lock import WriterBusyError, writer_lock
+    from hseg.store.lock import writer_lock
 
     def waiting(holder: str) -> None:
         report_line(f"hseg index: waiting for {holder}, which is writing to {args.db} (writers take turns) ...")
 
-    try:
-        with writer_lock(args.db, timeout_s=args.lock_timeout, on_wait=waiting):
-            return _index(args, files, problems, report, report_line, start)
-    except WriterBusyError as exc:
-        raise CliError(str(exc)) from None
+    with writer_lock(args.db, timeout_s=args.lock_timeout, on_wait=waiting):  # busy: a WriterBusyError for main
+        return _index(args, files, problems, report, report_line, start)
 
 
 def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str, str]], report: Any,
@@ -147,7 +145,7 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
 
         try:  # the store's own check, by canonical name: all-MiniLM-L6-v2 is the default model
             check_encoder(args.collection, recorded, args.encoder)
-        except ValueError:
+        except EncoderMismatchError:
             raise CliError(f"collection {args.collection!r} was built with encoder {recorded!r}, not "
                            f"{args.encoder!r}; use another --collection") from None
 
@@ -156,11 +154,8 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             report_line(f"loading encoder {name} ...")
 
     encoder = factory.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
-    if not holds_documents:
-        try:  # nothing stored to skip: load now, so a model that cannot load fails before anything is written
-            encoder.loaded  # noqa: B018
-        except factory.EncoderLoadError as exc:
-            raise CliError(str(exc)) from None
+    if not holds_documents:  # nothing stored to skip: load now, so a model that cannot load fails before any write
+        encoder.loaded  # noqa: B018
     from hseg.store import HierarchicalStore
 
     given = given_chunk_options(args)
@@ -188,8 +183,6 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                         f"this run ({done.unchanged} unchanged); every stored document is whole: re-run the same "
                         "command to index the rest")
             return 130
-        except factory.EncoderLoadError as exc:
-            raise CliError(str(exc)) from None
         except ingest.IngestWriteError as exc:
             from hseg.store.connection import LexicalIndexStorageError, disk_trouble
 
@@ -198,7 +191,7 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                                "written whole)") from exc
             trouble = None if args.host is not None else disk_trouble(str(args.db), exc.__cause__ or exc)
             if trouble is None:
-                raise ValueError(str(exc)) from exc
+                raise
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
         if chunker.built:

@@ -86,10 +86,7 @@ def run_query(args: argparse.Namespace) -> int:
     from hseg.encoders import factory
     from hseg.store import HierarchicalStore
 
-    try:
-        encoder = factory.load_encoder(args.encoder or recorded, args.backend)
-    except factory.EncoderLoadError as exc:  # its message names the model and the fix
-        raise CliError(str(exc)) from None
+    encoder = factory.load_encoder(args.encoder or recorded, args.backend)  # an EncoderLoadError names the fix
     with server_errors(args):
         store = HierarchicalStore.from_collection(collection, encoder=encoder,
                                                   allow_encoder_mismatch=False)

@@ -15,6 +15,7 @@ from hseg.encoders.base import DEFAULT_BACKEND, CachingEncoder, CallableEncoder,
 from hseg.encoders.identity import DEFAULT_MODEL, model_folder
 from hseg.encoders.onnx_runtime import OnnxEncoder
 from hseg.encoders.torch_backend import SentenceTransformerEncoder
+from hseg.errors import EncoderLoadError
 
 __all__ = ["as_encoder", "load_encoder", "LazyEncoder", "EncoderLoadError"]
 
@@ -54,10 +55,6 @@ def as_encoder(encoder: Any = None, *, backend: str = DEFAULT_BACKEND, device: s
     if isinstance(encoder, Encoder):
         return encoder
     raise ValueError(f"encoder: cannot use {type(encoder).__name__!r} as an encoder")
-
-
-class EncoderLoadError(RuntimeError):
-    """A model given by name could not be loaded; the message names it, says why and how to fix it."""
 
 
 def load_encoder(name: str | None = None, backend: str | None = None, threads: int | None = None) -> Any:

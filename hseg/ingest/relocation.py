@@ -23,16 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, level_is
+from hseg.errors import StoreMovedError
 from hseg.ingest.files import SourceFile, read_text_file
 
 if TYPE_CHECKING:  # annotations only
     from hseg.store.store import HierarchicalStore
 
 __all__ = ["StoreMovedError", "check_not_moved", "moved_root"]
-
-
-class StoreMovedError(ValueError):
-    """The store's document ids are relative to another folder than the one that holds it now."""
 
 
 def text_sha256(text: str) -> str:

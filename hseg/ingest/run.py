@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY
-from hseg.encoders.factory import EncoderLoadError
+from hseg.errors import EncoderLoadError, IngestWriteError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.store.completeness import is_complete
@@ -82,19 +82,6 @@ class IngestInterrupted(KeyboardInterrupt):
     def __init__(self, summary: IngestSummary) -> None:
         super().__init__("interrupted")
         self.summary = summary
-
-
-class IngestWriteError(RuntimeError):
-    """Writing a batch to the store failed; earlier batches are complete, this one may be partial.
-
-    ``written``: documents of the batch whose records were all stored before the failure; the other
-    ``unsure`` may be stored in part (Chroma can fail after its log took a write, e.g. on a full disk).
-    """
-
-    def __init__(self, message: str, *, written: int = 0, unsure: int = 0) -> None:
-        super().__init__(message)
-        self.written = written
-        self.unsure = unsure
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

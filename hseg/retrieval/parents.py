@@ -49,6 +49,7 @@ from hseg.chunking.schema import (
     level_is,
     level_of,
 )
+from hseg.errors import IndexOutOfStepError
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery
 from hseg.retrieval.plans import Get, Knn, Plan
@@ -165,8 +166,8 @@ def _budget_cut(ranked: list[_Parent], budget: int, decided: Callable[[_Parent],
         if decided is not None and not decided(p):
             return None
         if p.tokens is None:
-            raise LookupError(f"record of parent {p.cluster_id!r} lacks {CLUSTER_TOKENS_KEY}; "
-                               "re-ingest its document")
+            raise IndexOutOfStepError(f"record of parent {p.cluster_id!r} lacks {CLUSTER_TOKENS_KEY}; "
+                                      "re-ingest its document")
         if i and total + p.tokens > budget:
             return ranked[:i]
         total += p.tokens
@@ -373,7 +374,7 @@ def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[
         for p in chosen:
             if p.cluster_meta is None or p.cluster_doc is None:
                 if p.cluster_id not in found:
-                    raise LookupError(
+                    raise IndexOutOfStepError(
                         f"cluster record {p.cluster_id!r} is missing from the collection although its segments "
                         "are there; re-ingest its document"
                     )

@@ -20,11 +20,19 @@ from hseg.chunking.schema import (
     UNIT_LAYOUT_KEY,
 )
 from hseg.encoders.identity import canonical_model_name
+from hseg.errors import (
+    DatabaseReadOnlyError,
+    DatabaseStorageError,
+    EncoderMismatchError,
+    LexicalIndexStorageError,
+    SchemaTooNewError,
+    ServerUnreachableError,
+)
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
-           "storage_problem", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
+           "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
            "set_collection_metadata", "get_or_create_collection", "created_concurrently", "has_unit_index",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
@@ -62,7 +70,7 @@ def open_client(path: str | None, client: Any, host: str | None, port: int) -> A
         try:
             return chromadb.HttpClient(host=host, port=port)
         except Exception as exc:  # chromadb says "Could not connect ..." without the address
-            raise ConnectionError(f"cannot reach the Chroma server at {host}:{port} ({exc})") from exc
+            raise ServerUnreachableError(f"cannot reach the Chroma server at {host}:{port} ({exc})") from exc
     logger.info("no path, client or host given: using an in-memory EphemeralClient")
     return chromadb.EphemeralClient()
 
@@ -73,25 +81,27 @@ LOW_SPACE_BYTES = 64 * 1024**2
 
 
 def open_persistent(path: str) -> Any:
-    """``chromadb.PersistentClient(path)``, with a clear ``PermissionError`` for a read-only database
-    and ``OSError`` for a full disk (:func:`storage_problem`) instead of Chroma's ``InternalError``."""
+    """``chromadb.PersistentClient(path)``, with a :class:`~hseg.errors.DatabaseReadOnlyError` for a
+    read-only database and a :class:`~hseg.errors.DatabaseStorageError` for a full disk
+    (:func:`storage_error`) instead of Chroma's ``InternalError``."""
     import chromadb
 
     try:
         return chromadb.PersistentClient(path=path)
     except Exception as exc:
-        problem = storage_problem(path, exc)
+        problem = storage_error(path, exc)
         if problem is None:
             raise
-        raise (PermissionError if "read-only" in problem else OSError)(problem) from exc
+        raise problem from exc
 
 
-def storage_problem(path: str, exc: BaseException) -> str | None:
-    """A one-line account of a failure of the embedded database at ``path`` that its disk explains,
-    with what to do (see :func:`disk_trouble`); ``None`` for any other failure.
+def storage_error(path: str, exc: BaseException) -> DatabaseStorageError | None:
+    """The error, naming ``path`` and what to do, of a failure of the embedded database at ``path``
+    that its disk explains (:func:`disk_trouble`): :class:`~hseg.errors.DatabaseReadOnlyError` or
+    :class:`~hseg.errors.DatabaseStorageError`; ``None`` for any other failure.
 
     Example:
-        >>> print(storage_problem("db", OSError(30, "Read-only file system")))  # doctest: +ELLIPSIS
+        >>> print(storage_error("db", OSError(30, "Read-only file system")))  # doctest: +ELLIPSIS
         the Chroma database at db is read-only (OSError: ...): Chroma cannot open a database it cannot write, ...
     """
     trouble = disk_trouble(path, exc)
@@ -99,16 +109,19 @@ def storage_problem(path: str, exc: BaseException) -> str | None:
         return None
     text = f"{type(exc).__name__}: {exc}"
     if trouble == "read-only":
-        return (f"the Chroma database at {path} is read-only ({text}): Chroma cannot open a database it cannot "
-                f"write, not even to read it; copy it to a writable folder (cp -r {path} COPY) and use the copy, or "
-                "serve such a copy with 'chroma run --path COPY' and connect with --host")
-    return f"the disk of the Chroma database at {path} is {trouble} ({text}): free space and run again"
+        return DatabaseReadOnlyError(
+            f"the Chroma database at {path} is read-only ({text}): Chroma cannot open a database it cannot write, "
+            f"not even to read it; copy it to a writable folder (cp -r {path} COPY) and use the copy, or serve such "
+            "a copy with 'chroma run --path COPY' and connect with --host")
+    return DatabaseStorageError(f"the disk of the Chroma database at {path} is {trouble} ({text}): free space and "
+                                "run again")
 
 
 def disk_trouble(path: str, exc: BaseException) -> str | None:
     """``"read-only"`` or ``"full, N free"`` when the disk of the embedded database at ``path``
     explains ``exc``, else ``None``. Full: by Chroma's or the OS's word, or a failure inside Chroma
-    while the disk has less than :data:`LOW_SPACE_BYTES` free."""
+    while the disk has less than :data:`LOW_SPACE_BYTES` free. ``exc`` is Chroma's or SQLite's (not
+    hseg's), so its text is read where no errno tells: they say "readonly database" and "disk is full"."""
     from chromadb.errors import ChromaError
 
     text, code = f"{type(exc).__name__}: {exc}", getattr(exc, "errno", None)
@@ -119,11 +132,6 @@ def disk_trouble(path: str, exc: BaseException) -> str | None:
     if full or (isinstance(exc, ChromaError) and free is not None and free < LOW_SPACE_BYTES):
         return "full" if free is None else f"full, {_size(free)} free"
     return None
-
-
-class LexicalIndexStorageError(OSError):
-    """The lexical index's file cannot be written: its folder is read-only, or its disk is full. Not the
-    Chroma database beside it, which may be fine (a dense search still works)."""
 
 
 def lexical_storage_error(path: Path | None, exc: BaseException) -> LexicalIndexStorageError | None:
@@ -228,6 +236,7 @@ def created_concurrently(exc: BaseException) -> bool:
     ``ChromaError`` (``HttpClient``), all with "already exists" in the message."""
     from chromadb.errors import UniqueConstraintError
 
+    # Chroma's errors, of types that say nothing more specific: only their text tells
     return isinstance(exc, UniqueConstraintError) or "already exists" in str(exc)
 
 
@@ -269,22 +278,24 @@ def drop_unit_index(collection: Any) -> None:
 
 
 def check_encoder(collection_name: str, recorded: str | None, name: str, *, allow_mismatch: bool = False) -> None:
-    """Refuse an encoder other than the one a collection was built with (``ValueError``): the one
-    encoder check of hseg, by canonical model name, for the store and the command line alike.
+    """Refuse an encoder other than the one a collection was built with
+    (:class:`~hseg.errors.EncoderMismatchError`): the one encoder check of hseg, by canonical model
+    name, for the store and the command line alike.
 
     Example:
         >>> check_encoder("docs", "sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")  # same model
     """
     if recorded is None or allow_mismatch or canonical_model_name(recorded) == canonical_model_name(name):
         return
-    raise ValueError(
+    raise EncoderMismatchError(
         f"collection {collection_name!r} was built with encoder {recorded!r}, got {name!r}; pass the same "
         "encoder, or allow_encoder_mismatch=True if it is the same model under another name"
     )
 
 
 def check_schema(collection_name: str, schema: Any) -> None:
-    """Refuse a collection written with a newer (or unreadable) record schema than this hseg's.
+    """Refuse a collection written with a newer (or unreadable) record schema than this hseg's
+    (:class:`~hseg.errors.SchemaTooNewError`).
 
     ``None`` (a collection hseg has not written to yet, or one made by another tool) is accepted."""
     if schema is None:
@@ -294,10 +305,10 @@ def check_schema(collection_name: str, schema: Any) -> None:
     except (TypeError, ValueError, OverflowError):
         version = None
     if version is None:
-        raise ValueError(f"collection {collection_name!r}: unreadable hseg_schema {schema!r} in its metadata "
+        raise SchemaTooNewError(f"collection {collection_name!r}: unreadable {SCHEMA_KEY} {schema!r} in its metadata "
                          f"(this hseg reads schema {SCHEMA_VERSION})")
     if version > SCHEMA_VERSION:
-        raise ValueError(
+        raise SchemaTooNewError(
             f"collection {collection_name!r} was written with hseg schema {version}, newer than the schema "
             f"{SCHEMA_VERSION} this version of hseg reads; upgrade hseg (pip install -U hseg) to use it"
         )
@@ -352,22 +363,19 @@ def connect_errors(client: Any) -> Iterator[None]:
         if not host or not is_connection_error(exc):
             raise
         where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
-        raise ConnectionError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
-
-
-def _named(exc: BaseException) -> bool:
-    """An error an inner :func:`remote_errors` already turned into one naming the server."""
-    return isinstance(exc, ConnectionError) and str(exc).startswith("Chroma server at ")
+        raise ServerUnreachableError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
 
 
 @contextmanager
 def remote_errors(collection: Any, action: str) -> Iterator[None]:
-    """Turn a lost connection to a Chroma server into a ``ConnectionError`` naming host:port."""
+    """Turn a lost connection to a Chroma server into a :class:`~hseg.errors.ServerUnreachableError`
+    naming host:port (one an inner block raised already is passed on as it is)."""
     try:
         yield
     except Exception as exc:
         where = server_address(collection)
-        if where is None or not is_connection_error(exc) or _named(exc):
+        if where is None or not is_connection_error(exc) or isinstance(exc, ServerUnreachableError):
             raise
-        raise ConnectionError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})") from exc
+        raise ServerUnreachableError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})"
+                                     ) from exc
 

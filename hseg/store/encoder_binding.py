@@ -21,6 +21,7 @@ from hseg.chunking.records import Record, check_unicode
 from hseg.chunking.schema import DOC_ID_KEY, ENCODER_KEY, SCHEMA_KEY, SCHEMA_VERSION
 from hseg.encoders import DEFAULT_MODEL, canonical_model_name
 from hseg.encoders.factory import as_encoder
+from hseg.errors import EncoderMismatchError
 from hseg.store.connection import check_encoder, remote_errors, set_collection_metadata
 
 __all__ = ["EncoderBinding"]
@@ -74,7 +75,7 @@ class EncoderBinding:
         """Refuse an encoder ``name`` that is not the collection's (unless it holds nothing)."""
         try:
             check_encoder(self.collection.name, self.recorded, name, allow_mismatch=self.allow_mismatch)
-        except ValueError:
+        except EncoderMismatchError:
             if self.collection.count() > 0:
                 raise
             # a collection that holds nothing binds no encoder (say, one left by a failed first run):
@@ -110,7 +111,7 @@ class EncoderBinding:
                     against = f"this store embeds queries with {expected!r}"
                 else:
                     against = f"the collection was built with {expected!r}"
-                raise ValueError(
+                raise EncoderMismatchError(
                     f"collection {self.collection.name!r}: document {meta.get(DOC_ID_KEY)!r} holds vectors of "
                     f"encoder {name!r}, but {against}; one collection must hold the vectors of one model (these were "
                     "written around hseg's checks, e.g. by an IngestionPipeline into a ChromaVectorStore whose parser "
@@ -124,13 +125,14 @@ class EncoderBinding:
         the query encoder and against each other; ``None`` when neither tells."""
         names = {canonical_model_name(str(c.info["encoder"])) for c in items if c.info.get("encoder")}
         if len(names) > 1 and not self.allow_mismatch:
-            raise ValueError(f"chunkings: made with different encoders {sorted(names)}; one collection holds the "
-                             "vectors of one encoder")
+            raise EncoderMismatchError(f"chunkings: made with different encoders {sorted(names)}; one collection "
+                                       "holds the vectors of one encoder")
         own = canonical_model_name(str(self._encoder.name)) if self._encoder is not None else None
         for name in names:
             if own is not None and name != own and not self.allow_mismatch:
-                raise ValueError(f"chunkings: made with encoder {name!r}, but this store embeds queries with "
-                                 f"{own!r}; chunk with the store's encoder, or allow_encoder_mismatch=True")
+                raise EncoderMismatchError(f"chunkings: made with encoder {name!r}, but this store embeds queries "
+                                           f"with {own!r}; chunk with the store's encoder, or "
+                                           "allow_encoder_mismatch=True")
         return own or (names.pop() if len(names) == 1 else None)
 
     def record(self, encoder_name: str | None, *, replace: bool = False) -> None:
@@ -164,10 +166,10 @@ class EncoderBinding:
         """Refuse records of several dimensions, or of another than the collection's."""
         dims = {r.embedding.shape[0] for r in records}
         if len(dims) > 1:
-            raise ValueError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
+            raise EncoderMismatchError(f"chunkings: embeddings of different dimensions {sorted(dims)}")
         have = self.dimension() if dims else None
         if have is not None and have != next(iter(dims)):
-            raise ValueError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
+            raise EncoderMismatchError(f"chunkings: embedding dimension {next(iter(dims))} != the collection's {have}")
 
     def query_vector(self, query: Any, what: str = "query", *, collection: Any = None) -> np.ndarray:
         """The unit vector of a query string (embedded) or vector, checked against the collection's
@@ -188,7 +190,7 @@ class EncoderBinding:
             have = self.dimension(collection)
         if have is not None and vec.size != have:
             source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"
-            raise ValueError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
+            raise EncoderMismatchError(f"{what}: {source} a vector of dimension {vec.size}, but collection "
                              f"{self.collection.name!r} holds vectors of dimension {have}; embed queries with the "
                              "model that embedded the collection")
         return vec / norm

@@ -49,14 +49,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from hseg.errors import DatabaseReadOnlyError, DatabaseStorageError, WriterBusyError
+
 __all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "reader_lock"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
-
-
-class WriterBusyError(RuntimeError):
-    """Another process kept the writer lock of an embedded store longer than we could wait."""
 
 
 class _Held:
@@ -111,11 +109,11 @@ def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int, in
         for fd in fds:
             os.close(fd)
         if exc.errno == errno.ENOSPC:
-            raise OSError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the disk is full; "
-                          "free space and run again") from exc
+            raise DatabaseStorageError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the disk "
+                                       "is full; free space and run again") from exc
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise PermissionError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the store "
-                                  "is read-only, and a writer needs to write it") from exc
+            raise DatabaseReadOnlyError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the "
+                                        "store is read-only, and a writer needs to write it") from exc
         raise
     return fds[0], fds[1]
 

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
+from hseg.errors import EncoderMismatchError
 from hseg.store import HierarchicalStore, flatten_metadata
 from hseg.text.sentences import split_sentences
 from tests.support.checks import check_chunking, check_store_round_trip, document_problems, stored_documents
@@ -245,7 +246,7 @@ def test_a_query_vector_of_another_dimension_is_a_value_error_read_once(chunker,
         with pytest.raises(ValueError, match=r"(query|queries\[1\]): got a vector of dimension (32|65), but "
                                              r"collection .* dimension 64") as err:
             call()
-        assert type(err.value) is ValueError
+        assert type(err.value) is EncoderMismatchError  # hseg's own ValueError, not Chroma's
     other = HierarchicalStore.from_collection(store.collection, HashingEncoder(dim=16), allow_encoder_mismatch=True)
     with pytest.raises(ValueError, match="query: the encoder 'test-hashing-encoder' gives a vector of dimension 16"):
         other.search("some text", unit="cluster")

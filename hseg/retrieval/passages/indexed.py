@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from hseg.chunking.schema import ClusterMeta, SegmentMeta
+from hseg.errors import IndexOutOfStepError
 from hseg.retrieval.continuation import Continuation
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalQuery
@@ -74,8 +75,8 @@ def _indexed_passages(keys: list[UnitKey], score: np.ndarray, runs: list[tuple[l
     from ``joined`` (made of its segments' records: :func:`_from_table`) when given, else from its record."""
     missing = [rid for rid in wanted if rid not in found and (joined is None or rid not in joined)]
     if missing:
-        raise LookupError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their documents "
-                          "again, or rebuild the index with HierarchicalStore.sync_unit_index()")
+        raise IndexOutOfStepError(f"the unit index lists records the collection lacks ({missing[:3]}...); add their "
+                                  "documents again, or rebuild the index with HierarchicalStore.sync_unit_index()")
     hits: list[SearchHit] = []
     for run, whole in runs:
         if whole:

@@ -9,6 +9,7 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from hseg.errors import LexicalIndexUnavailable
 from hseg.store.lexical.database import drop_memory_database, file_inode, file_lock
 
 if TYPE_CHECKING:
@@ -17,11 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["LexicalIndexUnavailable", "repair", "check_file", "state"]
 
 logger = logging.getLogger(__name__)
-
-
-class LexicalIndexUnavailable(RuntimeError):
-    """The lexical index cannot be read and could not be built again (a read-only folder, a full disk);
-    a search then ranks by the dense side alone (:class:`~hseg.store.searching.SearchPlanner`)."""
 
 
 def repair(index: LexicalIndex, problem: BaseException) -> None:

@@ -1,0 +1,109 @@
+"""The errors hseg raises on purpose, by kind: catch :class:`HsegError` for all of them, or one kind.
+
+Each kind also subclasses the built-in error it was raised as before it had a type of its own
+(``ValueError``, ``RuntimeError``, ``OSError``, ``ConnectionError``, ``LookupError``), so code that
+catches the built-in keeps working. Every message is a complete sentence for a person: it names what
+failed and the fix. The store, the ingest job and the command line tell these kinds apart by type,
+never by their text. An argument of the wrong type or value is a plain ``ValueError`` naming it.
+
+Example:
+    >>> from hseg.errors import EncoderMismatchError, HsegError
+    >>> try:
+    ...     store.search("tides")  # doctest: +SKIP
+    ... except EncoderMismatchError as exc:  # the collection holds another model's vectors
+    ...     print(exc)
+    >>> issubclass(EncoderMismatchError, (HsegError, ValueError))
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HsegError",
+    "EncoderMismatchError",
+    "SchemaTooNewError",
+    "IndexOutOfStepError",
+    "ServerUnreachableError",
+    "DatabaseStorageError",
+    "DatabaseReadOnlyError",
+    "WriterBusyError",
+    "StoreMovedError",
+    "LexicalIndexStorageError",
+    "LexicalIndexUnavailable",
+    "EncoderLoadError",
+    "IngestWriteError",
+    "CliError",
+]
+
+
+class HsegError(Exception):
+    """The base of every error of this module: something hseg refused or could not do, said in one
+    message that names the fix."""
+
+
+class EncoderMismatchError(HsegError, ValueError):
+    """Vectors of another model than the collection's: an encoder, a chunking, a query vector or stored
+    records whose model (or dimension) is not the one the collection was built with."""
+
+
+class SchemaTooNewError(HsegError, ValueError):
+    """A collection written with a newer (or unreadable) record schema than this hseg reads."""
+
+
+class IndexOutOfStepError(HsegError, LookupError):
+    """What a search read disagrees with the collection: a record the unit index lists is gone, a
+    cluster record is missing beside its segments, or a record lacks a key the search needs. Adding
+    the documents again (or rebuilding the unit index) puts them back in step."""
+
+
+class ServerUnreachableError(HsegError, ConnectionError):
+    """The Chroma server could not be reached, or the connection failed during a call; the message
+    names the server (``host:port``) and the call."""
+
+
+class DatabaseStorageError(HsegError, OSError):
+    """The disk of an embedded Chroma database is full (or, :class:`DatabaseReadOnlyError`, read-only);
+    the message names the folder and the fix."""
+
+
+class DatabaseReadOnlyError(DatabaseStorageError, PermissionError):
+    """The embedded Chroma database is on a read-only folder or disk (Chroma cannot even read it there)."""
+
+
+class WriterBusyError(HsegError, RuntimeError):
+    """Another process kept the writer lock of an embedded store longer than we could wait."""
+
+
+class StoreMovedError(HsegError, ValueError):
+    """The store's document ids are relative to another folder than the one that holds it now."""
+
+
+class LexicalIndexStorageError(HsegError, OSError):
+    """The lexical index's file cannot be written: its folder is read-only, or its disk is full. Not the
+    Chroma database beside it, which may be fine (a dense search still works)."""
+
+
+class LexicalIndexUnavailable(HsegError, RuntimeError):
+    """The lexical index cannot be read and could not be built again (a read-only folder, a full disk);
+    a search then ranks by the dense side alone (:class:`~hseg.store.searching.SearchPlanner`)."""
+
+
+class EncoderLoadError(HsegError, RuntimeError):
+    """A model given by name could not be loaded; the message names it, says why and how to fix it."""
+
+
+class IngestWriteError(HsegError, RuntimeError):
+    """Writing a batch to the store failed; earlier batches are complete, this one may be partial.
+
+    ``written``: documents of the batch whose records were all stored before the failure; the other
+    ``unsure`` may be stored in part (Chroma can fail after its log took a write, e.g. on a full disk).
+    """
+
+    def __init__(self, message: str, *, written: int = 0, unsure: int = 0) -> None:
+        super().__init__(message)
+        self.written = written
+        self.unsure = unsure
+
+
+class CliError(HsegError, ValueError):
+    """A complete one-line message for the user of the ``hseg`` command (printed as is, exit code 1)."""
