@@ -19,8 +19,10 @@ earlier one, leading whitespace to the first. Their ``text`` is always ``source[
 
 A document read as markdown (``structure`` setting, :mod:`hseg.text.structure`) keeps the structure it
 has: every heading starts a sentence unit and a segment (length limits apply within each heading's
-section), clusters do not cross its section headings (:func:`hseg.text.structure.cluster_breaks`), and
-every segment and cluster carries its heading path. A document without headings chunks the same
+section) and stays with the text after it (a heading with no text under it opens the next one's
+segment; no segment ends, and no passage is cut, right after a heading line), clusters do not cross
+its section headings (:func:`hseg.text.structure.cluster_breaks`), and every segment and cluster
+carries its heading path. A document without headings chunks the same
 with the setting on or off.
 """
 
@@ -31,7 +33,7 @@ import logging
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -212,20 +214,26 @@ class HierarchicalChunker:
         return np.vstack(parts)
 
     def _segment_ends(self, sentences: list[str], vectors: np.ndarray, tokens: list[int],
-                      sections: Sequence[int] = ()) -> tuple[list[int], np.ndarray]:
-        """Segment ends; ``sections`` are sentence indices that must start a segment (headings)."""
+                      sections: Sequence[int] = (), titles: Collection[int] = ()) -> tuple[list[int], np.ndarray]:
+        """Segment ends; ``sections`` are sentence indices that must start a segment (headings),
+        ``titles`` those of heading lines. A heading belongs with the text after it: no segment ends
+        with a heading line that text follows, so a heading with no text under it opens the segment
+        of the next heading's section, and the gap after a heading line is never cut (a segment
+        can exceed ``max_segment_tokens`` by its heading)."""
         ends = self.segmenter.boundaries(sentences, vectors)
         gap_scores = getattr(self.segmenter, "gap_scores", None)
         strength = np.asarray(gap_scores(sentences, vectors) if gap_scores else 1.0 - adjacent_similarity(vectors))
-        starts = sorted({int(s) for s in sections} - {0})
+        starts = sorted({int(s) for s in sections if int(s) - 1 not in titles} - {0})
+        glued = sorted(t for t in titles if t < len(sentences) - 1)
         ends = sorted(int(e) for e in ends)
         out: list[int] = []
         # length limits per section, so that merging a short segment never crosses a heading
         for a, b in zip([0, *starts], [*starts, len(sentences)]):
             inner = [e - a for e in ends[bisect.bisect_left(ends, a) : bisect.bisect_left(ends, b - 1)]]
+            keep = [g - a for g in glued[bisect.bisect_left(glued, a) : bisect.bisect_left(glued, b - 1)]]
             out += [a + e for e in enforce_length_limits(inner, tokens[a:b], strength[a : b - 1],
                                                          min_tokens=self.min_segment_tokens,
-                                                         max_tokens=self.max_segment_tokens)]
+                                                         max_tokens=self.max_segment_tokens, glued=keep)]
         return out, np.asarray(strength, dtype=np.float32)
 
     def _plan(self, vectors: np.ndarray, tokens: list[int], breaks: Sequence[int] = ()) -> ClusterPlan:
@@ -246,11 +254,13 @@ class HierarchicalChunker:
         with self._stage("tokens"):
             tokens = self._with_gaps(text, spans, count_many(self.count_tokens, sentences))
         first_sentence = {s.start: i for i, s in enumerate(spans)}
+        titles = _heading_lines(spans, headings, first_sentence)
         with self._stage("segmenter"):
             ends, strength = self._segment_ends(sentences, sent_vectors, tokens,
-                                                [first_sentence[h.start] for h in headings])
+                                                [first_sentence[h.start] for h in headings], titles)
         with self._stage("segments"):
-            segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens, headings)
+            segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens, headings,
+                                                   titles)
         breaks = cluster_breaks(headings, [spans[s.sentence_start].start for s in segments],
                                 [s.token_count for s in segments], self.min_segment_tokens) if headings else []
         with self._stage("clustering"):
@@ -264,13 +274,16 @@ class HierarchicalChunker:
 
     def _segments(
         self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray,
-        tokens: list[int], headings: Sequence[Heading] = (),
+        tokens: list[int], headings: Sequence[Heading] = (), titles: Collection[int] = (),
     ) -> tuple[list[Segment], np.ndarray]:
-        """The segments and their vectors, one row per segment (each segment's ``embedding``)."""
+        """The segments and their vectors, one row per segment (each segment's ``embedding``).
+        A segment's heading path is that of its first sentence that is not a heading line
+        (``titles``): a run of headings opening it ends with the one its text lies under."""
         firsts = [0] + [e + 1 for e in ends[:-1]]
         bounds = [0] + [spans[f].start for f in firsts[1:]] + [len(text)]
         texts = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-        paths = [path_at(headings, spans[f].start) for f in firsts]
+        paths = [path_at(headings, spans[next((j for j in range(f, e + 1) if j not in titles), f)].start)
+                 for f, e in zip(firsts, ends)]
         # segment_context="heading": what is embedded includes the heading path; the text stays as it is
         context = [" > ".join(p) if self.config.segment_context == "heading" else "" for p in paths]
         if self.segment_vector == "encode":
@@ -286,7 +299,7 @@ class HierarchicalChunker:
                 if c else mean_vector(vectors[f : e + 1], tokens[f : e + 1])
                 for c, f, e in zip(context, firsts, ends)])
         token_counts = count_many(self.count_tokens, texts)
-        cuts = self._cuts(text, spans, bounds, firsts, ends)
+        cuts = self._cuts(text, spans, bounds, firsts, ends, titles)
         segments = [
             Segment(
                 id=chunk_id(doc_id, "segment", a, b),
@@ -309,12 +322,13 @@ class HierarchicalChunker:
         return segments, seg_vecs
 
     def _cuts(self, text: str, spans: list[Span], bounds: list[int], firsts: list[int],
-              ends: list[int]) -> list[tuple[tuple[int, int], ...]]:
+              ends: list[int], titles: Collection[int] = ()) -> list[tuple[tuple[int, int], ...]]:
         """Each segment's :attr:`Segment.cuts`: the end of each sentence inside it, with the exact
         size of the prefix up to there. Counted on the prefix itself, not summed per sentence (a
-        seam can merge tokens), so a passage cut there is never larger than it says."""
+        seam can merge tokens), so a passage cut there is never larger than it says. None after a
+        heading line (``titles``): a passage cut there would end on a heading without its text."""
         where = [(i, spans[j].end) for i, (b, f, e) in enumerate(zip(bounds[1:], firsts, ends))
-                 for j in range(f, e + 1) if spans[j].end < b]
+                 for j in range(f, e + 1) if spans[j].end < b and j not in titles]
         sizes = count_many(self.count_tokens, [text[bounds[i]:at] for i, at in where])
         out: list[list[tuple[int, int]]] = [[] for _ in firsts]
         for (i, at), n in zip(where, sizes):
@@ -395,6 +409,18 @@ class HierarchicalChunker:
         from tqdm.auto import tqdm
 
         return tqdm(items, desc=desc, leave=False)
+
+
+def _heading_lines(spans: list[Span], headings: Sequence[Heading], first: Mapping[int, int]) -> frozenset[int]:
+    """Indices of the sentence units that are heading markup (each heading starts one, ``first``
+    maps a unit's start to its index; a Setext heading's title and underline are two or more)."""
+    out = set()
+    for h in headings:
+        i = first[h.start]
+        while i < len(spans) and spans[i].end <= h.end:
+            out.add(i)
+            i += 1
+    return frozenset(out)
 
 
 def _split_at(text: str, spans: list[Span], cuts: Sequence[int]) -> list[Span]:

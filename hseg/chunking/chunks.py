@@ -10,8 +10,9 @@ Invariants checked at construction (they are the contract every adapter relies o
 - a heading path is a tuple of strings, and a cluster's is the longest common prefix of its
   segments' (see :mod:`hseg.text.structure`);
 - every heading of ``Chunking.headings`` (the markdown headings the chunker honoured) starts a
-  segment: it is the segment's first non-blank character, so no segment holds a heading after
-  its first line.
+  segment (it is the segment's first non-blank character) or follows a heading with nothing but
+  whitespace between them (a heading with no text under it opens the segment of the next one), so
+  no segment holds a heading after its text.
 
 Ids are stable: a hash of the document id, the level and the character span, so re-chunking the
 same text with the same settings yields the same ids and re-ingestion is an idempotent upsert.
@@ -19,6 +20,7 @@ same text with the same settings yields the same ids and re-ingestion is an idem
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,12 +78,13 @@ class Segment:
     ``sentence_start``/``sentence_end`` index the document's sentences (end exclusive);
     ``boundary_prob`` is the segmenter's confidence that the segment ends here (1.0 for the
     document end, NaN when the segmenter gives no probability); ``heading_path`` the titles of the
-    markdown headings the segment lies under, outermost first (``()`` when none were read; a
-    segment never holds a heading after its first line, so one path fits all of its text).
+    markdown headings its text lies under, outermost first (``()`` when none were read; a
+    segment never holds a heading after its text, so one path fits all of its text).
     ``cuts`` are where a prefix of the segment may end: ``(offset, tokens)`` for the end of each of
-    its sentences that ends before the segment does, ``offset`` into ``text`` (strictly increasing,
-    inside the text) and ``tokens`` the size of ``text[:offset]`` in the chunker's tokenizer, so a
-    reader budget can take the segment's first sentences (rule 6 of :mod:`hseg.retrieval.selection`).
+    its sentences that ends before the segment does (the chunker's: none after a heading line),
+    ``offset`` into ``text`` (strictly increasing, inside the text) and ``tokens`` the size of
+    ``text[:offset]`` in the chunker's tokenizer, so a reader budget can take the segment's first
+    sentences (rule 6 of :mod:`hseg.retrieval.selection`).
 
     Example:
         >>> seg = Segment("s0", "doc", 0, 0, 10, "## Orbits\\n", 3, 0, 1, heading_path=("Ch 2", "Orbits"))
@@ -212,11 +215,17 @@ def _check_headings(headings: Any, segments: tuple[Segment, ...], source: str) -
     if not headings:
         return
     firsts = {s.start + len(s.text) - len(s.text.lstrip()) for s in segments}
+    starts = [s.start for s in segments]
     for before, h in zip((None, *headings), headings):
         if not 0 <= h.start < h.end <= len(source) or (before is not None and before.start >= h.start):
             raise ValueError(f"headings: heading at [{h.start}, {h.end}) is out of order or outside the document")
-        if h.start not in firsts:
-            raise ValueError(f"headings: the heading {h.title!r} at offset {h.start} does not start a segment")
+        # a heading with no text under it shares the segment of the heading after it
+        if h.start not in firsts and not (before is not None and before.end <= h.start
+                                          and not source[before.end:h.start].strip()
+                                          and bisect.bisect_right(starts, before.start)
+                                          == bisect.bisect_right(starts, h.start)):
+            raise ValueError(f"headings: the heading {h.title!r} at offset {h.start} does not start a segment "
+                             "nor follow a heading of its segment with no text between them")
 
 
 def _check_tiling(kind: str, units: tuple[Any, ...], source: str) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 from bisect import bisect_left
+from collections.abc import Sequence
 from html import escape
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment
@@ -183,17 +184,18 @@ def _path_attr(path: tuple[str, ...]) -> str:
     return _attr(json.dumps(list(path), ensure_ascii=False))
 
 
-def _core_html(seg: Segment, core: str, heading: Heading | None) -> str:
-    """The segment's text, with the heading it opens (clipped to the segment) drawn as a heading."""
-    if heading is None:
-        return _text(core)
-    a = heading.start - seg.start
-    b = max(a, min(heading.end - seg.start, len(core)))
-    return (f'{_text(core[:a])}<span class="heading" data-level="{heading.level}">{_text(core[a:b])}</span>'
-            f"{_text(core[b:])}")
+def _core_html(seg: Segment, core: str, headings: Sequence[Heading]) -> str:
+    """The segment's text, with the headings it opens (clipped to the segment) drawn as headings."""
+    out, at = [], 0
+    for heading in headings:
+        a = max(at, heading.start - seg.start)
+        b = max(a, min(heading.end - seg.start, len(core)))
+        out.append(f'{_text(core[at:a])}<span class="heading" data-level="{heading.level}">{_text(core[a:b])}</span>')
+        at = b
+    return "".join(out) + _text(core[at:])
 
 
-def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, heading: Heading | None = None) -> str:
+def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, headings: Sequence[Heading] = ()) -> str:
     p = float(seg.boundary_prob)
     prob = _prob_text(p)
     core, tail = _split_trailing_space(seg.text)
@@ -214,14 +216,14 @@ def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, heading
     boundary = (f'<span class="{classes}" data-prob="{prob}" data-label="{_attr(label)}" '
                 f'style="--pbg:{bg};--pfg:{fg}" title="boundary after segment {seg.index}: p = {p_desc} ({kind})">'
                 f"</span>")
-    classes = "segment opens-heading" if heading is not None else "segment"
+    classes = "segment opens-heading" if headings else "segment"
     return (f'<span class="{classes}" id="segment-{seg.index}" data-index="{seg.index}" data-start="{seg.start}" '
             f'data-end="{seg.end}" data-tokens="{seg.token_count}" data-prob="{prob}" '
             f'data-heading-path="{_path_attr(seg.heading_path)}" '
-            f'title="{_attr(seg_title)}">{_core_html(seg, core, heading)}{boundary}{tail_html}</span>')
+            f'title="{_attr(seg_title)}">{_core_html(seg, core, headings)}{boundary}{tail_html}</span>')
 
 
-def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, Heading]) -> str:
+def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, list[Heading]]) -> str:
     edge, fill = _PALETTE[cl.index % len(_PALETTE)]
     n = len(cl.segments)
     cap = " \u00b7 split by cap" if cl.split_by_cap else ""
@@ -232,7 +234,7 @@ def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, Heading]
              + (", cut by the size cap" if cl.split_by_cap else "")
              + (f", under {_path_text(cl.heading_path)}" if cl.heading_path else ""))
     body = "".join(
-        _segment_html(s, j == n - 1, s.index == n_segments_total - 1, opened.get(s.index))
+        _segment_html(s, j == n - 1, s.index == n_segments_total - 1, opened.get(s.index, ()))
         for j, s in enumerate(cl.segments)
     )
     classes = "cluster split-by-cap" if cl.split_by_cap else "cluster"
@@ -242,21 +244,22 @@ def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, Heading]
             f'data-label="{_attr(label)}" title="{_attr(title)}" style="--edge:{edge};--fill:{fill}">{body}</section>')
 
 
-def _opened_headings(chunking: Chunking) -> dict[int, Heading]:
-    """``{segment index: the heading it opens}`` (every heading starts a segment, see hseg.chunking.chunks)."""
+def _opened_headings(chunking: Chunking) -> dict[int, list[Heading]]:
+    """``{segment index: the headings it opens}`` (every heading starts a segment, or follows one of
+    its segment with no text between them: see hseg.chunking.chunks)."""
     starts = [s.start for s in chunking.segments]
-    out: dict[int, Heading] = {}
+    out: dict[int, list[Heading]] = {}
     for h in chunking.headings:
         i = bisect_left(starts, h.start + 1) - 1  # the segment whose span holds the heading's first character
         if i >= 0:
-            out[i] = h
+            out.setdefault(i, []).append(h)
     return out
 
 
-def _outline_html(headings: tuple[Heading, ...], opened: dict[int, Heading]) -> str:
+def _outline_html(headings: tuple[Heading, ...], opened: dict[int, list[Heading]]) -> str:
     if not headings:
         return ""
-    segment_of = {id(h): i for i, h in opened.items()}
+    segment_of = {id(h): i for i, hs in opened.items() for h in hs}
     top = min(h.level for h in headings)
     items = "".join(
         f'<li style="padding-left:{1.2 * (h.level - top):.1f}em"><a href="#segment-{segment_of[id(h)]}" '
@@ -265,7 +268,8 @@ def _outline_html(headings: tuple[Heading, ...], opened: dict[int, Heading]) -> 
     )
     n = len(headings)
     return (f'<details class="outline"><summary>outline: {n} heading{"s" if n != 1 else ""} '
-            f"(each starts a segment; clusters keep within the top sections)</summary><ol>{items}</ol></details>")
+            "(each opens the segment of its text; clusters keep within the top sections)</summary>"
+            f"<ol>{items}</ol></details>")
 
 
 def render_html(chunking: Chunking, *, title: str | None = None) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -141,6 +141,7 @@ def enforce_length_limits(
     *,
     min_tokens: int,
     max_tokens: int,
+    glued: Collection[int] = (),
 ) -> list[int]:
     """Apply segment length limits, in tokens, to segmenter output.
 
@@ -152,6 +153,9 @@ def enforce_length_limits(
         ends: sorted segment end indices (last sentence of each segment).
         token_counts: tokens per sentence.
         gap_strength: ``(n - 1,)`` boundary strength of the gap after each sentence.
+        glued: sentences the next one is glued to (a markdown heading and the text under it): the
+            gap after them is never a boundary, neither from ``ends`` nor cut for ``max_tokens``,
+            so a piece that cannot be cut elsewhere stays over it.
     """
     n = len(token_counts)
     if n == 0:
@@ -164,10 +168,15 @@ def enforce_length_limits(
     def size(a: int, b: int) -> int:  # sentences a..b inclusive
         return int(csum[b + 1] - csum[a])
 
+    keep = {int(g) for g in glued if 0 <= int(g) < n - 1}
+    cuttable = strength
+    if keep:
+        cuttable = strength.copy()
+        cuttable[sorted(keep)] = -np.inf
     cut: list[int] = []
     start = 0
-    for end in _normalised_ends(ends, n):
-        cut.extend(_split_long(start, end, size, strength, max_tokens))
+    for end in _normalised_ends([e for e in ends if int(e) not in keep], n):
+        cut.extend(_split_long(start, end, size, cuttable, max_tokens))
         start = end + 1
     return _merge_short(cut, size, strength, min_tokens, max_tokens)
 
@@ -185,6 +194,9 @@ def _split_long(a: int, b: int, size, strength: np.ndarray, max_tokens: int) -> 
             out.append(hi)
             continue
         gap = lo + int(np.argmax(strength[lo:hi]))  # strongest gap among lo..hi-1
+        if strength[gap] == -np.inf:  # every gap is glued (enforce_length_limits): no cut
+            out.append(hi)
+            continue
         stack.append((gap + 1, hi))
         stack.append((lo, gap))
     return sorted(out)

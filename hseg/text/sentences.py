@@ -12,9 +12,13 @@ How a document is cut, coarse to fine:
 2. **Line breaks inside a paragraph** are boundaries (chat logs, one-sentence-per-line text,
    titles without punctuation), except where the text is hard-wrapped: a paragraph of 3+
    lines filled greedily to a width >= 30 columns is re-flowed (only punctuation cuts it),
-   and elsewhere a line that does not end a sentence followed by a line starting in lower
-   case is read as a continuation. Escaped line breaks (the two characters ``\\n`` of JSON
-   or repr dumps) followed by a non-lower-case character are boundaries too.
+   and elsewhere a line that does not end a sentence is continued by the next one when that
+   starts in lower case or when the line was full (the next line's first word would not have
+   fit on it within the paragraph's longest line): a wrap before a capitalised word
+   (``rebuilt on Plymouth`` / ``Hoe, where ...``) in a paragraph that is not wrapped greedily
+   throughout, or of two lines, does not end a sentence; a title or short line still does.
+   Escaped line breaks (the two characters ``\\n`` of JSON or repr dumps) followed by a
+   non-lower-case character are boundaries too.
 3. **Punctuation** inside a line: a rule-based splitter (terminator + closing quotes/brackets
    + whitespace + a character that can start a sentence), with abbreviation, initial,
    list-number and dotted-acronym guards; CJK full stops (``。！？``) cut without a space.
@@ -208,10 +212,19 @@ def _looks_hard_wrapped(text: str, lines: tuple[tuple[int, int], ...]) -> bool:
     return True
 
 
-def _continues_line(prev_line: str, next_line: str) -> bool:
-    """A lower-case start after a line that does not end a sentence reads as a wrapped continuation."""
+def _continues_line(prev_line: str, next_line: str, width: int = 0) -> bool:
+    """Whether a line break inside a paragraph is a wrapped continuation, not a sentence end: the
+    line before it does not end a sentence, and the next line starts in lower case or the line
+    before it was full: its next word would not have fit on it within ``width`` (the paragraph's
+    longest line, when that is at least :data:`_MIN_WRAP_WIDTH`), so it was broken for width
+    (``rebuilt on Plymouth`` / ``Hoe, where ...``), while a title or a short line is not."""
     nxt = next_line.lstrip()
-    return bool(nxt) and nxt[0].islower() and not _LINE_END_TERMINAL.search(prev_line.rstrip())
+    if not nxt or _LINE_END_TERMINAL.search(prev_line.rstrip()):
+        return False
+    if nxt[0].islower():
+        return True
+    first_word = _FIRST_WORD.match(next_line).group(1)  # type: ignore[union-attr]
+    return width >= _MIN_WRAP_WIDTH and len(prev_line) + 1 + len(first_word) > width
 
 
 # --------------------------------------------------------------------------- punctuation rules
@@ -354,10 +367,11 @@ def _prose_cuts(text: str, block: _Block, newline_policy: str) -> list[int]:
         newline_policy = "never" if _looks_hard_wrapped(text, block.lines) else "continuation"
     cuts: list[int] = []
     run_start = block.lines[0][0]
+    width = max(end - start for start, end in block.lines)
     for (prev_start, prev_end), (next_start, next_end) in zip(block.lines, block.lines[1:]):
         if newline_policy == "never" or (
             newline_policy == "continuation"
-            and _continues_line(text[prev_start:prev_end], text[next_start:next_end])
+            and _continues_line(text[prev_start:prev_end], text[next_start:next_end], width)
         ):
             continue
         cuts.extend(_line_cuts(text, run_start, prev_end))

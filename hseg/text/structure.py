@@ -20,9 +20,14 @@ The path of a position in the document is the path of the last heading starting 
 
 How :class:`hseg.chunking.chunker.HierarchicalChunker` uses them (``structure`` setting, :data:`STRUCTURES`):
 
-1. every heading starts a new segment, and no segment holds a heading after its first line (the
+1. every heading starts a new segment, and no segment holds a heading after its text (the
    heading belongs to the segment it opens, with the text under it); segment length limits apply
-   within each heading's section, so a section shorter than ``min_segment_tokens`` is a short segment;
+   within each heading's section, so a section shorter than ``min_segment_tokens`` is a short segment.
+   A heading belongs with the text after it: a heading with no text under it (``# Billing FAQ``
+   right above ``## Why was I charged twice?``) opens the segment of the next heading's section
+   instead of being a segment of its own, no segment ends with a heading line that text follows
+   (the gap after a heading line is never cut, even to keep a segment within
+   ``max_segment_tokens``), and no passage is cut right after one (:attr:`Segment.cuts`);
 2. clusters do not merge across a *section heading* (:func:`section_level`): a heading of the
    shallowest level that occurs at least twice, or of a shallower level; with no repeated level,
    every heading is one. Exception: a section (the text from a section heading to the next one)
@@ -227,10 +232,10 @@ def cluster_breaks(headings: Sequence[Heading], unit_starts: Sequence[int], unit
     """Indices of the units (segments) that must start a new cluster, sorted.
 
     ``unit_starts`` are the offsets of the units' first non-blank characters (every heading starts
-    one), ``unit_tokens`` their sizes. A unit opening a heading of :func:`section_level` or
-    shallower starts a new cluster, except where the section before it, or the last section, is
-    smaller than ``min_tokens``: such a section may merge with the section after it (the last one
-    with the section before it).
+    one or lies in a run of headings that opens one), ``unit_tokens`` their sizes. A unit opening a
+    heading of :func:`section_level` or shallower starts a new cluster, except where the section
+    before it, or the last section, is smaller than ``min_tokens``: such a section may merge with
+    the section after it (the last one with the section before it).
 
     Example:
         >>> hs = find_headings("# T\\n\\n## A\\n\\ntext\\n\\n## B\\n\\ntext\\n")
@@ -242,11 +247,14 @@ def cluster_breaks(headings: Sequence[Heading], unit_starts: Sequence[int], unit
         return []
     if len(unit_starts) != len(unit_tokens):
         raise ValueError(f"unit_tokens: {len(unit_tokens)} sizes for {len(unit_starts)} units")
-    index = {start: i for i, start in enumerate(unit_starts)}
-    missing = [h.start for h in headings if h.start not in index]
-    if missing:
-        raise ValueError(f"unit_starts: no unit starts at the heading at offset {missing[0]}")
-    bounds = [0] + sorted({index[h.start] for h in headings if h.level <= level} - {0}) + [len(unit_starts)]
+    # the unit holding each heading: the one it starts, or, for a heading with no text under it, the
+    # one the run of headings it belongs to opens
+    holder = [bisect.bisect_right(unit_starts, h.start) - 1 for h in headings]
+    opening = {h.start for h in headings}
+    wrong = [h.start for h, i in zip(headings, holder) if i < 0 or unit_starts[i] not in opening]
+    if wrong:
+        raise ValueError(f"unit_starts: no unit starts at the heading at offset {wrong[0]} nor at a heading before it")
+    bounds = [0] + sorted({i for h, i in zip(headings, holder) if h.level <= level} - {0}) + [len(unit_starts)]
     breaks = set(bounds[1:-1])
     for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
         if sum(unit_tokens[a:b]) < min_tokens:

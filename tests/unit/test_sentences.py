@@ -211,6 +211,25 @@ def test_hard_wrapped_paragraph_is_reflowed() -> None:
     ]
 
 
+def test_a_wrap_before_a_capitalised_word_in_a_paragraph_not_wrapped_throughout_is_no_sentence_end() -> None:
+    # issue 47 item 10: two lines, or a paragraph with a line broken early, is not re-flowed as a whole;
+    # a line that was full (its next word would not have fit) continues its sentence whatever the case
+    two = ("The old lighthouse was taken down in 1877 and its upper part was rebuilt on Plymouth\n"
+           "Hoe, where it still stands as a memorial.")
+    assert units(two) == [two]
+    uneven = ("Smeaton built the third lighthouse on the rocks. It stood until 1877,\n"
+              "when erosion of the rock forced its removal; the upper part was rebuilt on Plymouth\n"
+              "Hoe, where it still stands today as a memorial to its designer.")
+    assert units(uneven) == ["Smeaton built the third lighthouse on the rocks.", uneven[49:]]
+    # a title, a short line or a line ending a sentence still ends it
+    titled = "Smeaton's Tower\nThe tower stood on the Eddystone rocks for more than a century before it was moved."
+    assert units(titled) == ["Smeaton's Tower", titled[16:]]
+    assert units("Hello there\nHow are you today, my old friend from the lighthouse keepers' club?") == [
+        "Hello there", "How are you today, my old friend from the lighthouse keepers' club?"]
+    ended = "The tower was moved to the Hoe in 1882 after the rock beneath it began to erode.\nIt stands there."
+    assert units(ended) == [ended[:80], "It stands there."]
+
+
 def test_escaped_line_breaks_of_dumps() -> None:
     text = "Steps:\\n\\n1. Log in to your account.\\n2. Click save.\\nthen wait"
     assert units(text) == ["Steps:\\n\\n", "1. Log in to your account.\\n", "2. Click save.\\nthen wait"]

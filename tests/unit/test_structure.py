@@ -1,5 +1,6 @@
-"""Markdown structure (issue 14): headings start segments, section headings bound clusters, heading
-paths travel with every chunk; plain text chunks as before.
+"""Markdown structure (issue 14): headings start segments (a heading with no text under it opens the
+next one's, and no segment or passage ends on a heading line: issue 47 item 10), section headings
+bound clusters, heading paths travel with every chunk; plain text chunks as before.
 
 Property tests generate markdown outlines (ATX and Setext headings at random levels, paragraphs,
 fenced code blocks full of heading-like lines) and compare the chunker with the outline the
@@ -10,6 +11,7 @@ on-disk Chroma store is ``tests/e2e/test_structure_model.py``.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -34,8 +36,9 @@ from hseg.chunking.records import (
 from hseg.cli.options import add_chunker_options
 from hseg.text.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
 from tests.support import chunkers
+from tests.support.checks import check_chunk_invariants
 from tests.support.chunkers import hashing_chunker, small_chunker
-from tests.support.fakes import HashingEncoder
+from tests.support.fakes import HashingEncoder, ephemeral_store
 
 #: the settings of :func:`~tests.support.chunkers.small_chunker`, for the adapters too
 SMALL = {**chunkers.SMALL, "segmenter": "texttiling"}
@@ -121,6 +124,20 @@ def first_char(unit) -> int:
     return unit.start + len(unit.text) - len(unit.text.lstrip())
 
 
+def text_after_headings(doc: Doc, position: int, end: int) -> int:
+    """The first character in ``[position, end)`` that is neither whitespace nor heading markup (else ``end``)."""
+    i = position
+    while i < end:
+        inside = [h for h in doc.headings if h[0] <= i < h[1]]
+        if inside:
+            i = inside[0][1]
+        elif doc.text[i].isspace():
+            i += 1
+        else:
+            return i
+    return end
+
+
 def expected_path(doc: Doc, position: int) -> tuple[str, ...]:
     before = [h for h in doc.headings if h[0] <= position]
     return before[-1][4] if before else ()
@@ -158,11 +175,15 @@ def test_chunks_follow_the_outline(chunker, doc):
     firsts = [first_char(s) for s in result.segments]
     for unit in (*result.segments, *result.clusters):
         assert text[unit.start : unit.end] == unit.text  # spans stay exact
-    # a heading always starts a segment, and no segment holds a heading after its first character
-    assert set(starts) <= set(firsts)
+    # a heading starts a segment or follows a heading of it with nothing between them, so no segment
+    # holds a heading after its text; a segment of headings alone ends the document (nothing follows)
     for seg, first in zip(result.segments, firsts):
-        assert not [s for s in starts if first < s < seg.end], seg.text
-        assert seg.heading_path == expected_path(doc, first)
+        assert all(text_after_headings(doc, first, s) == s for s in starts if first <= s < seg.end), seg.text
+        body = text_after_headings(doc, first, seg.end)
+        assert body < seg.end or seg is result.segments[-1], seg.text
+        assert seg.heading_path == expected_path(doc, body if body < seg.end else first)
+        # no passage is cut right after a heading line (rule 6 would end it on a heading)
+        assert not [c for c, _ in seg.cuts if any(h[0] < seg.start + c <= h[1] for h in doc.headings)], seg.text
     for cluster in result.clusters:
         assert cluster.heading_path == longest_common_prefix(s.heading_path for s in cluster.segments)
     # clusters do not cross a section heading unless a section next to it is below min_segment_tokens
@@ -170,8 +191,9 @@ def test_chunks_follow_the_outline(chunker, doc):
     repeated = [lv for lv in set(levels) if levels.count(lv) >= 2]
     top = min(repeated) if repeated else max(levels, default=0)
     cluster_starts = {c.segments[0].index for c in result.clusters}
-    seg_at = {f: i for i, f in enumerate(firsts)}
-    bounds = [0] + sorted({seg_at[h[0]] for h in doc.headings if h[2] <= top} - {0}) + [len(firsts)]
+    seg_starts = [s.start for s in result.segments]
+    bounds = [0] + sorted({bisect.bisect_right(seg_starts, h[0]) - 1 for h in doc.headings if h[2] <= top} - {0}) \
+        + [len(firsts)]
     size = [sum(s.token_count for s in result.segments[a:b]) for a, b in zip(bounds, bounds[1:])]
     for k, b in enumerate(bounds[1:-1]):
         last_small = k + 1 == len(size) - 1 and size[k + 1] < SMALL["min_segment_tokens"]
@@ -255,10 +277,12 @@ def test_the_example_document_keeps_its_sections(chunker, example_text):
     titles = [h.title for h in result.headings]
     assert len(titles) == 18 and titles[0].startswith("The Sky") and "Copernicus" in titles
     assert section_level(result.headings) == 2
-    by_first = {first_char(s): s for s in result.segments}
+    starts = [s.start for s in result.segments]
     for h in result.headings:
-        seg = by_first[h.start]
-        assert seg.heading_path == h.path and seg.text.lstrip().startswith("#")
+        # the segment it opens, or (the title, with no text under it) the one the run of headings opens
+        seg = result.segments[bisect.bisect_right(starts, h.start) - 1]
+        assert seg.heading_path[:len(h.path)] == h.path and seg.text.lstrip().startswith("#")
+    assert [len(s.text.split()) for s in result.segments if s.text.lstrip().startswith("#")][0] > 12
     # no cluster holds text of two chapters (## sections)
     for c in result.clusters:
         chapters = {s.heading_path[1] for s in c.segments if len(s.heading_path) > 1}
@@ -494,6 +518,63 @@ def test_search_results_carry_the_heading_path_of_their_text(chunker):
             assert hit.heading_path == longest_common_prefix(overlapped)
             assert heading_path(result_for(hit)[1]) == hit.heading_path
     assert any(h.heading_path for h in store.search("tides moon ocean", unit="segment", k=4))
+
+
+FAQ = """# Billing FAQ
+
+## Why was I charged twice?
+
+If you see two charges for one order, the first is usually a temporary authorisation hold placed by your \
+bank when you checked out. The hold is released automatically within three to five business days, and \
+only the second charge is collected. If both charges remain after five business days, contact support \
+with your order number and we will refund the duplicate.
+
+## How do I update my card?
+
+Open Settings, choose Billing, then Payment methods. Add the new card and mark it as the default; the \
+old card can be removed once no subscription uses it. Changes take effect from the next invoice.
+
+## Can I get a refund?
+
+Refunds are available within 30 days of purchase for annual plans. Monthly plans are not refunded, but \
+you can cancel at any time and keep access until the end of the billing period.
+
+## Where can I download invoices?
+
+Every invoice is listed under Settings, Billing, Invoices, where each one can be downloaded as a PDF.
+"""
+
+#: a heading over one sentence that fills a segment by itself: the two together are over max_segment_tokens
+LONG_SENTENCE = "# Tides\n\n" + " ".join(["the moon pulls the ocean toward it"] * 6) + ".\n\nMore on tides.\n"
+
+
+def ends_on_a_heading(text: str) -> bool:
+    return bool(find_headings(text.rstrip())) and not text.rstrip()[find_headings(text.rstrip())[-1].end:].strip()
+
+
+@pytest.mark.parametrize("text", [FAQ, LONG_SENTENCE])
+def test_a_heading_belongs_with_the_text_after_it(text):
+    # issue 47 item 10: '# Billing FAQ' was a 4-token segment of its own (a section with no text), a
+    # heading over a long first sentence one too (merging them broke max_segment_tokens), and every
+    # segment's first cut came right after its heading, so a passage continued into it (rule 6) ended
+    # on the next section's heading ('... ## Why was I charged twice?')
+    for chunker in (small_chunker(), hashing_chunker()):
+        result = chunker.chunk(text, "faq.md")
+        check_chunk_invariants(result, text, chunker)
+        assert not [s.text for s in result.segments if ends_on_a_heading(s.text)]
+        for s in result.segments:
+            assert not [c for c, _ in s.cuts if ends_on_a_heading(s.text[:c])], s.text
+        if text is FAQ:
+            first = result.segments[0]
+            assert first.text.startswith("# Billing FAQ\n\n## Why was I charged twice?\n\nIf you see")
+            assert first.heading_path == ("Billing FAQ", "Why was I charged twice?")
+    store = ephemeral_store()
+    store.add(small_chunker().chunk(text, "faq.md"), {"source": "faq.md"})
+    for query in ("billing", "billing faq", "charged twice", "How do I change my card?", "refund", "help", "tides"):
+        for budget in (16, 40, 64, 100, 150, 250):
+            for hit in store.search(query, unit="auto", budget_tokens=budget):
+                assert text[hit.start:hit.end] == hit.text  # spans stay exact
+                assert not ends_on_a_heading(hit.text), (query, budget, hit.text)
 
 
 def test_the_viewer_draws_the_outline(chunker):
