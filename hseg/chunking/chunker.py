@@ -44,6 +44,7 @@ from hseg.chunking.clustering import ClusterPlan, cluster_segments, mean_vector,
 from hseg.chunking.config import ChunkerConfig
 from hseg.chunking.records import check_unicode
 from hseg.encoders import CachingEncoder, Encoder, as_encoder
+from hseg.progress import Progress
 from hseg.segmentation.cohesion import adjacent_similarity
 from hseg.segmentation.segmenters import Segmenter, enforce_length_limits, get_segmenter
 from hseg.text.sentences import split_sentences
@@ -125,17 +126,23 @@ class HierarchicalChunker:
         ids = self._doc_ids(texts, doc_ids)
         names = self._sources(texts, doc_ids, sources)
         self.last_timings = defaultdict(float)
+        progress = Progress()  # lines on hseg.progress every few seconds of long work (hseg.progress)
         with self._stage("sentences"):
             outlines = [find_headings(t) if reads_markdown(self.structure, name) else []
                         for t, name in zip(texts, names)]
-            sentences = [self._sentences(t, hs) for t, hs in zip(texts, outlines)]
+            sentences: list[list[Span]] = []
+            for t, hs in zip(texts, outlines):
+                sentences.append(self._sentences(t, hs))
+                progress.note("sentences split: %d of %d documents", len(sentences), len(texts))
             flat = [s.of(t) for t, spans in zip(texts, sentences) for s in spans]
         with self._stage("encode"):
-            vectors = self._encode(flat)
+            vectors = self._encode(flat, progress)
         out, offset = [], 0
         for text, doc_id, spans, hs in self._progress(list(zip(texts, ids, sentences, outlines)), "clustering"):
-            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)], hs))
+            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)], hs, progress))
             offset += len(spans)
+        progress.note("chunked: %d documents, %d sentences, %d segments, %d clusters", len(out), len(flat),
+                      sum(len(r.segments) for r in out), sum(len(r.clusters) for r in out))
         self.last_timings = dict(self.last_timings)
         return out
 
@@ -205,12 +212,16 @@ class HierarchicalChunker:
                 out.append(span)
         return _split_at(text, out, [h.start for h in headings]) if headings else out
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        batch = 4096
-        parts = [self.encoder.encode(texts[i : i + batch])
-                 for i in self._progress(range(0, len(texts), batch), "encoding")]
+        # batches of 1024: a progress line every few seconds on a CPU (the model's own batches are smaller)
+        batch = 1024
+        parts = []
+        for i in self._progress(range(0, len(texts), batch), "encoding"):
+            parts.append(self.encoder.encode(texts[i : i + batch]))
+            if progress is not None:
+                progress.note("sentences encoded: %d of %d", min(i + batch, len(texts)), len(texts))
         return np.vstack(parts)
 
     def _segment_ends(self, sentences: list[str], vectors: np.ndarray, tokens: list[int],
@@ -245,7 +256,8 @@ class HierarchicalChunker:
                         method=self.clique_method, breaks=breaks)
 
     def _chunk_one(self, text: str, doc_id: str, spans: list[Span], sent_vectors: np.ndarray,
-                   headings: Sequence[Heading] = ()) -> Chunking:
+                   headings: Sequence[Heading] = (), progress: Progress | None = None) -> Chunking:
+        progress = progress if progress is not None else Progress()
         if not spans:
             if text:
                 warnings.warn(f"document {doc_id!r} is blank: no chunks", stacklevel=3)
@@ -261,12 +273,14 @@ class HierarchicalChunker:
         with self._stage("segments"):
             segments, seg_vectors = self._segments(text, doc_id, spans, ends, sent_vectors, strength, tokens, headings,
                                                    titles)
+        progress.note("%s: %d sentences segmented into %d segments", doc_id, len(spans), len(segments))
         breaks = cluster_breaks(headings, [spans[s.sentence_start].start for s in segments],
                                 [s.token_count for s in segments], self.min_segment_tokens) if headings else []
         with self._stage("clustering"):
             plan = self._plan(seg_vectors, [s.token_count for s in segments], breaks)
         with self._stage("clusters"):
             clusters = self._clusters(text, doc_id, segments, seg_vectors, plan)
+        progress.note("%s: %d segments clustered into %d clusters", doc_id, len(segments), len(clusters))
         # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
         info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
                 "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
@@ -408,7 +422,9 @@ class HierarchicalChunker:
             return items
         from tqdm.auto import tqdm
 
-        return tqdm(items, desc=desc, leave=False)
+        # disable=None: a bar only when stderr is a terminal (no carriage-return noise in a pipe or log);
+        # without one, the lines of hseg.progress tell how far long work is
+        return tqdm(items, desc=desc, leave=False, disable=None)
 
 
 def _heading_lines(spans: list[Span], headings: Sequence[Heading], first: Mapping[int, int]) -> frozenset[int]:

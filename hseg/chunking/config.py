@@ -111,7 +111,8 @@ class ChunkerConfig:
             every document, ``"none"`` none. Read as markdown, a heading starts a segment,
             clusters stay within the top sections, and units carry their heading path.
         cache: keep an in-memory text → vector cache across calls.
-        show_progress: tqdm bars.
+        show_progress: tqdm bars, drawn only when stderr is a terminal (progress of long work is also
+            logged, with or without it: :mod:`hseg.progress`).
         backend: how a model given by name runs, ``"onnx"`` or ``"torch"`` (same vectors).
         device, batch_size: for an encoder given by name.
     """
@@ -141,7 +142,7 @@ class ChunkerConfig:
     structure: str = setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
                                       "'auto' (every document but a .txt/.text source), 'markdown' (all) or 'none'")
     cache: bool = setting(True, "keep an in-memory text -> vector cache across calls")
-    show_progress: bool = setting(False, "tqdm progress bars")
+    show_progress: bool = setting(False, "tqdm progress bars (only when stderr is a terminal)")
     backend: str = setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
                                              "(same vectors; onnx starts fast and needs no torch to serve)")
     device: str | None = setting(None, "device of an encoder given by name (None: best available)")

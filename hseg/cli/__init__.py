@@ -70,6 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    restore_progress = None
+    if args.command in ("chunk", "show", "index"):  # long work: a line every few seconds (hseg.progress)
+        from hseg.cli.options import progress_lines
+
+        restore_progress = progress_lines(args.command, quiet=args.quiet)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so that a reader gone away is met inside this try
@@ -87,4 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (HsegError, ValueError, UnicodeDecodeError, OSError) as exc:
         print(f"hseg {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if restore_progress is not None:
+            restore_progress()
 

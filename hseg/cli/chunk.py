@@ -32,7 +32,9 @@ def register(sub: Any) -> None:
                         "UTF-8) is reported and skipped; the exit code is then 1")
     add_chunker_options(p)
     p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars (drawn only when stderr is a terminal) and no progress lines (every few "
+                        "seconds of long work, on stderr)")
     p.set_defaults(func=run)
 
 

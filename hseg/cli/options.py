@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from hseg.chunking.config import CLUSTER_VECTORS, SEGMENT_CONTEXTS, ChunkerConfig
@@ -24,9 +26,9 @@ from hseg.encoders import BACKENDS
 from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
 from hseg.text.structure import STRUCTURES
 
-__all__ = ["positive_int", "finite_float", "quiet_model_loading", "add_chunker_options", "add_segmenter_option",
-           "add_encoder_option", "chunker_config_from_args", "chunker_from_args", "segmenter_from_args",
-           "CHUNK_OPTIONS", "given_chunk_options", "chunk_options"]
+__all__ = ["positive_int", "finite_float", "quiet_model_loading", "progress_lines", "add_chunker_options",
+           "add_segmenter_option", "add_encoder_option", "chunker_config_from_args", "chunker_from_args",
+           "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options", "chunk_options"]
 
 
 def positive_int(text: str) -> int:
@@ -67,6 +69,47 @@ def quiet_model_loading() -> None:
         disable_progress_bars()
     else:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+class _ProgressLines(logging.Handler):
+    """The lines of :mod:`hseg.progress` on stderr as ``hseg <command>: <line>``, written through
+    tqdm so that a bar drawn on a terminal is not torn (without bars, a plain line)."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(logging.INFO)
+        self.command = command
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"hseg {self.command}: {record.getMessage()}", file=sys.stderr)
+        except Exception:  # logging's rule: a handler that fails reports it and lets the work go on
+            self.handleError(record)
+
+
+def progress_lines(command: str, quiet: bool) -> Callable[[], None]:
+    """Show the progress lines of long work (:mod:`hseg.progress`) on stderr unless ``quiet``, with or
+    without a terminal, for one run of ``command``; returns what puts the logger back as it was (a
+    process may run several commands: tests, an application calling :func:`hseg.cli.main`)."""
+    log = logging.getLogger("hseg.progress")
+    level, propagate = log.level, log.propagate
+    handler = None
+    if quiet:  # not even under --verbose
+        log.setLevel(logging.WARNING)
+    else:
+        handler = _ProgressLines(command)
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False  # --verbose's root handler would write each line twice
+
+    def restore() -> None:
+        if handler is not None:
+            log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+    return restore
 
 
 def add_segmenter_option(parser: argparse.ArgumentParser) -> None:

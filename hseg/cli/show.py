@@ -30,7 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("--html", required=True, metavar="PATH", help="HTML file to write ('-' writes to stdout)")
     add_chunker_options(p)
     p.add_argument("--title", default=None, help="page title (default 'hseg: FILE')")
-    p.add_argument("--quiet", action="store_true", help="no progress bars and no summary line")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or progress lines (on stderr) and no summary line")
     p.set_defaults(func=run)
 
 

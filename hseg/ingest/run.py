@@ -30,6 +30,7 @@ from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY
 from hseg.errors import EncoderLoadError, IngestWriteError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
+from hseg.progress import Progress
 from hseg.store.completeness import is_complete
 
 if TYPE_CHECKING:  # annotations only
@@ -116,6 +117,14 @@ def ingest(
     bars = {name: tqdm(total=len(files), desc=f"{name:<8}", unit="doc", position=i,
                        disable=None if progress else True, dynamic_ncols=True, leave=True)
             for i, name in enumerate(("reading", "chunking", "writing"))}
+    # and, with or without a terminal, a line on hseg.progress every few seconds of a long run
+    note, counts = Progress(), dict.fromkeys(bars, 0)
+
+    def tick(stage: str, n: int) -> None:
+        bars[stage].update(n)
+        counts[stage] += n
+        note.note("documents: %d read, %d chunked, %d written of %d", counts["reading"], counts["chunking"],
+                  counts["writing"], len(files))
 
     def problem(doc_id: str, message: str) -> None:
         summary.failed.append((doc_id, message))
@@ -126,13 +135,13 @@ def ingest(
     try:
         for batch in _batches(files, batch_docs):
             t0 = time.perf_counter()
-            texts = read_files(batch, problem, on_read=lambda: bars["reading"].update(1))
+            texts = read_files(batch, problem, on_read=lambda: tick("reading", 1))
             summary.seconds["reading"] += time.perf_counter() - t0
-            bars["chunking"].update(len(batch) - len(texts))  # unreadable: nothing left to do for them
-            bars["writing"].update(len(batch) - len(texts))
+            tick("chunking", len(batch) - len(texts))  # unreadable: nothing left to do for them
+            tick("writing", len(batch) - len(texts))
             try:
                 done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
-                                    progress=lambda stage, n: bars[stage].update(n))
+                                    progress=tick)
             except IngestWriteError as exc:
                 total = summary.documents + exc.written
                 raise IngestWriteError(f"{exc}; with the {summary.documents} of earlier batches, at least {total} "

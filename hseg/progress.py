@@ -1,0 +1,54 @@
+"""Progress of long work, as log lines that need no terminal (issue 47 item 11).
+
+Chunking a large document (a 5 MB file: minutes on a CPU, most of it in the encoder) and indexing
+many files report what they are doing on the ``hseg.progress`` logger at INFO, at most one line
+every :data:`INTERVAL_S` seconds, and nothing at all for work that ends sooner: sentences split,
+sentences encoded *n* of *N*, sentences segmented, segments clustered, documents chunked and
+written. Library code logs and never prints; it shows nothing unless the application asks::
+
+    import logging
+    logging.basicConfig()                                      # a handler, on stderr
+    logging.getLogger("hseg.progress").setLevel(logging.INFO)  # progress lines
+
+``hseg chunk``, ``hseg show`` and ``hseg index`` show these lines on stderr unless ``--quiet``
+(:func:`hseg.cli.options.progress_lines`); their progress bars (tqdm) are drawn only when stderr
+is a terminal, so ``2>&1`` into a file or a pipe holds the lines and no carriage-return noise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+__all__ = ["INTERVAL_S", "Progress", "logger"]
+
+#: the logger of every progress line
+logger = logging.getLogger("hseg.progress")
+#: seconds between two progress lines (and before the first)
+INTERVAL_S = 5.0
+
+
+class Progress:
+    """One piece of long work's progress lines: :meth:`note` logs its message only when
+    ``interval_s`` (default :data:`INTERVAL_S`) have passed since the last line it logged, or since
+    it was made, so work shorter than that logs nothing and a long loop one line every few seconds.
+
+    Example:
+        >>> progress = Progress(interval_s=0.0)
+        >>> progress.note("encoding sentences: %d of %d", 4096, 63246)  # logged at INFO on hseg.progress
+    """
+
+    def __init__(self, interval_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval_s = INTERVAL_S if interval_s is None else interval_s
+        self._clock = clock
+        self._last = clock()
+
+    def note(self, message: str, *args: object) -> None:
+        """``message % args`` at INFO on :data:`logger`, if the interval has passed (cheap otherwise)."""
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        now = self._clock()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            logger.info(message, *args)
