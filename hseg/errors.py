@@ -28,6 +28,7 @@ __all__ = [
     "DatabaseReadOnlyError",
     "WriterBusyError",
     "StoreMovedError",
+    "CollectionNotFoundError",
     "LexicalIndexStorageError",
     "LexicalIndexUnavailable",
     "EncoderLoadError",
@@ -76,6 +77,15 @@ class WriterBusyError(HsegError, RuntimeError):
 
 class StoreMovedError(HsegError, ValueError):
     """The store's document ids are relative to another folder than the one that holds it now."""
+
+
+class CollectionNotFoundError(HsegError, ValueError):
+    """A store opened to read (``create=False``) names a collection that is not there; ``existing``
+    lists the collections that are."""
+
+    def __init__(self, message: str, *, existing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.existing = list(existing or [])
 
 
 class LexicalIndexStorageError(HsegError, OSError):

@@ -20,7 +20,7 @@ from hseg.errors import CliError, DatabaseStorageError, HsegError
 
 __all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "location_options",
            "server_errors",
-           "client", "existing_collection"]
+           "client", "existing_store", "missing_collection"]
 
 CONNECT_TIMEOUT_S = 5.0
 
@@ -131,20 +131,22 @@ def id_anchor(args: argparse.Namespace) -> Path | None:
     return None if args.host is not None else Path(args.db).resolve().parent
 
 
-def existing_collection(args: argparse.Namespace) -> Any:
-    """The ``--collection`` of an index written before; a ``CliError`` naming what is there if absent."""
-    from chromadb.errors import NotFoundError
+def existing_store(args: argparse.Namespace) -> Any:
+    """The store of the ``--collection`` of an index written before, opened to read (nothing is created,
+    a newer schema is refused) with no encoder yet; a ``CliError`` naming what is there if absent."""
+    from hseg.errors import CollectionNotFoundError
+    from hseg.store import HierarchicalStore
 
     chroma = client(args, must_exist=True)
     with server_errors(args):
         try:
-            collection = chroma.get_collection(args.collection, embedding_function=None)
-        except (NotFoundError, ValueError):
-            names = sorted(c if isinstance(c, str) else c.name for c in chroma.list_collections())
-            have = f"collections there: {', '.join(names)}" if names else "it holds no collections"
-            raise CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); "
-                             "run 'hseg index' first") from None
-    from hseg.store import check_schema
+            return HierarchicalStore(args.collection, client=chroma, create=False)
+        except CollectionNotFoundError as exc:
+            raise missing_collection(args, exc) from None
 
-    check_schema(collection.name, (collection.metadata or {}).get("hseg_schema"))  # refuse a newer schema
-    return collection
+
+def missing_collection(args: argparse.Namespace, exc: Any) -> CliError:
+    """The one-line error of a ``--collection`` that is not there (``exc``: the store's
+    :class:`~hseg.errors.CollectionNotFoundError`), naming the collections that are."""
+    have = f"collections there: {', '.join(exc.existing)}" if exc.existing else "it holds no collections"
+    return CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); run 'hseg index' first")

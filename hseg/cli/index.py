@@ -114,32 +114,24 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
 
     # with no files, only pruning is left to do: it needs an index already there
     chroma = client(args, must_exist=not files)
-    from chromadb.errors import NotFoundError
-
+    from hseg.errors import CollectionNotFoundError
     from hseg.ingest.fingerprint import chunk_settings, settings_key
     from hseg.ingest.lazy import LazyChunker
     from hseg.ingest.relocation import check_not_moved
-    from hseg.store.remembered import (
-        remember_chunk_options,
-        remember_fingerprint,
-        remembered_chunk_options,
-        remembered_fingerprint,
-    )
+    from hseg.store import HierarchicalStore
+    from hseg.store.maintenance import Remembered
 
-    recorded = remembered = None
     with server_errors(args):
-        holds_documents = False
-        try:
-            existing = chroma.get_collection(args.collection, embedding_function=None)
-            holds_documents = existing.count() > 0
-            # an empty collection (a first run that failed) binds no encoder and remembers no chunk options
-            if holds_documents:
-                recorded = (existing.metadata or {}).get("hseg_encoder")
-                remembered = remembered_chunk_options(existing)
-        except (NotFoundError, ValueError):  # absent: created below
+        try:  # opened to read: a new collection is created below, once the encoder is known to load
+            store: HierarchicalStore | None = HierarchicalStore(args.collection, client=chroma, create=False)
+        except CollectionNotFoundError:
             if not files:
                 raise CliError(f"nothing to index, and no collection {args.collection!r} at {location_label(args)} "
                                "to prune") from None
+            store = None
+        # an empty collection (a first run that failed) binds no encoder and remembers no chunk options
+        known = store.maintenance.remembered() if store is not None else Remembered(0, None, None)
+    recorded = known.encoder
     if args.encoder:
         from hseg.store.connection import check_encoder
 
@@ -154,23 +146,25 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             report_line(f"loading encoder {name} ...")
 
     encoder = factory.LazyEncoder(args.encoder or recorded, on_load=loading, backend=args.backend)
-    if not holds_documents:  # nothing stored to skip: load now, so a model that cannot load fails before any write
+    if not known.records:  # nothing stored to skip: load now, so a model that cannot load fails before any write
         encoder.loaded  # noqa: B018
-    from hseg.store import HierarchicalStore
 
     given = given_chunk_options(args)
-    options = chunk_options(args, remembered)  # those not given: as the store remembers them
+    options = chunk_options(args, known.chunk_options)  # those not given: as the store remembers them
     # built when a document needs chunking, not before: a run that finds every document unchanged loads no
     # model (the fingerprint that tells is the one the store remembers for these settings)
     key = settings_key(chunker_config_from_args(args, encoder=encoder), encoder.name)
     chunker = LazyChunker(lambda: chunker_from_args(args, encoder=encoder),  # progress: ingest's own bars
-                          key, remembered_fingerprint(existing, key) if holds_documents else None)
+                          key, store.maintenance.fingerprint(key) if store is not None and known.records else None)
     with server_errors(args):
-        store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
-        if holds_documents:  # before any write: a store moved away from its documents would hold them twice
+        if store is None:
+            store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
+        else:
+            store.use_encoder(encoder)
+        if known.records:  # before any write: a store moved away from its documents would hold them twice
             check_not_moved(store, files, id_anchor(args), str(args.db))
         # before the first write: a run cut short is finished by a plain re-run with these options
-        remember_chunk_options(store.collection, options)
+        store.maintenance.remember(chunk_options=options)
         try:
             if args.ray is not None:
                 summary = index_with_ray(args, files, chunker.chunker, args.encoder or recorded, report)
@@ -195,7 +189,7 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
         if chunker.built:
-            remember_fingerprint(store.collection, key, chunk_settings(chunker.chunker))
+            store.maintenance.remember(fingerprint=(key, chunk_settings(chunker.chunker)))
         pruned = gone = None
         if args.prune:
             pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),
@@ -214,7 +208,7 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
         held = "1 stored document has" if len(gone) == 1 else f"{len(gone)} stored documents have"
         print(f"gone       {held} no file any more under the PATHs ({_some(gone)}) and still answer queries: "
               "re-run with --prune to remove them")
-    note = chunking_note(remembered, given, options)
+    note = chunking_note(known.chunk_options, given, options)
     if note:
         print(f"chunking   {note}")
     print(f"segments   {summary.segments}")

@@ -21,7 +21,7 @@ from hseg.cli.chroma import (
     CliError,
     add_location,
     check_location,
-    existing_collection,
+    existing_store,
     id_anchor,
     location_label,
     location_options,
@@ -71,25 +71,23 @@ def run_query(args: argparse.Namespace) -> int:
     if not args.question.strip():
         args._parser.error("QUESTION is empty")
     search_settings_from_args(args)  # the library's one check, as a usage error, before any work
-    collection = existing_collection(args)
+    store = existing_store(args)
     with server_errors(args):
-        if collection.count() == 0:
+        if store.count() == 0:
             raise CliError(f"collection {args.collection!r} at {location_label(args)} is empty; "
                            "run 'hseg index' first")
-        recorded = (collection.metadata or {}).get("hseg_encoder")
         where = args.where
         if args.source is not None:
-            source = stored_source(collection, args.source, id_anchor(args))
+            source = stored_source(store, args.source, id_anchor(args))
             where = {"source": source} if not where else {"$and": [{"source": source}, where]}
     settings = search_settings_from_args(args, where=where)
     quiet_model_loading()  # the answer is the output: no weight-loading bar
     from hseg.encoders import factory
-    from hseg.store import HierarchicalStore
 
-    encoder = factory.load_encoder(args.encoder or recorded, args.backend)  # an EncoderLoadError names the fix
+    # a model that cannot load: an EncoderLoadError, which names the fix
+    encoder = factory.load_encoder(args.encoder or store.encoder_name, args.backend)
     with server_errors(args):
-        store = HierarchicalStore.from_collection(collection, encoder=encoder,
-                                                  allow_encoder_mismatch=False)
+        store.use_encoder(encoder)  # the collection's encoder, or an EncoderMismatchError
         hits = store.search(args.question, settings=settings)
     if args.json:
         from hseg.retrieval.results import result_for
@@ -108,20 +106,19 @@ def run_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def stored_source(collection: Any, given: str, anchor: Path | None) -> str:
+def stored_source(store: Any, given: str, anchor: Path | None) -> str:
     """The ``source`` value ``--source`` means: as given when records carry it, else the path as
     ``hseg index`` records it (relative to ``anchor``, see :func:`hseg.ingest.files.doc_id_for`);
     a ``CliError`` naming sources that end like it when neither is stored."""
+    from hseg.chunking.schema import CLUSTER, level_is
     from hseg.ingest.files import doc_id_for
 
     for candidate in dict.fromkeys([given, doc_id_for(given, anchor)]):
-        if collection.get(where={"source": candidate}, limit=1, include=[])["ids"]:
+        if store.count({"source": candidate}):
             return candidate
-    from hseg.store import HierarchicalStore
-
     name = Path(given).name
-    alike = sorted({str(m["source"]) for _, m in HierarchicalStore.from_collection(collection).iter_metadatas(
-        {"hseg_level": "cluster"}) if str(m.get("source", "")).endswith(name)})[:5]
+    alike = sorted({str(m["source"]) for _, m in store.iter_metadatas(level_is(CLUSTER))
+                    if str(m.get("source", "")).endswith(name)})[:5]
     hint = f"; sources ending in {name!r}: {', '.join(alike)}" if alike else \
         "; 'hseg stats' counts the documents, and a source is a path relative to the folder that holds --db"
     raise CliError(f"no document has source {given!r}{hint}")
@@ -156,11 +153,9 @@ def format_hit(rank: int, hit: Any, *, tty: bool = False) -> str:
 
 def run_stats(args: argparse.Namespace) -> int:
     check_location(args)
-    collection = existing_collection(args)
-    from hseg.store import HierarchicalStore
-
+    store = existing_store(args)
     with server_errors(args):
-        stats = HierarchicalStore.from_collection(collection).stats()
+        stats = store.stats()
     stats["location"] = location_label(args)
     if args.json:
         print(json.dumps(stats, indent=1))

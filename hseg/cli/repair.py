@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hseg.cli.chroma import add_location, check_location, existing_collection, location_label, server_errors
+from hseg.cli.chroma import add_location, check_location, existing_store, location_label, server_errors
 
 __all__ = ["register"]
 
@@ -39,19 +39,10 @@ def register(sub: Any) -> None:
 
 def run_repair(args: argparse.Namespace) -> int:
     check_location(args)
-    collection = existing_collection(args)
-    from hseg.store import HierarchicalStore
-    from hseg.store.completeness import unit_rows_to_repair
-
+    store = existing_store(args)  # no encoder: the records' vectors are used
     with server_errors(args):
-        store = HierarchicalStore.from_collection(collection)  # no encoder: the records' vectors are used
-        docs = store.doc_ids()
-        records = store.stored_records(docs)
-        vectorless = store.documents_missing_vectors({d: list(recs) for d, recs in records.items()})
-        repair, lost = unit_rows_to_repair(records, store.unit_segment_ids(docs), vectorless)
-        rows = store.sync_unit_index(repair) if repair else 0
-        if repair and store.lexical_index is not None and store.lexical_index.maintained:
-            store.sync_lexical_index(repair)
+        done = store.maintenance.repair()
+    repair, rows, lost = done.repaired, done.rows, done.lost
     where = f"collection {args.collection!r} at {location_label(args)}"
     if repair:
         print(f"repaired   {len(repair)} documents of {where}: {rows} unit-index rows built from their records")
@@ -60,5 +51,5 @@ def run_repair(args: argparse.Namespace) -> int:
               f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): re-run 'hseg index' on their paths, "
               "or add them again from their source")
     if not repair and not lost:
-        print(f"nothing to repair: all {len(records)} documents of {where} are complete")
+        print(f"nothing to repair: all {done.documents} documents of {where} are complete")
     return 1 if lost else 0

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.chunking.config import ChunkerConfig
+    from hseg.ingest.lazy import LazyChunker
 
 
 __all__ = ["chunk_settings", "settings_key", "token_counter_name", "segmenter_config"]
 
 
-def chunk_settings(chunker: HierarchicalChunker) -> str:
+def chunk_settings(chunker: HierarchicalChunker | LazyChunker) -> str:
     """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents.
 
     Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the

@@ -31,11 +31,12 @@ from hseg.errors import EncoderLoadError, IngestWriteError
 from hseg.ingest.files import SourceFile, read_files
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.progress import Progress
-from hseg.store.completeness import is_complete
+from hseg.store.maintenance import Expected, Incomplete
 
 if TYPE_CHECKING:  # annotations only
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.chunking.chunks import Chunking
+    from hseg.ingest.lazy import LazyChunker
     from hseg.store.store import HierarchicalStore
 
 
@@ -92,7 +93,7 @@ def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 
 def ingest(
     files: Sequence[SourceFile],
-    chunker: HierarchicalChunker,
+    chunker: HierarchicalChunker | LazyChunker,
     store: HierarchicalStore,
     *,
     batch_docs: int = 32,
@@ -160,7 +161,7 @@ def ingest(
 
 def ingest_batch(
     texts: Mapping[str, str],
-    chunker: HierarchicalChunker,
+    chunker: HierarchicalChunker | LazyChunker,
     store: HierarchicalStore,
     *,
     settings: str | None = None,
@@ -173,7 +174,8 @@ def ingest_batch(
 
     The one step behind :func:`ingest` and the workers of :func:`hseg.ingest.ray.index_dataset`.
     A document whose stored records are complete and came from the same text and ``settings``
-    (:func:`is_complete`; default :func:`chunk_settings` of ``chunker``) is counted ``unchanged``
+    (:meth:`store.maintenance.incomplete <hseg.store.maintenance.Maintenance.incomplete>`; default
+    :func:`chunk_settings` of ``chunker``) is counted ``unchanged``
     unless ``force``. The rest are chunked together and written together, only after the whole
     batch's chunking succeeded, so a document is never half-chunked in the store. Every record
     carries ``source`` (default: the document id), ``content_sha256`` and ``chunk_settings``, next
@@ -199,30 +201,17 @@ def ingest_batch(
     settings = chunk_settings(chunker) if settings is None else settings
     t0 = time.perf_counter()
     shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, t in texts.items()}
-    todo = dict(texts)
-    if todo and not force:
-        stored = store.stored_records(list(todo))
-        units = store.unit_segment_ids(list(todo), shas) if store.unit_index is not None else {}
-        # None: no lexical index kept by writers (a server's is derived from the records)
-        lexical = store.lexical_documents(list(todo)) if hasattr(store, "lexical_documents") else None
-        complete = [d for d in todo if is_complete(stored.get(d, {}), shas[d], settings, len(todo[d]), units.get(d),
-                                                   None if lexical is None else lexical.get(d, (set(), None)))]
-        # complete metadata is not enough: a record whose vector was lost (two processes writing one
-        # embedded store) is never found, so such a document is redone
-        lost = store.documents_missing_vectors({d: list(stored[d]) for d in complete})
-        for d in complete:
-            if d not in lost:
-                del todo[d]
+    # the one question to the store; its answer also holds what the write below replaces
+    stored = store.maintenance.incomplete({d: Expected(shas[d], settings, len(t)) for d, t in texts.items()},
+                                          force=force)
+    redo = set(stored.doc_ids)
+    todo = {d: t for d, t in texts.items() if d in redo}
     summary.unchanged = len(texts) - len(todo)
     # a blank file has nothing to store: counted as empty, never as indexed, unless the store still
     # holds records of its earlier text, which the write below removes
-    blank = [d for d, t in todo.items() if not t.strip()]
-    if blank:
-        held = store.stored_records(blank)
-        for d in blank:
-            if not held.get(d):
-                del todo[d]
-                summary.empty += 1
+    for d in [d for d, t in todo.items() if not t.strip() and not stored.holds(d)]:
+        del todo[d]
+        summary.empty += 1
     t1 = time.perf_counter()
     summary.seconds["reading"] += t1 - t0
     tick("chunking", len(texts) - len(todo))
@@ -236,7 +225,7 @@ def ingest_batch(
               SETTINGS_KEY: settings} for c in chunkings]
     written: set[str] = set()  # documents whose records are stored, told by the store as it writes
     try:
-        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update)
+        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update, stored)
     except Exception as exc:
         n, k = len(chunkings), len(written)
         raise IngestWriteError(f"writing a batch of {n} documents failed ({type(exc).__name__}: {exc}); {k} of them "
@@ -255,22 +244,23 @@ def ingest_batch(
 def _write_batch(
     store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
     problem: Callable[[str, str], None], on_written: Callable[[list[str]], None] | None = None,
+    stored: Incomplete | None = None,
 ) -> tuple[int, list[Chunking]]:
     """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
     before anything is written), write the documents one by one and skip only those refused.
-    Other errors (a server gone away) propagate: the run cannot go on. ``on_written`` is passed on
-    to the store's ``add``."""
+    Other errors (a server gone away) propagate: the run cannot go on. ``on_written`` and ``stored``
+    (what the store answered when asked what is incomplete) are passed on to the store's ``add``."""
     if not chunkings:
         return 0, []
     try:
-        return _add(store, chunkings, metas, on_written), chunkings
+        return _add(store, chunkings, metas, on_written, stored), chunkings
     except ValueError:
         if len(chunkings) == 1:
             raise
     vectors, written = 0, []
     for chunking, meta in zip(chunkings, metas):
         try:
-            vectors += _add(store, [chunking], [meta], on_written)
+            vectors += _add(store, [chunking], [meta], on_written, stored)
         except ValueError as exc:
             problem(chunking.doc_id, f"not written: {exc}")
             continue
@@ -283,7 +273,7 @@ WRITE_RETRY_DELAYS = (0.5, 2.0)
 
 
 def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
-         on_written: Callable[[list[str]], None] | None = None) -> int:
+         on_written: Callable[[list[str]], None] | None = None, stored: Incomplete | None = None) -> int:
     """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
     of a collection another writer is flushing for the first time ("Error creating hnsw segment
     reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
@@ -291,7 +281,9 @@ def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[s
     from chromadb.errors import InternalError
 
     # passed only when asked for, so that any object with add(chunkings, metadatas) still serves
-    kwargs = {} if on_written is None else {"on_written": on_written}
+    kwargs: dict[str, Any] = {} if on_written is None else {"on_written": on_written}
+    if stored is not None:
+        kwargs["stored"] = stored
     for delay in WRITE_RETRY_DELAYS:
         try:
             return int(store.add(chunkings, metas, **kwargs))
@@ -302,7 +294,7 @@ def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[s
     return int(store.add(chunkings, metas, **kwargs))
 
 
-def _chunk_batch(chunker: HierarchicalChunker, texts: Mapping[str, str],
+def _chunk_batch(chunker: HierarchicalChunker | LazyChunker, texts: Mapping[str, str],
                  problem: Callable[[str, str], None]) -> list[Chunking]:
     """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
     ids = list(texts)
@@ -318,7 +310,7 @@ def _chunk_batch(chunker: HierarchicalChunker, texts: Mapping[str, str],
             if len(ids) == 1:
                 problem(ids[0], f"chunking failed ({type(exc).__name__}: {exc})")
                 return []
-        out = []
+        out: list[Chunking] = []
         for d in ids:
             try:
                 out += chunker.chunk_many([texts[d]], [d])

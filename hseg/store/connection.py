@@ -21,6 +21,7 @@ from hseg.chunking.schema import (
 )
 from hseg.encoders.identity import canonical_model_name
 from hseg.errors import (
+    CollectionNotFoundError,
     DatabaseReadOnlyError,
     DatabaseStorageError,
     EncoderMismatchError,
@@ -34,7 +35,8 @@ from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
            "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
-           "set_collection_metadata", "get_or_create_collection", "created_concurrently", "has_unit_index",
+           "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
+           "has_unit_index",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
            "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
@@ -202,6 +204,21 @@ def set_collection_metadata(collection: Any, wanted: Mapping[str, Any]) -> None:
     merged = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}
     merged.update(wanted)
     collection.modify(metadata=merged)
+
+
+def open_collection(client: Any, name: str) -> Any:
+    """The existing collection ``name``; a :class:`~hseg.errors.CollectionNotFoundError` naming the
+    collections there when it is absent (nothing is created)."""
+    from chromadb.errors import NotFoundError
+
+    if not isinstance(name, str):
+        raise ValueError(f"collection_name must be a string, got {type(name).__name__}")
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except (NotFoundError, ValueError):  # Chroma's "does not exist": a NotFoundError, or a ValueError on older clients
+        names = sorted(c if isinstance(c, str) else c.name for c in client.list_collections())
+        have = f"collections there: {', '.join(names)}" if names else "it holds no collections"
+        raise CollectionNotFoundError(f"no collection {name!r} ({have})", existing=names) from None
 
 
 def get_or_create_collection(client: Any, name: str, hnsw: dict[str, Any], encoder: Any) -> Any:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from hseg.errors import DatabaseReadOnlyError, DatabaseStorageError, WriterBusyError
 
-__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "reader_lock"]
+__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "writer_turn", "reader_lock"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
@@ -88,6 +88,15 @@ def holds_writer_lock(db: str | os.PathLike[str]) -> bool:
     """Whether this process holds the writer lock of the embedded store in folder ``db``."""
     with _registry:
         return _key(db) in _held
+
+
+def writer_turn(db: str | os.PathLike[str]) -> object | None:
+    """This process's present hold of the writer lock of the embedded store in folder ``db`` (``None``:
+    not held): the same object for as long as the lock stays held, another once it was let go and
+    taken again, so what was read under one hold can be told apart from what another writer may
+    have changed since."""
+    with _registry:
+        return _held.get(_key(db))
 
 
 def _holder(path: Path) -> str:

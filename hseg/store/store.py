@@ -36,7 +36,6 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import is_missing_vector, run_many, run_one
 from hseg.retrieval.settings import SearchSettings
-from hseg.store.completeness import documents_missing_vectors
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_schema,
@@ -47,6 +46,7 @@ from hseg.store.connection import (
     has_unit_index,
     lexical_errors,
     open_client,
+    open_collection,
     open_unit_index,
     remote_errors,
 )
@@ -54,8 +54,9 @@ from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, wr
 from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.freshness import FreshReads, current_writes, persist_directory
 from hseg.store.lexical import LexicalIndex, lexical_state
-from hseg.store.lock import writer_lock
-from hseg.store.reading import get_by_documents, pages
+from hseg.store.lock import writer_lock, writer_turn
+from hseg.store.maintenance import Incomplete, Maintenance
+from hseg.store.reading import pages
 from hseg.store.searching import SearchPlanner, search_settings
 from hseg.store.searching import query_text as query_text_of
 from hseg.store.stats import collection_stats
@@ -104,7 +105,9 @@ class HierarchicalStore:
             collection (e.g. the same model loaded from another path).
         lock_timeout: seconds a write of an embedded store (``path=``, or a ``PersistentClient``)
             waits while another process writes to it (default 600), then raises
-            :class:`hseg.store.lock.WriterBusyError`; see :meth:`writing`.
+            :class:`hseg.errors.WriterBusyError`; see :meth:`writing`.
+        create: ``False`` opens an existing collection only (a :class:`hseg.errors.CollectionNotFoundError`
+            naming the collections there when it is absent), so that a store opened to read writes nothing.
 
     Only one of ``path``, ``client`` and ``host`` may be given; with none, the store uses
     ``chromadb.EphemeralClient()`` (in memory; all ephemeral clients of a process share data).
@@ -129,6 +132,7 @@ class HierarchicalStore:
         oversample: float = DEFAULT_OVERSAMPLE,
         allow_encoder_mismatch: bool = False,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        create: bool = True,
     ) -> None:
         _check_lock_timeout(lock_timeout)
         client = open_client(path, client, host, port)
@@ -139,7 +143,8 @@ class HierarchicalStore:
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
         enc = as_encoder(encoder) if encoder is not None else None
         with connect_errors(client):
-            collection = get_or_create_collection(client, collection_name, hnsw, enc)
+            collection = get_or_create_collection(client, collection_name, hnsw, enc) if create else \
+                open_collection(client, collection_name)
             self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
         self.lock_timeout = lock_timeout
 
@@ -195,6 +200,9 @@ class HierarchicalStore:
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
                                                            self._reader_of)
+        self.maintenance = Maintenance(self)
+        """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
+        (:class:`hseg.store.maintenance.Maintenance`)."""
 
     @property
     def _indexes(self) -> Indexes:
@@ -262,6 +270,11 @@ class HierarchicalStore:
                 fresh.current(new)
             yield
 
+    def writer_turn(self) -> object | None:
+        """This process's present hold of the embedded store's writer lock (:func:`hseg.store.lock.writer_turn`;
+        ``None``: not held, or a server or in-memory store, which has none)."""
+        return None if self._fresh is None else writer_turn(self._fresh.path)
+
     @contextlib.contextmanager
     def _writing(self, action: str) -> Iterator[None]:
         """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
@@ -287,22 +300,6 @@ class HierarchicalStore:
         index = self.planner.lexical("rebuilding the lexical index")
         with remote_errors(self.collection, "rebuilding the lexical index"), lexical_errors(index.location.path):
             return int(index.sync(None if doc_ids is None else list(doc_ids)))
-
-    def lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
-        """``{doc id: (segment ids, content_sha256)}`` the lexical index holds for these documents, for
-        ``hseg index``'s completeness check; ``None`` where the index is not kept by writers (a
-        server's per-client cache is derived from the collection, so it cannot miss a document)."""
-        if self.lexical_index is None or not self.lexical_index.maintained:
-            return None
-        index = self.lexical_index
-        with remote_errors(self.collection, "reading the lexical index"), lexical_errors(index.location.path):
-            index.ensure_fresh()
-            return dict(index.documents(doc_ids))
-
-    @property
-    def unit_weights(self) -> tuple[float, float] | None:
-        """``(cluster_weight, neighbour_weight)`` the unit index was built with (``None``: no index)."""
-        return None if self.unit_index is None else self.unit_index.weights
 
     def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
         """Rebuild the unit index of these documents (default: all) from the stored records; returns
@@ -338,19 +335,6 @@ class HierarchicalStore:
                 binding.record(reference[0])  # e.g. a collection made by ChromaVectorStore
         return written
 
-    def documents_missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
-        """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
-        in the collection or in the unit index: metadata alone does not make a document searchable."""
-        return documents_missing_vectors(self.collection, self.unit_index, records)
-
-    def unit_segment_ids(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
-        """``{doc id: ids of the segments the unit index holds}`` for these documents; with ``shas``
-        (``{doc id: content_sha256}``), only those of unit records written from that text."""
-        if self.unit_index is None:
-            return {d: set() for d in doc_ids}
-        with remote_errors(self.collection, "reading the unit index"):
-            return self.unit_index.segment_ids(doc_ids, shas)
-
     # ----------------------------------------------------------------- encoder
 
     @property
@@ -361,6 +345,16 @@ class HierarchicalStore:
     @encoder.setter
     def encoder(self, encoder: Any) -> None:
         self.encoder_binding.encoder = encoder
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Embed queries with ``encoder`` from now on, checked against the collection's encoder as the
+        constructor checks it (:class:`hseg.errors.EncoderMismatchError`, unless ``allow_encoder_mismatch``).
+
+        Example:
+            >>> store = HierarchicalStore("hseg", path="./chroma-db", create=False)  # doctest: +SKIP
+            >>> store.use_encoder(load_encoder(store.encoder_name))  # doctest: +SKIP
+        """
+        self.encoder_binding = EncoderBinding(self.collection, encoder, allow_mismatch=self.allow_encoder_mismatch)
 
     @property
     def encoder_name(self) -> str | None:
@@ -381,6 +375,7 @@ class HierarchicalStore:
         metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
         *,
         on_written: Callable[[list[str]], None] | None = None,
+        stored: Incomplete | None = None,
     ) -> int:
         """Upsert the records of one or more documents; returns the number of records written.
 
@@ -412,6 +407,10 @@ class HierarchicalStore:
         records stored (their unit-index records follow at the end of the ``add``): what a caller
         needs to say what an ``add`` that failed half way had written.
 
+        ``stored``: the answer of :meth:`maintenance.incomplete <hseg.store.maintenance.Maintenance.incomplete>`
+        for these documents (``hseg index`` asks it first); what it read of their records is used instead
+        of reading them again, while the writer lock it was read under is still held.
+
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
             57
@@ -431,7 +430,7 @@ class HierarchicalStore:
         if not items:
             return 0
         with self._writing(f"writing {len(doc_ids)} documents"):
-            old = self._existing(doc_ids)
+            old = self._existing(doc_ids, stored)
             binding.adopt_if_empty(enc_name)
             stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
                                     on_written)
@@ -440,9 +439,15 @@ class HierarchicalStore:
                     len(items), len(records), stale)
         return len(records)
 
-    def _existing(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """``{record id: metadata}`` of the records the collection holds for these documents."""
-        return {rid: meta for records in self.stored_records(doc_ids).values() for rid, meta in records.items()}
+    def _existing(self, doc_ids: list[str], stored: Incomplete | None = None) -> Mapping[str, Mapping[str, Any]]:
+        """``{record id: metadata}`` of the records the collection holds for these documents: as
+        ``stored`` read them when it asked about them all under this hold of the writer lock (no other
+        process can have written them since), else read now."""
+        if stored is None or stored.turn is not self.writer_turn() or not stored.asked.issuperset(doc_ids):
+            held: Mapping[str, Mapping[str, Mapping[str, Any]]] = self.maintenance.records(doc_ids)
+        else:
+            held = {d: stored.records[d] for d in doc_ids if d in stored.records}
+        return {rid: meta for records in held.values() for rid, meta in records.items()}
 
     def drop(self) -> None:
         """Delete the collection, its unit index and its lexical index (everything this store holds);
@@ -490,9 +495,17 @@ class HierarchicalStore:
 
     # ----------------------------------------------------------------- reads
 
-    def count(self) -> int:
-        """Number of records in the collection (both levels, and records of other writers)."""
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        """Number of records in the collection (both levels, and records of other writers), or of
+        those matching a Chroma ``where``.
+
+        Example:
+            >>> store.count({"source": "notes/a.md"})  # doctest: +SKIP
+            14
+        """
         with remote_errors(self.collection, "count"):
+            if where:
+                return len(self.collection.get(where=dict(where), include=[])["ids"])
             return int(self.collection.count())
 
     def iter_metadatas(self, where: Mapping[str, Any] | None = None, *, page: int = 5000
@@ -516,22 +529,6 @@ class HierarchicalStore:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
         clusters = self._metadatas(level_is(CLUSTER), 5000, "listing the documents")
         return sorted({str(m[DOC_ID_KEY]) for _, m in clusters if DOC_ID_KEY in m})
-
-    def stored_records(self, doc_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
-        """``{doc id: {record id: metadata}}`` of what the collection holds for these documents
-        (documents it does not hold are absent).
-
-        Example:
-            >>> store.stored_records(["report"])["report"]  # doctest: +SKIP
-            {'cluster-5d0c...': {'hseg_level': 'cluster', ...}, ...}
-        """
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        with remote_errors(self.collection, "reading the collection"):
-            for got in get_by_documents(self.collection, doc_ids, ["metadatas"]):
-                for rid, meta in zip(got["ids"], got["metadatas"]):
-                    if meta:
-                        out.setdefault(str(meta[DOC_ID_KEY]), {})[rid] = dict(meta)
-        return out
 
     def stats(self) -> dict[str, Any]:
         """Counts and mean token sizes of the hseg records, how many documents are whole (their

@@ -240,7 +240,8 @@ def test_query_and_stats_without_an_index_exit_1(fake, capsys):
         one_line_error(capsys.readouterr().err, "no index at nowhere")
     assert not (fake / "nowhere").exists()  # reading never creates a database
 
-    chromadb.PersistentClient(path=str(fake / "db")).create_collection("hseg")
+    chromadb.PersistentClient(path=str(fake / "db")).create_collection("hseg",
+                                                                       configuration={"hnsw": {"space": "cosine"}})
     assert main(["query", "anything", "--db", "db"]) == 1
     one_line_error(capsys.readouterr().err, "'hseg'", "is empty", "hseg index")
     assert main(["query", "anything", "--db", "db", "--collection", "other"]) == 1

@@ -7,6 +7,7 @@ Fast: the bag-of-words ``HashingEncoder`` and a real embedded Chroma in a temp f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from hseg.segmentation.bilstm import BiLSTMSegmenter
 from hseg.segmentation.segmenters import TextTilingSegmenter
 from hseg.store import HierarchicalStore
 from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder
+from tests.support.fakes import HashingEncoder, ephemeral_store
 
 TEXT = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
         "High tide and low tide alternate twice a day on most coasts.\n\n") * 3 + \
@@ -207,3 +208,57 @@ def test_a_unit_record_left_from_another_text_makes_hseg_index_redo_the_document
     assert sorted(uid.split("|")[0] for uid in got["ids"]) == sorted(segments)
     assert all(meta["content_sha256"] == sha for meta in got["metadatas"])
     assert ingest.ingest(files, _chunker(), store).unchanged == 1
+
+
+# --------------------------------------------------------------------------- one question to the store
+
+
+def _records_reads(monkeypatch) -> list[list[str]]:
+    """The documents of every read of stored records (``Maintenance.records``) from here on."""
+    from hseg.store.maintenance import Maintenance
+
+    reads: list[list[str]] = []
+    real = Maintenance.records
+
+    def counted(self, doc_ids):
+        reads.append(list(doc_ids))
+        return real(self, doc_ids)
+
+    monkeypatch.setattr(Maintenance, "records", counted)
+    return reads
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_batch_asks_the_store_once_and_add_takes_the_answer(tmp_path, monkeypatch, held):
+    """``ingest_batch`` asks ``store.maintenance.incomplete`` once and hands its answer to ``add``, which
+    reads the documents' records again only when another hold of the writer lock may have changed them."""
+    store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder())
+    chunker = hashing_chunker(segmenter="texttiling")
+    texts = {"a.md": TEXT, "b.md": TEXT.replace("Cats", "Dogs")}
+    assert ingest.ingest_batch(texts, chunker, store).documents == 2
+    reads = _records_reads(monkeypatch)
+    changed = {"a.md": TEXT + "The sea is salty.\n", "b.md": texts["b.md"]}
+    with store.writing() if held else contextlib.nullcontext():  # hseg index holds it for its run
+        done = ingest.ingest_batch(changed, chunker, store)
+    assert (done.documents, done.unchanged) == (1, 1)
+    # one read for the question; the write reads a.md's records again only outside that hold of the lock
+    assert reads == ([["a.md", "b.md"]] if held else [["a.md", "b.md"], ["a.md"]])
+    assert ingest.ingest_batch(changed, chunker, store).unchanged == 2  # and what it wrote is whole
+
+
+def test_add_with_the_answer_replaces_what_the_answer_read(monkeypatch):
+    """A store with no writer lock (in memory, or a server) takes the answer as read: the stale records
+    of a re-added document are those the answer names, and its records are not read again."""
+    from hseg.store.maintenance import Expected
+
+    store = ephemeral_store()
+    chunker = hashing_chunker(segmenter="texttiling")
+    store.add(chunker.chunk(TEXT, doc_id="a.md"))
+    before = set(store.maintenance.records(["a.md"])["a.md"])
+    reads = _records_reads(monkeypatch)
+    answer = store.maintenance.incomplete({"a.md": Expected("other", "settings", len(TEXT))})
+    assert answer.doc_ids == ("a.md",) and answer.holds("a.md") and reads == [["a.md"]]
+    store.add(chunker.chunk(TEXT[: len(TEXT) // 2], doc_id="a.md"), stored=answer)
+    assert reads == [["a.md"]]
+    after = set(store.maintenance.records(["a.md"])["a.md"])
+    assert after and after != before and store.count() == len(after)  # the old version's records are gone

@@ -22,7 +22,7 @@ def test_stats_counts_a_document_whose_vectors_are_lost_as_incomplete(tmp_path, 
     store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=enc)
     chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling")
     store.add(chunker.chunk_many([synthetic_book(1500, seed=1), synthetic_book(1500, seed=2)], ["a.md", "b.md"]))
-    victim = next(iter(store.stored_records(["b.md"])["b.md"]))
+    victim = next(iter(store.maintenance.records(["b.md"])["b.md"]))
     real_get = type(store.collection).get
 
     def get(self, *args, **kwargs):  # as Chroma answers for a record whose vector the HNSW index lacks

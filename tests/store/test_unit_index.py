@@ -83,7 +83,7 @@ def test_add_readd_and_delete_keep_the_index_in_step(chroma_client, chroma_colle
     assert unit_segments(store) == stored_segments(store)
     store.delete("doc0")
     assert unit_segments(store) == stored_segments(store)
-    assert store.unit_segment_ids(["doc2"])["doc2"] == {s.id for s in first[2].segments}
+    assert store.unit_index.segment_ids(["doc2"])["doc2"] == {s.id for s in first[2].segments}
     # the index carries the records' metadata, so a where filters it alike
     q = rng.standard_normal(16).astype(np.float32)
     hits = store.search(q, budget_tokens=10_000, unit="auto", where={"source": "s2"})
@@ -300,7 +300,7 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
     assert store.sync_unit_index(["doc0"]) == len(chunkings[0].segments)  # part of it: the layout stays
     assert store.unit_index.layout == old
     assert store.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert store.unit_index.layout == UNIT_LAYOUT and store.unit_weights == (0.5, 0.2)
+    assert store.unit_index.layout == UNIT_LAYOUT and store.unit_index.weights == (0.5, 0.2)
     metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
     assert all(TEXT_KEY not in m and "hseg_level" not in m and "hseg_doc_id" in m for m in metas)
@@ -326,6 +326,6 @@ def test_unit_records_of_another_text_do_not_count_for_hseg_index(chroma_client,
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add([chunking], [{"content_sha256": "aaaa"}])
     every = {s.id for s in chunking.segments}
-    assert store.unit_segment_ids(["doc0"]) == {"doc0": every}
-    assert store.unit_segment_ids(["doc0"], {"doc0": "aaaa"}) == {"doc0": every}
-    assert store.unit_segment_ids(["doc0"], {"doc0": "bbbb"}) == {"doc0": set()}
+    assert store.unit_index.segment_ids(["doc0"]) == {"doc0": every}
+    assert store.unit_index.segment_ids(["doc0"], {"doc0": "aaaa"}) == {"doc0": every}
+    assert store.unit_index.segment_ids(["doc0"], {"doc0": "bbbb"}) == {"doc0": set()}

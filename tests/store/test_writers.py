@@ -8,12 +8,16 @@ on one embedded store)."""
 
 from __future__ import annotations
 
+import hashlib
+
 import chromadb
 import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
+from hseg.ingest.fingerprint import chunk_settings
 from hseg.retrieval.unit_vectors import _SEP, UnitKey
 from hseg.store import HierarchicalStore
+from hseg.store.maintenance import Expected
 from tests.support.fakes import HashingEncoder, synthetic_book
 
 #: the two ways Chroma's embedded engine fails a get of vectors when a client's vector index lacks one
@@ -32,7 +36,7 @@ def test_a_document_whose_vectors_are_lost_is_redone(tmp_path, monkeypatch, mess
     texts = {"a.md": synthetic_book(1500, seed=1), "b.md": synthetic_book(1500, seed=2)}
     assert ingest.ingest_batch(texts, chunker, store).documents == 2
     assert ingest.ingest_batch(texts, chunker, store).unchanged == 2
-    lost = store.stored_records(["b.md"])["b.md"]
+    lost = store.maintenance.records(["b.md"])["b.md"]
     victim = next(iter(lost))
     real_get = type(store.collection).get
 
@@ -42,8 +46,9 @@ def test_a_document_whose_vectors_are_lost_is_redone(tmp_path, monkeypatch, mess
         return real_get(self, *args, **kwargs)
 
     monkeypatch.setattr(type(store.collection), "get", get)
-    assert store.documents_missing_vectors({d: list(r) for d, r in store.stored_records(list(texts)).items()}) \
-        == {"b.md"}
+    expected = {d: Expected(hashlib.sha256(t.encode()).hexdigest(), chunk_settings(chunker), len(t))
+                for d, t in texts.items()}
+    assert store.maintenance.incomplete(expected).doc_ids == ("b.md",)
     done = ingest.ingest_batch(texts, chunker, store)
     assert (done.documents, done.unchanged) == (1, 1)
 
@@ -58,7 +63,7 @@ def test_a_search_leaves_out_records_whose_vectors_its_view_lacks(tmp_path, monk
     store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=enc)
     chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling")
     store.add(chunker.chunk_many([synthetic_book(2500, seed=1), synthetic_book(2500, seed=2)], ["a.md", "b.md"]))
-    b_records = set(store.stored_records(["b.md"])["b.md"])
+    b_records = set(store.maintenance.records(["b.md"])["b.md"])
     companion = store.unit_index.collection
     companion.delete(where={"hseg_doc_id": "b.md"})  # the write's unit-index rows, not in this view yet
     real_get = type(store.collection).get

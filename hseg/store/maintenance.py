@@ -1,0 +1,228 @@
+"""What keeps a store whole between runs: the one object ``hseg index`` and ``hseg repair`` ask,
+handed out by :attr:`hseg.store.HierarchicalStore.maintenance`.
+
+``hseg index`` asks one question per batch, :meth:`Maintenance.incomplete`: which of these documents
+are not stored whole as this text and these settings would write them (records, vectors, unit-index
+and lexical rows, :mod:`hseg.store.completeness`)? The answer names them and carries what the
+collection holds for every document asked about, and :meth:`~hseg.store.HierarchicalStore.add`
+takes it (``stored=``) instead of reading those records again. ``hseg repair`` asks
+:meth:`Maintenance.repair`. Between runs the collection remembers the chunk options and the last
+settings fingerprint of the runs that wrote it (:mod:`hseg.store.remembered`):
+:meth:`Maintenance.remembered` and :meth:`Maintenance.remember`.
+
+Example:
+    >>> answer = store.maintenance.incomplete({"a.md": Expected(sha, settings, len(text))})  # doctest: +SKIP
+    >>> answer.doc_ids  # doctest: +SKIP
+    ('a.md',)
+    >>> store.add(chunker.chunk(text, doc_id="a.md"), stored=answer)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hseg.chunking.schema import DOC_ID_KEY
+from hseg.store.completeness import documents_missing_vectors, is_complete, unit_rows_to_repair
+from hseg.store.connection import lexical_errors, remote_errors
+from hseg.store.reading import get_by_documents
+from hseg.store.remembered import (
+    remember_chunk_options,
+    remember_fingerprint,
+    remembered_chunk_options,
+    remembered_fingerprint,
+)
+
+if TYPE_CHECKING:  # annotations only
+    from hseg.store.store import HierarchicalStore
+
+__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "Maintenance"]
+
+#: ``{doc id: {record id: metadata}}``
+StoredRecords = dict[str, dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Expected:
+    """How a document would be stored: the SHA-256 of its text (``content_sha256``), the settings
+    fingerprint it would be chunked with (``chunk_settings``) and its text's length."""
+
+    sha: str
+    settings: str
+    length: int
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """The answer of :meth:`Maintenance.incomplete`: ``doc_ids``, the documents asked about that are not
+    stored whole as expected, in the order asked; ``records``, what the collection held for every
+    document asked about when it was read (``{doc id: {record id: metadata}}``, absent: none), which
+    :meth:`~hseg.store.HierarchicalStore.add` takes instead of reading them again while the writer
+    lock it was read under is still held (any time on a server or an in-memory store)."""
+
+    doc_ids: tuple[str, ...]
+    records: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    #: every document asked about
+    asked: frozenset[str] = frozenset()
+    #: the hold of the embedded store's writer lock it was read under (``None``: none held)
+    turn: object | None = field(default=None, compare=False)
+
+    def holds(self, doc_id: str) -> bool:
+        """Whether the collection held records of ``doc_id`` when it was asked."""
+        return bool(self.records.get(doc_id))
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What a store tells ``hseg index`` before it writes: its records (``0``: a new or empty collection,
+    which binds no encoder and remembers nothing), the encoder recorded, and the chunk options of the
+    runs that wrote it."""
+
+    records: int
+    encoder: str | None
+    chunk_options: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What :meth:`Maintenance.repair` did: the documents given unit-index (and lexical) rows from their
+    records, the rows written, and the documents that miss records or vectors (only their source gives
+    them back), of ``documents`` in the store."""
+
+    repaired: list[str]
+    rows: int
+    lost: list[str]
+    documents: int
+
+
+class Maintenance:
+    """The upkeep of one store (:attr:`hseg.store.HierarchicalStore.maintenance`): what is incomplete,
+    the repair of what its records can give back, and what it remembers between ``hseg index`` runs."""
+
+    def __init__(self, store: HierarchicalStore) -> None:
+        self._store = store
+
+    # ----------------------------------------------------------------- what is incomplete
+
+    def incomplete(self, expected: Mapping[str, Expected], *, force: bool = False) -> Incomplete:
+        """The documents of ``expected`` not stored whole as their text and settings would store them:
+        records missing, from another text or settings, or not tiling the text (a write cut short, or
+        two versions left by a crash), a record or unit-index record without its vector (two processes
+        that wrote an embedded store at once), unit-index or lexical rows out of step. Reads each kind
+        once for all of them. ``force``: every document counts as incomplete, and only their records
+        are read (for the write that replaces them).
+
+        Example:
+            >>> store.maintenance.incomplete({"a.md": Expected(sha, settings, 21)}).doc_ids  # doctest: +SKIP
+            ()
+        """
+        store = self._store
+        turn = store.writer_turn()
+        docs = list(expected)
+        stored = self.records(docs) if docs else {}
+        if force:
+            return Incomplete(tuple(docs), stored, frozenset(docs), turn)
+        shas = {d: e.sha for d, e in expected.items()}
+        units = self._unit_segments(docs, shas) if store.unit_index is not None and docs else {}
+        lexical = self._lexical_documents(docs) if docs else None
+        complete = [d for d, e in expected.items()
+                    if is_complete(stored.get(d, {}), e.sha, e.settings, e.length, units.get(d),
+                                   None if lexical is None else lexical.get(d, (set(), None)))]
+        # complete metadata is not enough: a record whose vector was lost is never found, so it is redone
+        lost = self._missing_vectors({d: list(stored[d]) for d in complete}) if complete else set()
+        whole = {d for d in complete if d not in lost}
+        return Incomplete(tuple(d for d in docs if d not in whole), stored, frozenset(docs), turn)
+
+    def records(self, doc_ids: Sequence[str]) -> StoredRecords:
+        """``{doc id: {record id: metadata}}`` of what the collection holds for these documents
+        (documents it does not hold are absent), read in one ``get`` per 500 documents.
+
+        Example:
+            >>> store.maintenance.records(["report"])["report"]  # doctest: +SKIP
+            {'cluster-5d0c...': {'hseg_level': 'cluster', ...}, ...}
+        """
+        collection = self._store.collection
+        out: StoredRecords = {}
+        with remote_errors(collection, "reading the collection"):
+            for got in get_by_documents(collection, doc_ids, ["metadatas"]):
+                for rid, meta in zip(got["ids"], got["metadatas"]):
+                    if meta:
+                        out.setdefault(str(meta[DOC_ID_KEY]), {})[rid] = dict(meta)
+        return out
+
+    def _unit_segments(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the unit index holds}``; with ``shas`` (``{doc id:
+        content_sha256}``), only those of unit records written from that text."""
+        store = self._store
+        if store.unit_index is None:
+            return {d: set() for d in doc_ids}
+        with remote_errors(store.collection, "reading the unit index"):
+            return store.unit_index.segment_ids(doc_ids, shas)
+
+    def _lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
+        """``{doc id: (segment ids, content_sha256)}`` the lexical index holds for these documents;
+        ``None`` where the index is not kept by writers (a server's per-client cache is derived from
+        the collection, so it cannot miss a document)."""
+        store = self._store
+        index = store.lexical_index
+        if index is None or not index.maintained:
+            return None
+        with remote_errors(store.collection, "reading the lexical index"), lexical_errors(index.location.path):
+            index.ensure_fresh()
+            return dict(index.documents(doc_ids))
+
+    def _missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
+        """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
+        in the collection or in the unit index: metadata alone does not make a document searchable."""
+        return documents_missing_vectors(self._store.collection, self._store.unit_index, records)
+
+    # ----------------------------------------------------------------- repair
+
+    def repair(self) -> Repaired:
+        """Give every document whose records are whole (they tile its text, each with its vector) but
+        whose unit-index rows are missing or out of step its unit-index and lexical rows, built from
+        its records (what a LlamaIndex ``IngestionPipeline`` into a ``ChromaVectorStore`` leaves);
+        count those that miss records or vectors. Loads no model.
+
+        Example:
+            >>> store.maintenance.repair().repaired  # doctest: +SKIP
+            ['a.md']
+        """
+        store = self._store
+        docs = store.doc_ids()
+        records = self.records(docs)
+        vectorless = self._missing_vectors({d: list(recs) for d, recs in records.items()})
+        repair, lost = unit_rows_to_repair(records, self._unit_segments(docs), vectorless)
+        rows = store.sync_unit_index(repair) if repair else 0
+        if repair and store.lexical_index is not None and store.lexical_index.maintained:
+            store.sync_lexical_index(repair)
+        return Repaired(repair, rows, lost, len(records))
+
+    # ----------------------------------------------------------------- what the collection remembers
+
+    def remembered(self) -> Remembered:
+        """The records the collection holds, the encoder it records and the chunk options it remembers
+        (an empty collection, left by a first run that failed, binds no encoder and remembers none)."""
+        store = self._store
+        with remote_errors(store.collection, "reading the collection"):
+            records = store.count()
+        if not records:
+            return Remembered(0, None, None)
+        return Remembered(records, store.encoder_name, remembered_chunk_options(store.collection))
+
+    def fingerprint(self, key: str | None) -> str | None:
+        """The settings fingerprint remembered for the settings key ``key``
+        (:func:`hseg.ingest.fingerprint.settings_key`); ``None``: none."""
+        return remembered_fingerprint(self._store.collection, key)
+
+    def remember(self, *, chunk_options: Mapping[str, Any] | None = None,
+                 fingerprint: tuple[str | None, str] | None = None) -> None:
+        """Remember the chunk options of a run (before its first write, so that a run cut short is
+        finished by a plain re-run), or ``(settings key, fingerprint)`` of the chunker it built."""
+        collection = self._store.collection
+        with remote_errors(collection, "writing the collection's metadata"):
+            if chunk_options is not None:
+                remember_chunk_options(collection, chunk_options)
+            if fingerprint is not None:
+                remember_fingerprint(collection, *fingerprint)
