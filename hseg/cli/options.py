@@ -156,7 +156,7 @@ def add_chunker_options(parser: argparse.ArgumentParser) -> None:
 def given_chunk_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :data:`CHUNK_OPTIONS` given on the command line (a segmenter file as an absolute path, so
     that a run from another folder finds it)."""
-    given = {name: getattr(args, name, None) for name in CHUNK_OPTIONS}
+    given: dict[str, Any] = {name: getattr(args, name, None) for name in CHUNK_OPTIONS}
     given = {name: value for name, value in given.items() if value is not None}
     try:
         if "segmenter" in given and isinstance(segmenter_spec(given["segmenter"]), os.PathLike):
