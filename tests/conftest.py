@@ -84,3 +84,21 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def _load_hashing_encoder(name=None, backend=None, threads=None):
+    from tests.support.fakes import HashingEncoder
+
+    assert name == HashingEncoder.name, name
+    return HashingEncoder()
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """The CLI's encoder is the hashing encoder (asked for by its name), cwd = tmp_path (so document
+    ids are short relative paths). A module may define its own ``fake`` over this one."""
+    from hseg.encoders import factory
+
+    monkeypatch.setattr(factory, "load_encoder", _load_hashing_encoder)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -19,21 +19,7 @@ from hseg.encoders import factory
 from hseg.store import HierarchicalStore
 from tests.store.test_cli_index import CATS, TIDES, one_line_error, stats_json, write_file
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder
-
-
-def _load_fake(name=None, backend=None, threads=None):
-    assert name == HashingEncoder.name, name
-    return HashingEncoder()
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path):
-    """Fake encoder, cwd = tmp_path (so document ids are short relative paths)."""
-    monkeypatch.setattr(factory, "load_encoder", _load_fake)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
+from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD
 
 # --------------------------------------------------------------------------- real model
 

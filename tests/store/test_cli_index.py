@@ -19,7 +19,6 @@ import pytest
 
 from hseg.cli import main
 from hseg.cli.query import format_hit
-from hseg.encoders import factory
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
@@ -30,19 +29,6 @@ TIDES = ("The tide is the rise and fall of the sea. Tides are caused by the grav
          "High tide and low tide alternate twice a day on most coasts.\n\n")
 CATS = ("Cats are small carnivorous mammals. A cat sleeps for most of the day. Cats hunt mice and birds, "
         "and people keep cats as companions in their homes.\n\n")
-
-
-def _load_fake(name=None, backend=None, threads=None):
-    assert name == HashingEncoder.name, name
-    return HashingEncoder()
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path):
-    """Fake encoder, cwd = tmp_path (so document ids are short relative paths)."""
-    monkeypatch.setattr(factory, "load_encoder", _load_fake)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def write_file(path: Path, data: str | bytes) -> Path:
