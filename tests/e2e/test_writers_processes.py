@@ -249,4 +249,7 @@ def test_a_reader_of_an_embedded_store_answers_while_another_process_writes_back
         writer.kill()
         writer.wait()
     assert writer.returncode == 0 and int(out.strip()) > 5, out
-    assert searches > 5 and live > 0, (searches, live)
+    assert searches > 5, (searches, live)
+    # the writer's documents are found (whether they ranked among the hits above is chance)
+    assert {h.doc_id for h in reader.search("river flood delta trade", k=3, where={"hseg_doc_id": "live-0"})} \
+        == {"live-0"}
