@@ -14,7 +14,7 @@ import shutil
 import chromadb
 
 from hseg.cli import main
-from tests.store.test_cli_index import fake, one_line_error, write_file  # noqa: F401 (fake: a fixture)
+from tests.store.test_cli_index import one_line_error, write_file
 from tests.support.fakes import FAKE_CLI, synthetic_book
 
 

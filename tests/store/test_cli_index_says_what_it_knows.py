@@ -14,7 +14,7 @@ import chromadb
 
 from hseg.cli import main
 from hseg.store.remembered import CHUNK_OPTIONS_KEY
-from tests.store.test_cli_index import fake, stats_json, write_file  # noqa: F401 (fake: a fixture)
+from tests.store.test_cli_index import stats_json, write_file
 from tests.support.fakes import FAKE_CLI, synthetic_book
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from hseg.cli import main
 from hseg.retrieval.settings import MAX_BUDGET_TOKENS, MAX_K, SearchSettings
-from tests.store.test_cli_index import TIDES, fake, one_line_error, write_file  # noqa: F401 (fake: a fixture)
+from tests.store.test_cli_index import TIDES, one_line_error, write_file
 from tests.support import REPO
 from tests.support.fakes import FAKE_CLI
 

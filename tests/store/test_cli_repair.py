@@ -14,7 +14,7 @@ import pytest
 
 from hseg.cli import main
 from hseg.store import HierarchicalStore
-from tests.store.test_cli_index import fake, stats_json, write_file  # noqa: F401 (fake: a fixture)
+from tests.store.test_cli_index import stats_json, write_file
 from tests.support.fakes import FAKE_CLI, HashingEncoder, synthetic_book
 
 pytest.importorskip("llama_index.vector_stores.chroma")
