@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION, Record
+from hseg.chunking.schema import LEVEL_KEY, SEGMENT, level_is
 from hseg.store.lexical import follow
 from hseg.store.lexical.database import Database, drop_memory_database, memory_database
 from hseg.store.lexical.journal import Journal
@@ -194,7 +195,7 @@ class LexicalIndex(TableReads):
         n = 0
         with self.db.transaction() as c:
             clear_rows(c)
-            for got in pages(self.collection, {"hseg_level": "segment"}, ["documents", "metadatas"], _PAGE):
+            for got in pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"], _PAGE):
                 n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
@@ -226,7 +227,7 @@ class LexicalIndex(TableReads):
         metas: list[Any] = []
         for got in get_by_documents(self.collection, list(doc_ids), ["documents", "metadatas"]):
             for rid, doc, m in zip(got["ids"], got["documents"], got["metadatas"]):
-                if (m or {}).get("hseg_level") == "segment":
+                if (m or {}).get(LEVEL_KEY) == SEGMENT:
                     got_ids.append(rid)
                     docs.append(doc)
                     metas.append(m)
@@ -291,7 +292,7 @@ class LexicalIndex(TableReads):
         :meth:`writing`); returns the rows written. A cache is not written: its readers re-read it."""
         if not self.maintained:
             return 0
-        segments = [r for r in records if r.metadata.get("hseg_level") == "segment"]
+        segments = [r for r in records if r.metadata.get(LEVEL_KEY) == SEGMENT]
         with self.db.transaction() as c:
             delete_documents(c, doc_ids)
             return insert_rows(c, [r.id for r in segments], [r.document for r in segments],

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION
+from hseg.chunking.schema import SCHEMA_KEY
 from hseg.store.connection import created_concurrently
 
 __all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "NEAR_MARGIN_S", "SWEEP_S",
@@ -125,7 +126,7 @@ class Journal:
         where = {"tenant": collection.tenant, "database": collection.database}
         name = journal_name(collection.name)
         try:
-            model = api.get_or_create_collection(name=name, metadata={"hseg_schema": SCHEMA_VERSION}, **where)
+            model = api.get_or_create_collection(name=name, metadata={SCHEMA_KEY: SCHEMA_VERSION}, **where)
         except Exception as exc:
             if not created_concurrently(exc):
                 raise

@@ -12,7 +12,16 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hseg.chunking.records import CUTS_KEY
+from hseg.chunking.schema import (
+    CLUSTER_ID_KEY,
+    CONTENT_HASH_KEY,
+    CUTS_KEY,
+    DOC_ID_KEY,
+    INDEX_KEY,
+    LEVEL_KEY,
+    SEGMENT,
+    TOKENS_KEY,
+)
 from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
@@ -113,18 +122,18 @@ def insert_rows(c: sqlite3.Connection, ids: Sequence[str], docs: Sequence[Any], 
     added: list[int] = []
     for rid, text, meta in zip(ids, docs, metas):
         meta = meta or {}
-        if meta.get("hseg_level") != "segment" or "hseg_cluster_id" not in meta:
+        if meta.get(LEVEL_KEY) != SEGMENT or CLUSTER_ID_KEY not in meta:
             continue
-        doc = str(meta["hseg_doc_id"])
+        doc = str(meta[DOC_ID_KEY])
         cuts = meta.get(CUTS_KEY)
         cur = c.execute("INSERT OR REPLACE INTO segments(id, doc_id, cluster_id, position, tokens, cuts, record) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, doc, str(meta["hseg_cluster_id"]),
-                                                         int(meta["hseg_index"]), int(meta["hseg_tokens"]),
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, doc, str(meta[CLUSTER_ID_KEY]),
+                                                         int(meta[INDEX_KEY]), int(meta[TOKENS_KEY]),
                                                          None if cuts is None else str(cuts),
                                                          json.dumps(search_metadata(meta))))
         c.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text or ""))
         added.append(int(cur.lastrowid or 0))  # lastrowid is set after an INSERT
-        sha = meta.get("content_sha256")
+        sha = meta.get(CONTENT_HASH_KEY)
         shas[doc] = None if sha is None else str(sha)
         n += 1
     if logged:
