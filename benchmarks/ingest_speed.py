@@ -10,7 +10,10 @@ embedding on torch: every token encoded once by the PyTorch forward pass every p
 seconds, tokens/s, the ratio to the floor and the peak RSS.
 
 ``hseg_encode`` is ``hseg`` with ``segment_vector="encode"`` (each segment's text encoded again
-instead of the mean of its sentence vectors).
+instead of the mean of its sentence vectors); ``hseg_ctx`` and ``hseg_ctxenc`` add the heading path
+to a segment's vector (``segment_context="heading"``: one more sentence of the mean, or encoded in
+front of the text), what a contextual vector costs on text with headings (``--data
+../shared/data/textbook_qa``).
 
 Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
 loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
@@ -70,6 +73,15 @@ def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) ->
     return store.count()
 
 
+#: hseg's methods here: name -> chunker options beside the defaults
+HSEG_METHODS: dict[str, dict[str, Any]] = {
+    "hseg": {},
+    "hseg_encode": {"segment_vector": "encode"},
+    "hseg_ctx": {"segment_context": "heading"},
+    "hseg_ctxenc": {"segment_context": "heading", "segment_vector": "encode"},
+}
+
+
 def measure(name: str, backend: str, data: str, corpora_names: list[str] | None) -> dict[str, Any]:
     """One ingestion, timed after the model is loaded and warm; run in a child process."""
     from hseg.encoders import as_encoder
@@ -80,10 +92,8 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
     encoder = as_encoder(None, backend=backend, device="cpu")
     encoder.encode(["warm up the model"] * 8)
     t0 = time.perf_counter()
-    if name == "hseg":
-        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False)
-    elif name == "hseg_encode":
-        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, segment_vector="encode")
+    if name in HSEG_METHODS:
+        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, **HSEG_METHODS[name])
     else:
         records = ingest_peer(name, corpora, encoder)
     sec = time.perf_counter() - t0
