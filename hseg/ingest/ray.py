@@ -40,6 +40,7 @@ from hseg.chunking.config import ChunkerConfig
 from hseg.encoders.factory import LazyEncoder
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.ingest.run import IngestSummary, IngestWriteError, ingest_batch
+from hseg.progress import Progress
 
 __all__ = ["RAY_INSTALL_HINT", "import_ray", "IndexWorker", "default_workers", "index_dataset"]
 
@@ -307,8 +308,12 @@ def index_dataset(
 
 def _add_up(rows: Iterable[Mapping[str, Any]], report: Callable[[str], None] | None,
             on_batch: Callable[[IngestSummary, float, float], None] | None) -> IngestSummary:
-    """The sum of the workers' batch summaries, as they arrive; the first failed write ends the job."""
-    summary = IngestSummary()
+    """The sum of the workers' batch summaries, as they arrive; the first failed write ends the job.
+
+    The driver logs how far the job is on ``hseg.progress`` every few seconds (:class:`hseg.progress.Progress`),
+    with or without a terminal: Ray Data's bars draw only on one, and the workers' own lines stay in
+    their processes."""
+    summary, note, batches = IngestSummary(), Progress(), 0
     for row in rows:
         if row["error"]:  # leaving the loop stops the job
             raise IngestWriteError(f"{row['error']}; {summary.documents} documents were written by batches that "
@@ -320,6 +325,9 @@ def _add_up(rows: Iterable[Mapping[str, Any]], report: Callable[[str], None] | N
         if on_batch is not None:
             on_batch(done, float(row["started"]), float(row["finished"]))
         summary.merge(done)
+        batches += 1
+        note.note("documents: %d written, %d unchanged, %d failed, by %d batches", summary.documents,
+                  summary.unchanged, len(summary.failed), batches)
     return summary
 
 

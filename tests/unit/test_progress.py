@@ -63,3 +63,24 @@ def test_short_work_logs_nothing_and_long_work_a_line_every_interval(progress_li
     quiet = Progress(interval_s=5.0, clock=lambda: 3.0)
     quiet.note("done")  # work shorter than the interval: nothing
     assert progress_lines.messages[-1] == "step 20"
+
+
+def test_a_ray_job_logs_how_far_it_is_from_the_driver(monkeypatch, progress_lines):
+    # the workers' progress lines stay in their processes and Ray Data draws bars only on a terminal,
+    # so a job run with its output in a file showed nothing until it ended
+    import dataclasses
+    import json
+
+    from hseg.ingest.ray import _add_up
+    from hseg.ingest.run import IngestSummary
+
+    monkeypatch.setattr(hseg.progress, "INTERVAL_S", 0.0)  # every line, for the test
+
+    def row(**counts):
+        return {"summary": json.dumps(dataclasses.asdict(IngestSummary(**counts))), "error": "",
+                "started": 0.0, "finished": 1.0}
+
+    total = _add_up([row(documents=3), row(documents=1, unchanged=2, failed=[("b.md", "empty")])], None, None)
+    assert (total.documents, total.unchanged, len(total.failed)) == (4, 2, 1)
+    assert progress_lines.messages == ["documents: 3 written, 0 unchanged, 0 failed, by 1 batches",
+                                       "documents: 4 written, 2 unchanged, 1 failed, by 2 batches"]
