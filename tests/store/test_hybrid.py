@@ -476,3 +476,41 @@ def test_passages_read_from_the_lexical_table_equal_the_collections(chroma_colle
         assert all(names == [store.collection.name] for names in read if names)
         assert sum(bool(names) for names in read) > len(read) // 2
         same(resized, from_collection)
+
+
+def test_the_lists_deepen_apart_and_the_knn_is_asked_again_only_when_it_deepens(chroma_client,
+                                                                                 chroma_collection_name, monkeypatch):
+    # at a million records, segments tied at the top of a rare word (copies of one text) kept the walk
+    # undecided for rounds, and each round asked the kNN again at twice the depth and read again the
+    # vectors the round before had read
+    import hseg.retrieval.passages.indexed as indexed
+
+    read_in_small_pages(monkeypatch)
+    deepened, knn_reads = [], []
+    real_deepen, real_knn = indexed._deepen, indexed.Knn
+
+    def deepen(*args):
+        depths = real_deepen(*args)
+        deepened.append((args[:2], depths))
+        return depths
+
+    def knn(*args, **kwargs):
+        knn_reads.append(args[2])
+        return real_knn(*args, **kwargs)
+
+    monkeypatch.setattr(indexed, "_deepen", deepen)
+    monkeypatch.setattr(indexed, "Knn", knn)
+    store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
+    kept = {ch.doc_id for ch in chunkings}
+    searches = 0
+    for lam in (0.3, 2.0):
+        for text, q, lex in questions(store, chunkings, rng):
+            for budget, k in SIZES:
+                hits = store.search(q, k=k, budget_tokens=budget, unit="auto", lexical_weight=lam, query_text=text)
+                assert [h.segment_ids for h in hits] == expected_passages(chunkings, kept, q, lex, lam, "auto",
+                                                                          budget, k)[0]
+                searches += 1
+    knn_deeper = sum(after[0] != before[0] for before, after in deepened)
+    assert len(knn_reads) == searches + knn_deeper
+    assert any(after[0] == before[0] and after[1] > before[1] for before, after in deepened)  # the page alone
+    assert any(after[0] > before[0] and after[1] == before[1] for before, after in deepened)  # the kNN alone

@@ -126,24 +126,37 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
     ``fused / (1 + w + v)``, read from the kNN's distances or, for a lexical candidate, from its unit vector.
     The passages' records are read from the lexical table (:func:`_from_table`), and with ``rest``
     (rules 5 and 6 to follow) and no filter, the records the rules will use with them (a filter
-    would apply to those and not to these)."""
+    would apply to those and not to these).
+
+    While the walk is undecided the lists deepen (:func:`_deepen`), each only where it holds the
+    bound on unseen segments up; a candidate's vector read in one round is not read again, and
+    the kNN is asked again only when it deepens."""
     k, budget = settings.effective_k, settings.budget_tokens
     qq = query_vector(q)
     where = dict(settings.where) if settings.where else None
-    n = first_page(k, budget, 32, 16)
+    n_knn = n_lex = first_page(k, budget, 32, 16)
+    res: Any = None
+    asked_at = 0
+    resolved: dict[str, tuple[UnitKey, float]] = {}  # lexical-only candidates whose vectors were read
+    asked: set[str] = set()  # ... and every one asked for (one failing the filter has no vector)
     while True:
-        res = yield Knn(index, qq, n, where)
+        if asked_at != n_knn:
+            res, asked_at = (yield Knn(index, qq, n_knn, where)), n_knn
         keys: dict[str, UnitKey] = {}
         known: dict[str, float] = {}
         for uid, dist in zip(res["ids"], res["distances"]):
             key = UnitKey.parse(uid)
             keys[key.segment_id], known[key.segment_id] = key, 1.0 - float(dist)
-        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
-        page = lex.page(n)
+        top_d = 1.0 - float(res["distances"][0]) if res["ids"] else -np.inf
+        floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n_knn else -np.inf
+        for sid, (key, cos) in resolved.items():
+            if sid not in known:
+                keys[sid], known[sid] = key, cos
+        page = lex.page(n_lex)
         lexical = dict(zip(page.ids, page.scores.tolist()))
         for sid, x in zip(list(known), lex.scores(list(known)).tolist()):
             known[sid] = lex.fused(known[sid], x)
-        bounds = {sid: lex.fused(floor_d, x) for sid, x in lexical.items() if sid not in known}
+        bounds = {sid: lex.fused(floor_d, x) for sid, x in lexical.items() if sid not in known and sid not in asked}
         floor = lex.fused(floor_d, page.floor)
 
         def walk_of(scores: dict[str, float], at: float, keys: dict[str, UnitKey] = keys) -> Selection | None:
@@ -163,8 +176,10 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
                             ("embeddings",), where)
             for uid, cos in zip(got["ids"], cosines(qq, got["embeddings"])):
                 key = UnitKey.parse(uid)
+                resolved[key.segment_id] = key, float(cos)
                 keys[key.segment_id] = key
                 known[key.segment_id] = lex.fused(float(cos), lexical[key.segment_id])
+            asked.update(wanted)
             for sid in wanted:
                 bounds.pop(sid, None)
         if sel is not None:
@@ -182,7 +197,25 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
             if ahead and rest is not None:
                 rest.remember([sid for sid in ahead if sid in found], found)
             return _indexed_passages(order, score, runs, taken, found, joined)
-        n *= 2
+        n_knn, n_lex = _deepen(n_knn, n_lex, top_d, floor_d, page.floor, lex.weight)
+
+
+def _deepen(n_knn: int, n_lex: int, top_d: float, floor_d: float, lex_floor: float, weight: float) -> tuple[int, int]:
+    """The depths of the kNN and of the lexical page for the next round of an undecided walk.
+
+    Segments in neither list score at most ``floor_d + λ·lex_floor``; deepening a list can only
+    lower its part. A list that holds everything (the kNN: ``floor_d`` is ``-inf``; the lexical
+    page: no match past it, ``lex_floor`` 0) stays. Of two lists that can deepen, only the lexical
+    page does while its floor has fallen less from its top (1) than the kNN's from its own, on the
+    fused scale: the segments tied at the top of a rare word (copies of one text, or a word a whole
+    book repeats) then cost reads of a local table, not a kNN asked again. Any depths are exact: the
+    bounds hold whatever each list holds."""
+    knn_left, lex_left = floor_d > -np.inf, lex_floor > 0.0
+    if lex_left and (not knn_left or weight * (1.0 - lex_floor) < top_d - floor_d):
+        return n_knn, 2 * n_lex
+    if not knn_left and not lex_left:  # nothing is left unseen: the walk decides, whatever the depths
+        return 2 * n_knn, 2 * n_lex
+    return (2 * n_knn if knn_left else n_knn), (2 * n_lex if lex_left else n_lex)
 
 
 def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> dict[str, list[str]]:
