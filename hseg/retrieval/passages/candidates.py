@@ -12,8 +12,9 @@ with respect to what Chroma's kNN (approximate, HNSW) and the lexical index retu
 
 A get costs per record, more for a text and its metadata than for a vector (``docs/decisions.md``), so the
 vectors of lexical-only candidates are read only when the walk cannot decide without them, and then
-only those whose bound beats the point where the known candidates stop (:func:`bounded_walk`); both
-lists double while it is still undecided.
+only those whose bound beats the point where the known candidates stop (:func:`bounded_walk`); the
+lists deepen while it is still undecided (on the unit index each only where it holds the bound up:
+:func:`.indexed._deepen`).
 """
 
 from __future__ import annotations
