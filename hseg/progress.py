@@ -4,7 +4,8 @@ Chunking a large document (a 5 MB file: minutes on a CPU, most of it in the enco
 many files report what they are doing on the ``hseg.progress`` logger at INFO, at most one line
 every :data:`INTERVAL_S` seconds, and nothing at all for work that ends sooner: sentences split,
 sentences encoded *n* of *N*, sentences segmented, segments clustered, documents chunked and
-written. Library code logs and never prints; it shows nothing unless the application asks::
+written (by ``hseg index`` or a Ray job), and a store's lexical or unit index rebuilt. Library
+code logs and never prints; it shows nothing unless the application asks::
 
     import logging
     logging.basicConfig()                                      # a handler, on stderr

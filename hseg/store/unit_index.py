@@ -34,6 +34,7 @@ from hseg.chunking.schema import (
     UNIT_LAYOUT_KEY,
     level_is,
 )
+from hseg.progress import Progress
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, serves_filter, unit_records
 from hseg.store.reading import batched, get_by_documents
@@ -208,14 +209,18 @@ class UnitIndex:
     def sync(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
         """Rebuild the index of these documents from the stored records; returns the unit records written.
         ``check`` sees each batch's record metadata before it is written (and may refuse it)."""
-        written = 0
-        for part in batched(list(doc_ids), _SYNC_DOCUMENTS):
+        written, done, note = 0, 0, Progress()
+        doc_ids = list(doc_ids)
+        for part in batched(doc_ids, _SYNC_DOCUMENTS):
             for got in get_by_documents(self.records, part, ["embeddings", "metadatas", "documents"]):
                 records = [Record(rid, np.asarray(e, dtype=np.float32), d or "", dict(m or {}))
                            for rid, e, d, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"])]
                 if check is not None:
                     check([r.metadata for r in records])
                 written += self.write(records, part)
+            done += len(part)
+            note.note("unit index of %r: %d of %d documents, %d unit records written", self.records.name, done,
+                      len(doc_ids), written)
         return written
 
     def rebuild(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from hseg.chunking.records import SCHEMA_VERSION, Record
 from hseg.chunking.schema import LEVEL_KEY, SEGMENT, level_is
+from hseg.progress import Progress
 from hseg.store.lexical import follow
 from hseg.store.lexical.database import Database, drop_memory_database, memory_database
 from hseg.store.lexical.journal import Journal
@@ -193,11 +194,16 @@ class LexicalIndex(TableReads):
         t0 = time.perf_counter()
         count = int(self.collection.count())
         n = 0
+        # minutes at a million records, and a first search may be what waits for it
+        note = Progress()
         with self.db.transaction() as c:
             clear_rows(c)
             for got in pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"], _PAGE):
                 n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
+                note.note("lexical index of %r: %d segments indexed (the collection holds %d records)",
+                          self.collection.name, n, count)
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
+        note.note("lexical index of %r: %d segments indexed, merging their terms", self.collection.name, n)
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
         # it keeps no second copy of the index (the old index's pages stay in the file, free for the next
         # rebuild)
