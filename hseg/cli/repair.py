@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
         epilog="Example: hseg repair --db ./chroma-db",
     )
     add_location(p, db_help="directory of the embedded Chroma database")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run_repair)
 
 

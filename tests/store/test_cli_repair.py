@@ -75,3 +75,18 @@ def test_what_the_store_cannot_give_back_is_counted_with_the_remedy_that_applies
     out = capsys.readouterr().out
     assert "repaired   2 documents" in out
     assert "left       2 documents miss records or vectors, which the store cannot give back (doc1, docs/a.md)" in out
+
+
+def test_repair_shows_progress_lines_unless_quiet(fake, capsys, monkeypatch):  # noqa: F811
+    # rebuilding the rows of a large store takes minutes; the command showed nothing until it ended
+    import hseg.progress
+
+    _pipeline_store(fake)
+    monkeypatch.setattr(hseg.progress, "INTERVAL_S", 0.0)  # every line, for the test
+    capsys.readouterr()
+    assert main(["repair", "--db", "db", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    _pipeline_store(fake, n=4)  # one more document without its rows
+    assert main(["repair", "--db", "db"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("hseg repair: unit index of 'hseg': 1 of 1 documents") for line in err), err
