@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     restore_progress = None
-    if args.command in ("chunk", "show", "index", "repair"):  # long work: a line every few seconds (hseg.progress)
+    # long work (a first query may build a lexical index): a line every few seconds (hseg.progress)
+    if args.command in ("chunk", "show", "index", "repair", "query"):
         from hseg.cli.options import progress_lines
 
         restore_progress = progress_lines(args.command, quiet=args.quiet)

@@ -49,6 +49,8 @@ def register(sub: Any) -> None:
                    help="only search the document with this source (as 'hseg index' recorded it); ANDed with --where")
     add_encoder_option(q, default="the model recorded in the collection")
     q.add_argument("--json", action="store_true", help="print a JSON list of hits (all fields)")
+    q.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (a first search of a large store may build its lexical index)")
     q.set_defaults(func=run_query)
 
     s = sub.add_parser(
