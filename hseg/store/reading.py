@@ -3,14 +3,16 @@ loop of hseg) and what their metadata adds up to."""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY, TOKENS_KEY
 from hseg.retrieval.plans import is_missing_vector
 
-__all__ = ["pages", "in_order", "level_stats", "batched", "where_in", "get_by_documents", "IN_FILTER_SIZE",
-           "ids_without_vectors"]
+__all__ = ["pages", "read_ahead", "in_order", "level_stats", "batched", "where_in", "get_by_documents",
+           "IN_FILTER_SIZE", "ids_without_vectors"]
 
 T = TypeVar("T")
 
@@ -34,6 +36,59 @@ def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], 
     ids = list(collection.get(where=dict(where) if where else None, include=[])["ids"])
     for part in batched(ids, page):
         yield in_order(collection.get(ids=list(part), include=include), part)
+
+
+def read_ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
+    """``items`` as they are, drawn by a thread up to ``depth`` ahead of the caller: the next page is
+    read from Chroma (another process, or Rust without the GIL) while the caller writes the last
+    one. An error of ``items`` is raised to the caller where it would have met it; a caller that
+    stops early (an error of its own, or ``close()``) stops the thread at its next item.
+
+    Example:
+        >>> list(read_ahead(iter(range(3))))
+        [0, 1, 2]
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be a positive int, got {depth!r}")
+    return _drawn(items, depth)
+
+
+def _drawn(items: Iterator[T], depth: int) -> Iterator[T]:
+    done = object()
+    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def draw() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as exc:  # handed to the caller, who raises it where it reads
+            put((done, exc))
+
+    thread = threading.Thread(target=draw, name="hseg-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = ready.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def in_order(got: Mapping[str, Any], ids: Sequence[str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from hseg.store.lexical.journal import Journal
 from hseg.store.lexical.location import Location, lexical_location
 from hseg.store.lexical.reads import TableReads
 from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
-from hseg.store.reading import get_by_documents, pages
+from hseg.store.reading import get_by_documents, pages, read_ahead
 
 __all__ = ["LexicalIndex"]
 
@@ -198,7 +198,7 @@ class LexicalIndex(TableReads):
         note = Progress()
         with self.db.transaction() as c:
             clear_rows(c)
-            for got in pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"], _PAGE):
+            for got in read_ahead(pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"], _PAGE)):
                 n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
                 note.note("lexical index of %r: %d segments indexed (the collection holds %d records)",
                           self.collection.name, n, count)

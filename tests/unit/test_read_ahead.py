@@ -1,0 +1,45 @@
+"""``hseg.store.reading.read_ahead``: pages drawn by a thread while the caller writes the last one
+(the lexical index's rebuild): the same items in the same order, errors where the caller reads,
+and no thread left drawing after the caller stops."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from hseg.store.reading import read_ahead
+
+
+def test_the_items_come_as_they_are_in_order():
+    assert list(read_ahead(iter(range(50)), depth=2)) == list(range(50))
+    assert list(read_ahead(iter([]))) == []
+
+
+def test_an_error_of_the_pages_is_raised_where_the_caller_reads_it():
+    def pages():
+        yield 1
+        yield 2
+        raise ConnectionError("server gone")
+
+    got = []
+    with pytest.raises(ConnectionError, match="server gone"):
+        for page in read_ahead(pages()):
+            got.append(page)
+    assert got == [1, 2]
+
+
+def test_a_caller_that_stops_early_stops_the_thread():
+    drawn = itertools.count()
+    pages = read_ahead((next(drawn) for _ in itertools.count()), depth=1)
+    assert [next(pages) for _ in range(3)] == [0, 1, 2]
+    pages.close()
+    assert not any(t.name == "hseg-read-ahead" for t in threading.enumerate())
+    assert next(drawn) <= 6  # at most the depth and the one in hand were drawn past what was read
+
+
+@pytest.mark.parametrize("depth", [0, -1, 1.5, True])
+def test_a_depth_that_is_not_a_positive_int_is_refused(depth):
+    with pytest.raises(ValueError, match="depth must be a positive int"):
+        read_ahead(iter(()), depth=depth)  # at the call, not at the first page
