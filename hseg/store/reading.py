@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY, TOKENS_KEY
@@ -38,7 +38,7 @@ def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], 
         yield in_order(collection.get(ids=list(part), include=include), part)
 
 
-def read_ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
+def read_ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     """``items`` as they are, drawn by a thread up to ``depth`` ahead of the caller: the next page is
     read from Chroma (another process, or Rust without the GIL) while the caller writes the last
     one. An error of ``items`` is raised to the caller where it would have met it; a caller that
@@ -53,7 +53,7 @@ def read_ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
     return _drawn(items, depth)
 
 
-def _drawn(items: Iterator[T], depth: int) -> Iterator[T]:
+def _drawn(items: Iterator[T], depth: int) -> Generator[T, None, None]:
     done = object()
     ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
     stop = threading.Event()

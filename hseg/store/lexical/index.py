@@ -198,10 +198,13 @@ class LexicalIndex(TableReads):
         note = Progress()
         with self.db.transaction() as c:
             clear_rows(c)
-            for got in read_ahead(pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"], _PAGE)):
-                n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
-                note.note("lexical index of %r: %d segments indexed (the collection holds %d records)",
-                          self.collection.name, n, count)
+            # closed on an error too, so that the reading thread stops here, whoever keeps the error
+            with contextlib.closing(read_ahead(pages(self.collection, level_is(SEGMENT), ["documents", "metadatas"],
+                                                     _PAGE))) as read:
+                for got in read:
+                    n += insert_rows(c, got["ids"], got["documents"], got["metadatas"], logged=False)
+                    note.note("lexical index of %r: %d segments indexed (the collection holds %d records)",
+                              self.collection.name, n, count)
             set_meta(c, **{"built": "1", "synced_count": str(count), **meta})
         note.note("lexical index of %r: %d segments indexed, merging their terms", self.collection.name, n)
         # one b-tree per term instead of one per flush (faster queries), and the WAL folded back so that
