@@ -15,8 +15,9 @@ to a segment's vector (``segment_context="heading"``: one more sentence of the m
 front of the text), what a contextual vector costs on text with headings (``--data
 ../shared/data/textbook_qa``).
 
-Each (method, backend) runs in its own child process, so its peak RSS is its own; the model is
-loaded and warmed up there before the clock starts. With ``--repeat N`` everything runs in N
+Each (method, backend) runs in its own child process, so its peak RSS is its own; the models are
+loaded (the encoder warmed up) there before the clock starts: the encoder for every method, and
+hseg's segmenter (its weights and the torch it runs on), whose load is printed apart. With ``--repeat N`` everything runs in N
 interleaved rounds and the fastest round of each counts, so load from other processes on a
 shared machine hits every method alike.
 """
@@ -60,15 +61,14 @@ def ingest_peer(name: str, corpora: dict[str, str], encoder: Any) -> int:
     return col.count()
 
 
-def ingest_hseg(corpora: dict[str, str], encoder: Any, **chunker_kwargs: Any) -> int:
+def ingest_hseg(corpora: dict[str, str], chunker: Any) -> int:
     import chromadb
 
-    from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore
 
-    chunker = HierarchicalChunker(encoder=encoder, **chunker_kwargs)
     chunkings = chunker.chunk_many(list(corpora.values()), list(corpora.keys()))
-    store = HierarchicalStore(f"speed-{uuid.uuid4().hex[:10]}", client=chromadb.EphemeralClient(), encoder=encoder)
+    store = HierarchicalStore(f"speed-{uuid.uuid4().hex[:10]}", client=chromadb.EphemeralClient(),
+                              encoder=chunker.encoder)
     store.add(chunkings, [{"source": c} for c in corpora])
     return store.count()
 
@@ -83,7 +83,9 @@ HSEG_METHODS: dict[str, dict[str, Any]] = {
 
 
 def measure(name: str, backend: str, data: str, corpora_names: list[str] | None) -> dict[str, Any]:
-    """One ingestion, timed after the model is loaded and warm; run in a child process."""
+    """One ingestion, timed after the models are loaded and warm (the encoder, and for hseg its
+    segmenter: the BiLSTM's weights and the torch it runs on, whose load is reported apart as
+    ``load_s``); run in a child process."""
     from hseg.encoders import as_encoder
 
     corpora, _ = load_eval(data)
@@ -91,14 +93,18 @@ def measure(name: str, backend: str, data: str, corpora_names: list[str] | None)
         corpora = {c: corpora[c] for c in corpora_names}
     encoder = as_encoder(None, backend=backend, device="cpu")
     encoder.encode(["warm up the model"] * 8)
-    t0 = time.perf_counter()
+    load = 0.0
     if name in HSEG_METHODS:
-        records = ingest_hseg(corpora, encoder, target_tokens=512, cache=False, **HSEG_METHODS[name])
-    else:
-        records = ingest_peer(name, corpora, encoder)
+        from hseg.chunking.chunker import HierarchicalChunker
+
+        t0 = time.perf_counter()
+        chunker = HierarchicalChunker(encoder=encoder, target_tokens=512, cache=False, **HSEG_METHODS[name])
+        load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    records = ingest_hseg(corpora, chunker) if name in HSEG_METHODS else ingest_peer(name, corpora, encoder)
     sec = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": sec, "records": records, "rss_mb": rss}
+    return {"seconds": sec, "records": records, "rss_mb": rss, "load_s": load}
 
 
 def _child(name: str, backend: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -140,12 +146,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{run[0]} {run[1]}] {result['seconds']:.1f}s", file=sys.stderr, flush=True)
     floor = best[(FLOOR, "torch")]["seconds"]
     print(f"corpora: {', '.join(corpora)}; {tokens:,} cl100k tokens; floor: {FLOOR} on torch\n")
-    print("| method | backend | seconds | tokens/s | × floor | peak RSS MB | records |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | backend | seconds | tokens/s | × floor | peak RSS MB | records | segmenter load, s |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, backend in runs:
         r = best[(name, backend)]
+        load = f"{r['load_s']:.1f}" if name in HSEG_METHODS else "—"
         print(f"| {name} | {backend} | {r['seconds']:.1f} | {tokens / r['seconds']:,.0f} | {r['seconds'] / floor:.2f} "
-              f"| {r['rss_mb']:,.0f} | {r['records']} |")
+              f"| {r['rss_mb']:,.0f} | {r['records']} | {load} |")
     for name in methods:
         if all((name, b) in best for b in ("onnx", "torch")):
             ratio = best[(name, "torch")]["seconds"] / best[(name, "onnx")]["seconds"]
