@@ -229,12 +229,13 @@ def _merge_short(ends: list[int], size, strength: np.ndarray, min_tokens: int, m
 
 
 def _bilstm() -> Segmenter:
-    # imported on use: torch and the shipped weights load only when someone asks for this segmenter.
-    # The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's dimension it falls back
-    # to TextTiling (with a warning) so the default keeps working for every encoder.
-    from hseg.segmentation.bilstm import BiLSTMSegmenter
+    # imported on use: the shipped weights load only when someone asks for this segmenter, and run in
+    # numpy (their arrays, hseg/segmentation/bilstm_core.py), so the default imports no torch. The
+    # weights expect all-MiniLM-L6-v2 embeddings; with another encoder's dimension it falls back to
+    # TextTiling (with a warning) so the default keeps working for every encoder.
+    from hseg.segmentation.bilstm_core import ArraysSegmenter
 
-    return BiLSTMSegmenter.load(fallback=TextTilingSegmenter())
+    return ArraysSegmenter.load(fallback=TextTilingSegmenter())
 
 
 #: name -> zero-argument factory; heavier segmenters register lazily-importing factories here.
@@ -305,6 +306,8 @@ def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *
         'texttiling'
         >>> get_segmenter("my_segmenter.pt", encoder_name="all-MiniLM-L6-v2")  # doctest: +SKIP
         <hseg.segmentation.bilstm.BiLSTMSegmenter object at ...>
+        >>> get_segmenter("bilstm").name  # the shipped weights, run in numpy  # doctest: +SKIP
+        'bilstm'
     """
     resolved = _build(DEFAULT_SEGMENTER if segmenter is None else segmenter)
     check = getattr(resolved, "check_encoder", None)

@@ -32,6 +32,24 @@ def test_shipped_weights_segment_a_real_document(monkeypatch):
     assert 1 < len(ends) < len(doc.sentences) // 2
 
 
+@pytest.mark.model
+def test_the_shipped_model_in_numpy_segments_real_documents_as_on_torch(monkeypatch):
+    # the default runs the shipped weights' arrays in numpy (no torch to import); a training or a
+    # weights file runs them on torch: the same boundaries either way
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from hseg.encoders import as_encoder
+    from hseg.segmentation.bilstm_core import ArraysSegmenter
+
+    folder = SHARED / "data/segmentation/wiki_dev"
+    if not folder.is_dir():
+        pytest.skip("../shared data absent")
+    encoder = as_encoder(None, device="cpu")
+    arrays, weights = ArraysSegmenter.load(), BiLSTMSegmenter.load(encoder=encoder, device="cpu")
+    for doc in read_wiki727k(folder, limit=5):
+        vectors = encoder.encode(doc.sentences)
+        assert arrays.boundaries(doc.sentences, vectors) == weights.boundaries(doc.sentences, vectors)
+
+
 # ------------------------------------------------------------------------- segmenter names and paths
 
 
