@@ -31,6 +31,7 @@ import importlib
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -91,12 +92,6 @@ class IndexWorker:
 
     def __init__(self, config: ChunkerConfig, *, host: str, port: int, collection: str = "hseg",
                  force: bool = False, threads: int | None = None) -> None:
-        if threads is not None:
-            import torch
-
-            # one pool of threads per worker, not one per core each: torch runs the BiLSTM segmenter
-            # on every backend, and the encoder too on backend "torch"
-            torch.set_num_threads(threads)
         from hseg.chunking.chunker import HierarchicalChunker
         from hseg.store import HierarchicalStore
 
@@ -104,6 +99,12 @@ class IndexWorker:
         if isinstance(encoder, LazyEncoder):
             encoder.loaded  # noqa: B018 - now, while Ray starts the pool, not inside the first batch
         self.chunker = HierarchicalChunker(config.replace(encoder=encoder, show_progress=False))
+        if threads is not None and "torch" in sys.modules:
+            import torch
+
+            # one pool of threads per worker, not one per core each, where torch runs: the encoder on
+            # backend "torch", a segmenter loaded from a weights file (the shipped one runs in numpy)
+            torch.set_num_threads(threads)
         self.store = HierarchicalStore(collection, host=host, port=port, encoder=encoder)
         self.settings = chunk_settings(self.chunker)
         self.force = force
@@ -254,8 +255,9 @@ def index_dataset(
         batch_docs: documents per batch, chunked together and written together (a batch goes to
             one worker, which holds its next batch while it runs one: with fewer than
             ``2 * num_workers * batch_docs`` documents some workers get less to do).
-        threads: the encoder's threads in each worker: ``torch.set_num_threads`` (which also bounds
-            the segmenter) and, on backend ``"onnx"``, the ONNX session's intra-op threads
+        threads: the encoder's threads in each worker: ``torch.set_num_threads`` where torch runs
+            (the encoder on backend ``"torch"``, a segmenter loaded from a weights file) and, on
+            backend ``"onnx"``, the ONNX session's intra-op threads
             (``None``: the CPUs each worker reserves, ``num_cpus`` rounded down, at least 1; left to
             itself an ONNX session takes every core, and workers sharing a machine would fight).
         force: re-chunk documents already stored unchanged.
