@@ -17,7 +17,7 @@ front of the text), what a contextual vector costs on text with headings (``--da
 
 Each (method, backend) runs in its own child process, so its peak RSS is its own; the models are
 loaded (the encoder warmed up) there before the clock starts: the encoder for every method, and
-hseg's segmenter (its weights and the torch it runs on), whose load is printed apart. With ``--repeat N`` everything runs in N
+hseg's segmenter, whose load is printed apart. With ``--repeat N`` everything runs in N
 interleaved rounds and the fastest round of each counts, so load from other processes on a
 shared machine hits every method alike.
 """
@@ -84,8 +84,7 @@ HSEG_METHODS: dict[str, dict[str, Any]] = {
 
 def measure(name: str, backend: str, data: str, corpora_names: list[str] | None) -> dict[str, Any]:
     """One ingestion, timed after the models are loaded and warm (the encoder, and for hseg its
-    segmenter: the BiLSTM's weights and the torch it runs on, whose load is reported apart as
-    ``load_s``); run in a child process."""
+    segmenter, whose load is reported apart as ``load_s``); run in a child process."""
     from hseg.encoders import as_encoder
 
     corpora, _ = load_eval(data)
