@@ -59,7 +59,7 @@ def test_ingest_speed_benchmark_smoke(shared_dir, tmp_path):
     assert float(rows[1][4]) == 1.0  # the floor (torch) is its own unit
     assert all(float(r[2]) > 0 and float(r[5].replace(",", "")) > 100 and int(r[6]) > 0 for r in rows)
     assert rows[0][6] == rows[1][6] and rows[2][6] == rows[3][6]  # the backends make the same records
-    assert rows[0][7] == "—" and float(rows[2][7]) > 0  # hseg's segmenter loads before the clock, reported apart
+    assert rows[0][7] == "—" and float(rows[2][7]) >= 0  # hseg's segmenter loads before the clock, reported apart
     assert "hseg: onnx" in stdout and "the speed of torch" in stdout
 
 
