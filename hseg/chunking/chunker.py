@@ -102,7 +102,7 @@ class HierarchicalChunker:
         embeddings they were trained on); a segmenter asked for by name or instance is refused
         with the mismatch error instead.
         """
-        return get_segmenter(segmenter, encoder_name=self.encoder.name)
+        return get_segmenter(segmenter, encoder_name=self.encoder.name, device=self.config.device)
 
     # ------------------------------------------------------------------ public API
     def chunk(self, text: str, doc_id: str | None = None, *, source: str | None = None) -> Chunking:

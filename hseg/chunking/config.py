@@ -114,7 +114,8 @@ class ChunkerConfig:
         show_progress: tqdm bars, drawn only when stderr is a terminal (progress of long work is also
             logged, with or without it: :mod:`hseg.progress`).
         backend: how a model given by name runs, ``"onnx"`` or ``"torch"`` (same vectors).
-        device, batch_size: for an encoder given by name.
+        device, batch_size: for an encoder given by name; ``device`` also for the BiLSTM segmenter
+            (``None``: the shipped one runs in numpy on the CPU).
     """
 
     encoder: Any = setting(None, "model name, SentenceTransformer, LangChain Embeddings, LlamaIndex BaseEmbedding "
@@ -145,7 +146,8 @@ class ChunkerConfig:
     show_progress: bool = setting(False, "tqdm progress bars (only when stderr is a terminal)")
     backend: str = setting(DEFAULT_BACKEND, f"how a model given by name runs: {' or '.join(map(repr, BACKENDS))} "
                                              "(same vectors; onnx starts fast and needs no torch to serve)")
-    device: str | None = setting(None, "device of an encoder given by name (None: best available)")
+    device: str | None = setting(None, "device of an encoder given by name and of the BiLSTM segmenter (None: the "
+                                       "encoder's best available; the shipped segmenter in numpy on the CPU)")
     batch_size: int | None = setting(None, "encoder batch size (None: fastest measured on CPU, onnx 16, torch 32)")
 
     def __post_init__(self) -> None:

@@ -228,18 +228,27 @@ def _merge_short(ends: list[int], size, strength: np.ndarray, min_tokens: int, m
     return ends
 
 
-def _bilstm() -> Segmenter:
+def _bilstm(device: str | None = None) -> Segmenter:
     # imported on use: the shipped weights load only when someone asks for this segmenter, and run in
-    # numpy (their arrays, hseg/segmentation/bilstm_core.py), so the default imports no torch. The
-    # weights expect all-MiniLM-L6-v2 embeddings; with another encoder's dimension it falls back to
-    # TextTiling (with a warning) so the default keeps working for every encoder.
+    # numpy (their arrays, hseg/segmentation/bilstm_core.py) unless a device is named, so the default
+    # imports no torch. The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's
+    # dimension it falls back to TextTiling (with a warning) so the default keeps working for every encoder.
+    if device is not None and device != "cpu":
+        from hseg.segmentation.bilstm import BiLSTMSegmenter
+
+        return BiLSTMSegmenter.load(device=device, fallback=TextTilingSegmenter())
     from hseg.segmentation.bilstm_core import ArraysSegmenter
 
     return ArraysSegmenter.load(fallback=TextTilingSegmenter())
 
 
-#: name -> zero-argument factory; heavier segmenters register lazily-importing factories here.
-SEGMENTERS = {"texttiling": TextTilingSegmenter, "bilstm": _bilstm}
+def _texttiling(device: str | None = None) -> Segmenter:
+    return TextTilingSegmenter()  # numpy on the CPU wherever the encoder runs
+
+
+#: name -> factory taking the ``device`` a model may run on (``None``: the CPU, in numpy); heavier
+#: segmenters register lazily-importing factories here.
+SEGMENTERS = {"texttiling": _texttiling, "bilstm": _bilstm}
 
 #: what ``HierarchicalChunker(segmenter=None)`` uses: the shipped BiLSTM, which beats TextTiling on
 #: wiki_dev, Choi 1-2 and held-out OpenStax books (Pk and WindowDiff, see hseg/models/README.md).
@@ -291,13 +300,15 @@ def segmenter_spec(spec: str | os.PathLike[str]) -> str | Path:
 
 
 def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *,
-                  encoder_name: str | None = None) -> Segmenter:
+                  encoder_name: str | None = None, device: str | None = None) -> Segmenter:
     """Resolve a segmenter: a registered name, the path of saved BiLSTM weights, or an instance.
 
     ``None`` is the default segmenter. With ``encoder_name`` (the sentence encoder the segmenter
     will see), a segmenter trained on another encoder is refused with ``ValueError``, except the
     default, which falls back to TextTiling (trained weights expect the embeddings they were
-    trained on, and the default must work with every encoder).
+    trained on, and the default must work with every encoder). ``device`` (``"cuda"``, ...) runs the
+    BiLSTM on torch there; without one the shipped BiLSTM runs in numpy on the CPU, and weights
+    given by path on torch's best device.
 
     Example:
         >>> get_segmenter("texttiling").name
@@ -309,7 +320,7 @@ def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *
         >>> get_segmenter("bilstm").name  # the shipped weights, run in numpy  # doctest: +SKIP
         'bilstm'
     """
-    resolved = _build(DEFAULT_SEGMENTER if segmenter is None else segmenter)
+    resolved = _build(DEFAULT_SEGMENTER if segmenter is None else segmenter, device)
     check = getattr(resolved, "check_encoder", None)
     if encoder_name is None or check is None:
         return resolved
@@ -323,15 +334,15 @@ def get_segmenter(segmenter: str | os.PathLike[str] | Segmenter | None = None, *
     return resolved
 
 
-def _build(segmenter: str | os.PathLike[str] | Segmenter) -> Segmenter:
+def _build(segmenter: str | os.PathLike[str] | Segmenter, device: str | None = None) -> Segmenter:
     if isinstance(segmenter, (str, os.PathLike)):
         spec = segmenter_spec(segmenter)
         if isinstance(spec, str):
-            return SEGMENTERS[spec]()
+            return SEGMENTERS[spec](device=device)
         from hseg.segmentation.bilstm import BiLSTMSegmenter
 
         # no fallback: weights asked for by path are refused with another encoder, not replaced
-        return BiLSTMSegmenter.load(spec)
+        return BiLSTMSegmenter.load(spec, device=device)
     if not hasattr(segmenter, "boundaries"):
         raise ValueError(f"segmenter: {segmenter!r} has no boundaries() method")
     return segmenter

@@ -66,3 +66,13 @@ def test_arrays_that_are_not_there_are_named(tmp_path):
         ArraysSegmenter.load(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="no array .lstm.weight_hh_l0. .a BiLSTM of 2 layers"):
         NumpyBiLSTM({"lstm.weight_ih_l0": np.zeros((4, 2))}, layers=2)
+
+
+def test_a_device_runs_the_shipped_model_on_torch_there_and_none_in_numpy():
+    from hseg.segmentation.segmenters import get_segmenter
+
+    assert isinstance(get_segmenter("bilstm"), ArraysSegmenter)
+    assert isinstance(get_segmenter(None, device="cpu"), ArraysSegmenter)
+    on_device = get_segmenter("bilstm", device="meta")  # torch's device without memory: no GPU needed here
+    assert isinstance(on_device, BiLSTMSegmenter) and on_device.device.type == "meta"
+    assert get_segmenter("texttiling", device="meta").name == "texttiling"  # numpy wherever the encoder runs
