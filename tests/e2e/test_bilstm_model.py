@@ -16,16 +16,22 @@ from hseg.segmentation.wiki727k import read_wiki727k  # noqa: E402
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.mark.model
-def test_shipped_weights_segment_a_real_document(monkeypatch):
+@pytest.fixture
+def wiki_dev(monkeypatch):
+    """``(the first wiki_dev documents, the real encoder on the CPU)``."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from hseg.encoders import as_encoder
 
     folder = SHARED / "data/segmentation/wiki_dev"
     if not folder.is_dir():
         pytest.skip("../shared data absent")
-    doc = read_wiki727k(folder, limit=1)[0]
-    encoder = as_encoder(None, device="cpu")
+    return read_wiki727k(folder, limit=5), as_encoder(None, device="cpu")
+
+
+@pytest.mark.model
+def test_shipped_weights_segment_a_real_document(wiki_dev):
+    docs, encoder = wiki_dev
+    doc = docs[0]
     seg = BiLSTMSegmenter.load(encoder=encoder)
     ends = seg.boundaries(doc.sentences, encoder.encode(doc.sentences))
     assert ends[-1] == len(doc.sentences) - 1
@@ -33,19 +39,14 @@ def test_shipped_weights_segment_a_real_document(monkeypatch):
 
 
 @pytest.mark.model
-def test_the_shipped_model_in_numpy_segments_real_documents_as_on_torch(monkeypatch):
+def test_the_shipped_model_in_numpy_segments_real_documents_as_on_torch(wiki_dev):
     # the default runs the shipped weights' arrays in numpy (no torch to import); a training or a
     # weights file runs them on torch: the same boundaries either way
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from hseg.encoders import as_encoder
     from hseg.segmentation.bilstm_core import ArraysSegmenter
 
-    folder = SHARED / "data/segmentation/wiki_dev"
-    if not folder.is_dir():
-        pytest.skip("../shared data absent")
-    encoder = as_encoder(None, device="cpu")
+    docs, encoder = wiki_dev
     arrays, weights = ArraysSegmenter.load(), BiLSTMSegmenter.load(encoder=encoder, device="cpu")
-    for doc in read_wiki727k(folder, limit=5):
+    for doc in docs:
         vectors = encoder.encode(doc.sentences)
         assert arrays.boundaries(doc.sentences, vectors) == weights.boundaries(doc.sentences, vectors)
 
