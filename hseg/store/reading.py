@@ -3,9 +3,9 @@ loop of hseg) and what their metadata adds up to."""
 
 from __future__ import annotations
 
-import queue
-import threading
+from collections import deque
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY, TOKENS_KEY
@@ -15,6 +15,9 @@ __all__ = ["pages", "read_ahead", "in_order", "level_stats", "batched", "where_i
            "IN_FILTER_SIZE", "ids_without_vectors"]
 
 T = TypeVar("T")
+
+#: the name (prefix) of :func:`read_ahead`'s worker thread
+READ_AHEAD_THREAD = "hseg-read-ahead"
 
 
 def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], page: int
@@ -39,10 +42,10 @@ def pages(collection: Any, where: Mapping[str, Any] | None, include: list[str], 
 
 
 def read_ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
-    """``items`` as they are, drawn by a thread up to ``depth`` ahead of the caller: the next page is
-    read from Chroma (another process, or Rust without the GIL) while the caller writes the last
-    one. An error of ``items`` is raised to the caller where it would have met it; a caller that
-    stops early (an error of its own, or ``close()``) stops the thread at its next item.
+    """``items`` as they are, drawn by a worker thread up to ``depth`` ahead of the caller: the next
+    page is read from Chroma (another process, or Rust without the GIL) while the caller writes the
+    last one. An error of ``items`` is raised to the caller where it would have met it; a caller that
+    stops early (an error of its own, or ``close()``) waits for the item in hand and stops the worker.
 
     Example:
         >>> list(read_ahead(iter(range(3))))
@@ -54,41 +57,17 @@ def read_ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
 
 
 def _drawn(items: Iterator[T], depth: int) -> Generator[T, None, None]:
-    done = object()
-    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def draw() -> None:
+    end: Any = object()
+    # one worker: the draws run one after another, in order, whatever is queued
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=READ_AHEAD_THREAD) as pool:
+        ahead: deque[Future[T]] = deque(pool.submit(next, items, end) for _ in range(depth))
         try:
-            for item in items:
-                if not put((item, None)):
-                    return
-            put((done, None))
-        except BaseException as exc:  # handed to the caller, who raises it where it reads
-            put((done, exc))
-
-    thread = threading.Thread(target=draw, name="hseg-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = ready.get()
-            if error is not None:
-                raise error
-            if item is done:
-                return
-            yield item
-    finally:
-        stop.set()
-        thread.join()
+            while (item := ahead.popleft().result()) is not end:
+                ahead.append(pool.submit(next, items, end))
+                yield item
+        finally:
+            for draw in ahead:
+                draw.cancel()
 
 
 def in_order(got: Mapping[str, Any], ids: Sequence[str]) -> dict[str, Any]:

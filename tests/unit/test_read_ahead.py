@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from hseg.store.reading import read_ahead
+from hseg.store.reading import READ_AHEAD_THREAD, read_ahead
 
 
 def test_the_items_come_as_they_are_in_order():
@@ -35,7 +35,7 @@ def test_a_caller_that_stops_early_stops_the_thread():
     before = set(threading.enumerate())
     pages = read_ahead((next(drawn) for _ in itertools.count()), depth=1)
     assert [next(pages) for _ in range(3)] == [0, 1, 2]
-    started = [t for t in set(threading.enumerate()) - before if t.name == "hseg-read-ahead"]
+    started = [t for t in set(threading.enumerate()) - before if t.name.startswith(READ_AHEAD_THREAD)]
     assert len(started) == 1
     pages.close()
     assert not started[0].is_alive()
@@ -71,4 +71,4 @@ def test_a_rebuild_that_fails_stops_its_reading_thread_at_once(monkeypatch):
     before = set(threading.enumerate())
     with pytest.raises(RuntimeError, match="disk full"):
         store.sync_lexical_index()
-    assert not [t for t in set(threading.enumerate()) - before if t.name == "hseg-read-ahead" and t.is_alive()]
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith(READ_AHEAD_THREAD) and t.is_alive()]
