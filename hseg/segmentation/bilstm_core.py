@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -290,8 +291,6 @@ class ArraysSegmenter(WindowedSegmenter):
     @classmethod
     def load(cls, path: str | Path | None = None, **kwargs: Any) -> ArraysSegmenter:
         """The arrays at ``path`` (default: the shipped ones) with the model card beside them (``.json``)."""
-        import json
-
         path = Path(path) if path is not None else DEFAULT_ARRAYS
         card_path = path.with_suffix(".json")
         if not path.is_file() or not card_path.is_file():
