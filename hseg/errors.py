@@ -29,6 +29,7 @@ __all__ = [
     "WriterBusyError",
     "StoreMovedError",
     "CollectionNotFoundError",
+    "StoreNotFoundError",
     "LexicalIndexStorageError",
     "LexicalIndexUnavailable",
     "EncoderLoadError",
@@ -86,6 +87,12 @@ class CollectionNotFoundError(HsegError, ValueError):
     def __init__(self, message: str, *, existing: list[str] | None = None) -> None:
         super().__init__(message)
         self.existing = list(existing or [])
+
+
+class StoreNotFoundError(CollectionNotFoundError):
+    """No store where one was named: no Chroma database at a ``path`` opened to read (nothing is created
+    there), or a search of a collection that opening the store created just now (a mistyped path or
+    collection name, not an index that found nothing)."""
 
 
 class LexicalIndexStorageError(HsegError, OSError):

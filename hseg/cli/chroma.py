@@ -114,9 +114,10 @@ def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
     db = Path(args.db)
     if db.exists() and not db.is_dir():
         raise CliError(f"--db {args.db}: not a directory")
-    if must_exist and not db.is_dir():
+    from hseg.store.connection import holds_database, open_persistent, storage_error
+
+    if must_exist and not holds_database(db):  # opening a folder that holds no database would create one there
         raise CliError(f"no index at {args.db} (run 'hseg index PATH --db {args.db}' first)")
-    from hseg.store.connection import open_persistent, storage_error
 
     # an absolute path: chromadb shares one system per path string within a process
     try:

@@ -32,7 +32,8 @@ from hseg.errors import (
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
 
-__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "open_client", "open_persistent",
+__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_FILE", "holds_database",
+           "open_client", "open_persistent",
            "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
@@ -75,6 +76,16 @@ def open_client(path: str | None, client: Any, host: str | None, port: int) -> A
             raise ServerUnreachableError(f"cannot reach the Chroma server at {host}:{port} ({exc})") from exc
     logger.info("no path, client or host given: using an in-memory EphemeralClient")
     return chromadb.EphemeralClient()
+
+
+#: the file of an embedded Chroma database in its folder (``chromadb.PersistentClient`` creates it)
+DATABASE_FILE = "chroma.sqlite3"
+
+
+def holds_database(path: str | Path) -> bool:
+    """Whether the folder ``path`` holds an embedded Chroma database: opening one where none is creates
+    it (and the folder), so a store opened only to read asks this first."""
+    return (Path(path) / DATABASE_FILE).is_file()
 
 
 #: free space under which a failure inside an embedded Chroma database is blamed on a full disk: Chroma's

@@ -32,6 +32,7 @@ from hseg.chunking.schema import (
     of_document,
 )
 from hseg.encoders.factory import as_encoder
+from hseg.errors import CollectionNotFoundError, StoreNotFoundError
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import is_missing_vector, run_many, run_one
@@ -44,6 +45,7 @@ from hseg.store.connection import (
     drop_unit_index,
     get_or_create_collection,
     has_unit_index,
+    holds_database,
     lexical_errors,
     open_client,
     open_collection,
@@ -79,6 +81,17 @@ T = TypeVar("T")
 DEFAULT_LOCK_TIMEOUT = 600.0
 
 
+def _made_by_opening(name: str, path: str | None, new_database: bool, existing: list[str]) -> str:
+    """What a search of the collection ``name`` says while it is empty, opening the store having created it."""
+    fix = "check the path and the name, add documents first, or open with create=False to refuse a missing store"
+    if new_database:
+        return (f"no hseg store at {path}: no Chroma database was there, so opening the store created one just now "
+                f"(the folder {path}), and it holds nothing; {fix}")
+    have = f"collections there: {', '.join(existing)}" if existing else "it held no collections"
+    return (f"collection {name!r} at {path} holds nothing: it was not there ({have}), so opening the store "
+            f"created it just now; {fix}")
+
+
 def _check_lock_timeout(value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"lock_timeout must be a number of seconds >= 0, got {value!r}")
@@ -107,7 +120,10 @@ class HierarchicalStore:
             waits while another process writes to it (default 600), then raises
             :class:`hseg.errors.WriterBusyError`; see :meth:`writing`.
         create: ``False`` opens an existing collection only (a :class:`hseg.errors.CollectionNotFoundError`
-            naming the collections there when it is absent), so that a store opened to read writes nothing.
+            naming the collections there when it is absent, a :class:`hseg.errors.StoreNotFoundError` when
+            ``path`` holds no Chroma database), so that a store opened to read writes nothing. With ``True``
+            and a ``path``, a search of a collection this created and nothing has written yet raises
+            :class:`hseg.errors.StoreNotFoundError` (a mistyped path or name) instead of returning ``[]``.
 
     Only one of ``path``, ``client`` and ``host`` may be given; with none, the store uses
     ``chromadb.EphemeralClient()`` (in memory; all ephemeral clients of a process share data).
@@ -135,6 +151,10 @@ class HierarchicalStore:
         create: bool = True,
     ) -> None:
         _check_lock_timeout(lock_timeout)
+        new_database = path is not None and not holds_database(path)
+        if new_database and not create:  # before the client: opening a database creates it
+            raise StoreNotFoundError(f"no Chroma database at {path}: nothing to open (check the path; create=True "
+                                     "makes a new store there)")
         client = open_client(path, client, host, port)
         extra = dict(configuration or {})
         extra = dict(extra.get("hnsw") or {}) if "hnsw" in extra else extra  # accept Chroma's nested form too
@@ -143,9 +163,17 @@ class HierarchicalStore:
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
         enc = as_encoder(encoder) if encoder is not None else None
         with connect_errors(client):
-            collection = get_or_create_collection(client, collection_name, hnsw, enc) if create else \
-                open_collection(client, collection_name)
+            made: str | None = None
+            try:
+                collection = open_collection(client, collection_name)
+            except CollectionNotFoundError as absent:
+                if not create:
+                    raise
+                collection = get_or_create_collection(client, collection_name, hnsw, enc)
+                made = _made_by_opening(collection_name, path, new_database, absent.existing)
             self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
+        # only where a path names the store: a mistyped one must not pass for an index that found nothing
+        self._made_by_opening = made if path is not None else None
         self.lock_timeout = lock_timeout
 
     @classmethod
@@ -186,6 +214,7 @@ class HierarchicalStore:
         check_schema(collection.name, (collection.metadata or {}).get(SCHEMA_KEY))
         self.collection = collection
         self.client = client
+        self._made_by_opening = None
         self.oversample = oversample
         self.allow_encoder_mismatch = allow_mismatch
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
@@ -602,6 +631,7 @@ class HierarchicalStore:
         """
         chosen = search_settings(settings, k, fields)
         text = query_text_of(query, query_text, "query_text")
+        self._refuse_made_by_opening()
 
         def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
             vec = self.encoder_binding.query_vector(query, collection=collection)
@@ -643,6 +673,7 @@ class HierarchicalStore:
         texts = [query_text_of(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
                  for i, q in enumerate(queries)]
         binding = self.encoder_binding
+        self._refuse_made_by_opening()
 
         def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
             vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
@@ -653,6 +684,17 @@ class HierarchicalStore:
         answers = self._read(run)
         self._check_hits([h for hits in answers for h in hits])
         return answers
+
+    def _refuse_made_by_opening(self) -> None:
+        """A :class:`~hseg.errors.StoreNotFoundError` for a search of a collection that opening this store
+        created (at a ``path`` that held none) while it still holds nothing: a mistyped path or name, which
+        an answer of ``[]`` would pass off as an index that found nothing. Once written, it searches."""
+        if self._made_by_opening is None:
+            return
+        if self.count() > 0:
+            self._made_by_opening = None
+            return
+        raise StoreNotFoundError(self._made_by_opening)
 
     def _check_hits(self, hits: list[SearchHit]) -> None:
         """Refuse an answer with a hit whose vectors another model made than the queries'. A document is
