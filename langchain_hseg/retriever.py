@@ -282,9 +282,10 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
     ) -> HierarchicalSegmentRetriever:
         """A retriever on the collection of a ``langchain_chroma.Chroma`` vector store.
 
-        The collection must use the cosine space (``collection_configuration={"hnsw": {"space":
-        "cosine"}}``). ``encoder`` defaults to the splitter's, then to the vector store's
-        ``embeddings``, so hseg records and the store's own searches share one vector space.
+        The collection must use the cosine space (``collection_metadata={"hnsw:space": "cosine"}``, or
+        ``collection_configuration={"hnsw": {"space": "cosine"}}``); langchain_chroma's default is l2.
+        ``encoder`` defaults to the splitter's, then to the vector store's ``embeddings``, so hseg records
+        and the store's own searches share one vector space.
         Fill it with :meth:`add_documents`; records of other writers in it are ignored.
 
         Example:
@@ -294,6 +295,7 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
             >>> retriever.add_documents(docs)  # doctest: +SKIP
         """
         from hseg.store import HierarchicalStore
+        from hseg.store.connection import collection_space
 
         collection = getattr(vectorstore, "_collection", None)
         if collection is None:
@@ -301,6 +303,12 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
         if encoder is None and not isinstance(splitter, HierarchicalSegmentTextSplitter) \
                 and (splitter or {}).get("encoder") is None:
             encoder = getattr(vectorstore, "embeddings", None)  # one vector space for both readers
+        space = collection_space(collection)
+        if space != "cosine":  # the core's refusal names no langchain_chroma argument
+            raise ValueError(
+                f"vectorstore: its collection {collection.name!r} uses the {space!r} distance space; hseg needs "
+                "'cosine', fixed when the collection is created: make the store with "
+                "Chroma(..., collection_metadata={'hnsw:space': 'cosine'}) under a new collection name")
         splitter = _as_splitter(splitter, encoder)  # also rejects an encoder given twice
         store = HierarchicalStore.from_collection(collection, encoder=splitter.encoder)
         return cls(store=store, splitter=splitter, **retriever_kwargs)
