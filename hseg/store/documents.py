@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import Record
+from hseg.chunking.records import Record, check_unicode
+from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY
 from hseg.store.connection import lexical_errors, remote_errors
 from hseg.store.lexical import LexicalIndex
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
-__all__ = ["Indexes", "chunkings_to_add", "write_documents", "delete_documents"]
+__all__ = ["Indexes", "chunkings_to_add", "checked_document", "write_documents", "delete_documents"]
 
 @dataclass(frozen=True)
 class Indexes:
@@ -84,6 +85,33 @@ def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
         if len(metas) != len(items):
             raise ValueError(f"metadatas: got {len(metas)} for {len(items)} chunkings")
     return dedupe(items, metas)
+
+
+def checked_document(doc_id: str, records: list[Record]) -> list[Record]:
+    """The records of one whole document, as given to :meth:`~hseg.store.HierarchicalStore.add_records`:
+    each a :class:`Record` of this document (its ``hseg_doc_id``) with a level, once; its cluster records
+    tile its text and list exactly its segment records (:func:`hseg.store.completeness.tiled_length`).
+    Anything else is a ``ValueError`` naming the document and the fix: a part of a document written as
+    the whole would replace the rest of it."""
+    from hseg.store.completeness import tiled_length  # completeness reads the unit index, which imports this
+
+    check_unicode(f"doc_id {doc_id!r}", doc_id)
+    seen: set[str] = set()
+    for i, r in enumerate(records):
+        if not isinstance(r, Record):
+            raise ValueError(f"document {doc_id!r}: records[{i}] must be a Record, got {type(r).__name__}")
+        if r.id in seen:
+            raise ValueError(f"document {doc_id!r}: record {r.id!r} given twice")
+        seen.add(r.id)
+        if r.metadata.get(DOC_ID_KEY) != doc_id or r.metadata.get(LEVEL_KEY) is None:
+            raise ValueError(f"document {doc_id!r}: record {r.id!r} is not one of its hseg records (its "
+                             f"{DOC_ID_KEY} is {r.metadata.get(DOC_ID_KEY)!r}, its {LEVEL_KEY} "
+                             f"{r.metadata.get(LEVEL_KEY)!r}); chunk it with hseg")
+    if records and tiled_length({r.id: r.metadata for r in records}) is None:
+        raise ValueError(f"document {doc_id!r}: its {len(records)} records are not a whole document (its clusters "
+                         "must tile its text and list exactly the segments given); give all of a document's "
+                         "clusters and segments in one write")
+    return records
 
 
 def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record]], doc_ids: list[str],

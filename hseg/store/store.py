@@ -52,7 +52,7 @@ from hseg.store.connection import (
     open_unit_index,
     remote_errors,
 )
-from hseg.store.documents import Indexes, chunkings_to_add, delete_documents, write_documents
+from hseg.store.documents import Indexes, checked_document, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.freshness import FreshReads, current_writes, persist_directory
 from hseg.store.lexical import LexicalIndex, lexical_state
@@ -62,6 +62,7 @@ from hseg.store.reading import pages
 from hseg.store.searching import SearchPlanner, search_settings
 from hseg.store.searching import query_text as query_text_of
 from hseg.store.stats import collection_stats
+from hseg.store.turns import DocumentTurns, Leases
 from hseg.store.unit_index import UnitIndex
 
 __all__ = ["HierarchicalStore"]
@@ -229,6 +230,11 @@ class HierarchicalStore:
         path = persist_directory(collection)
         self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
                                                            self._reader_of)
+        journal = None if self.lexical_index is None else self.lexical_index.journal
+        self.turns = DocumentTurns(str(getattr(collection, "id", None) or f"object-{id(collection)}"),
+                                   None if journal is None else Leases(journal.collection),
+                                   f"collection {collection.name!r}")
+        """The per-document turns every write of documents takes (:mod:`hseg.store.turns`)."""
         self.maintenance = Maintenance(self)
         """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
         (:class:`hseg.store.maintenance.Maintenance`)."""
@@ -458,15 +464,50 @@ class HierarchicalStore:
                 r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
-        with self._writing(f"writing {len(doc_ids)} documents"):
+        return self._write(doc_ids, per_doc, enc_name, stored, on_written)
+
+    def add_records(self, documents: Mapping[str, Sequence[Record]], *,
+                    on_written: Callable[[list[str]], None] | None = None) -> int:
+        """Write documents given as their records, ``{doc id: records}``, through the write of :meth:`add`
+        (turn, writer lock, unit-index and lexical rows, the old version replaced as one unit); returns
+        the number of records written. For adapters whose framework carries the records (a LlamaIndex
+        node is one record: its id, vector, text and metadata): each document must be whole, as
+        :func:`hseg.chunking.records.records_for` builds it (its cluster records tile its text and list
+        exactly its segment records), else ``ValueError`` naming it, before anything is written.
+
+        Example:
+            >>> store.add_records({"report": records_for(chunking, {"source": "r.md"})})  # doctest: +SKIP
+            57
+        """
+        if not isinstance(documents, Mapping):
+            raise ValueError(f"documents must be a dict of doc id -> records, got {type(documents).__name__}")
+        doc_ids = [str(d) for d in documents]
+        per_doc = [checked_document(d, list(documents[d])) for d in doc_ids]
+        records = [r for recs in per_doc for r in recs]
+        binding = self.encoder_binding
+        with remote_errors(self.collection, "reading the collection"):
+            binding.check_dimension(records)
+        enc_name = binding.check_records((r.metadata for r in records), binding.query_name())
+        if enc_name is not None:
+            binding.check_name(enc_name)
+        if not doc_ids:
+            return 0
+        return self._write(doc_ids, per_doc, enc_name, None, on_written)
+
+    def _write(self, doc_ids: list[str], per_doc: list[list[Record]], enc_name: str | None,
+               stored: Incomplete | None, on_written: Callable[[list[str]], None] | None) -> int:
+        """The one write of whole documents: their turns, then the writer lock, then what the store
+        holds of them, their records and index rows, and the old records they no longer have."""
+        binding = self.encoder_binding
+        with self.turns.taking(doc_ids, self.lock_timeout), self._writing(f"writing {len(doc_ids)} documents"):
             old = self._existing(doc_ids, stored)
             binding.adopt_if_empty(enc_name)
             stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
                                     on_written)
             binding.record(enc_name)
-        logger.info("add: %d documents, %d records upserted, %d stale records deleted",
-                    len(items), len(records), stale)
-        return len(records)
+        written = sum(len(recs) for recs in per_doc)
+        logger.info("add: %d documents, %d records upserted, %d stale records deleted", len(doc_ids), written, stale)
+        return written
 
     def _existing(self, doc_ids: list[str], stored: Incomplete | None = None) -> Mapping[str, Mapping[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents: as
@@ -500,7 +541,7 @@ class HierarchicalStore:
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document; returns how many were removed."""
-        with self._writing(f"deleting document {doc_id!r}"):
+        with self.turns.taking([doc_id], self.lock_timeout), self._writing(f"deleting document {doc_id!r}"):
             ids = self.collection.get(where=of_document(doc_id), include=[])["ids"]
             delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
         logger.info("delete: %d records of document %r", len(ids), doc_id)
@@ -516,7 +557,11 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with self._writing(f"deleting records where {dict(where)}"):
+        with remote_errors(self.collection, f"reading records where {dict(where)}"):
+            found = self.collection.get(where=dict(where), include=["metadatas"])
+        docs = sorted({str(m[DOC_ID_KEY]) for m in found["metadatas"] if m and DOC_ID_KEY in m})
+        # read again in the documents' turns: a write of one of them may have been under way
+        with self.turns.taking(docs, self.lock_timeout), self._writing(f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m[DOC_ID_KEY]) for m in got["metadatas"] if m and DOC_ID_KEY in m})
             delete_documents(self.collection, self._indexes, docs, got["ids"], self.max_batch_size())

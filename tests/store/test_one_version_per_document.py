@@ -1,0 +1,115 @@
+"""Two writes of one document id at the same moment end with one version of it, never records of
+both (issue 54, finding 2): threads of one process (``aadd`` runs in a thread) here, on every in-process
+client; clients of one ``chroma run`` server in ``tests/e2e/test_one_version_per_document_server.py``."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hseg.store import HierarchicalStore
+from tests.support.checks import document_problems, stored_documents_of
+from tests.support.chunkers import small_chunker
+from tests.support.fakes import HashingEncoder
+
+ROUNDS = 12
+
+TEXTS = [
+    "\n\n".join(f"Version {v}, paragraph {p}: tides rise and fall as the moon pulls the sea, and the "
+                f"coast floods twice a day in version {v}." for p in range(6 + 3 * v))
+    for v in range(2)
+]
+
+
+def at_once(writes: list) -> list[BaseException]:
+    """Run each of ``writes`` in a thread of its own, all released at one moment; the errors raised."""
+    barrier = threading.Barrier(len(writes))
+    errors: list[BaseException] = []
+
+    def run(write) -> None:
+        barrier.wait()
+        _catch(errors, write)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in writes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def versions_of(store: HierarchicalStore, doc_id: str) -> set[int]:
+    """Which of :data:`TEXTS` the stored records of ``doc_id`` came from (a whole document: exactly one)."""
+    records = stored_documents_of(store, doc_id)
+    assert document_problems(records) == [], document_problems(records)
+    return {v for r in records.values() for v, text in enumerate(TEXTS) if r["doc"] in text
+            and r["meta"]["hseg_level"] == "cluster"}
+
+
+def test_two_threads_adding_one_document_leave_one_version(chroma_client, chroma_collection_name):
+    chunker = small_chunker()
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder())
+    chunkings = [chunker.chunk(t, doc_id="report") for t in TEXTS]
+    for round_ in range(ROUNDS):
+        errors = at_once([lambda i=i: store.add(chunkings[(i + round_) % 2]) for i in range(2)])  # noqa: B023
+        assert not errors, errors
+        assert len(versions_of(store, "report")) == 1, f"round {round_}: both versions stored"
+
+
+def test_a_second_store_object_on_the_collection_waits_too(chroma_client, chroma_collection_name):
+    """The turn belongs to the collection, not to the store object: a retriever's store and the user's
+    (two objects over one collection) take turns."""
+    chunker = small_chunker()
+    stores = [HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder())
+              for _ in range(2)]
+    chunkings = [chunker.chunk(t, doc_id="report") for t in TEXTS]
+    for round_ in range(ROUNDS):
+        assert not at_once([lambda i=i: stores[i].add(chunkings[(i + round_) % 2]) for i in range(2)])  # noqa: B023
+        assert len(versions_of(stores[0], "report")) == 1, f"round {round_}: both versions stored"
+
+
+def test_a_thread_holding_a_documents_turn_writes_it_again_at_once(chroma_client, chroma_collection_name):
+    chunker = small_chunker()
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(),
+                              lock_timeout=5)
+    with store.turns.taking(["report"], 5):
+        store.add(chunker.chunk(TEXTS[0], doc_id="report"))
+        assert store.delete("report") > 0
+
+
+def test_another_thread_waits_for_the_turn_and_is_told_after_the_timeout(chroma_client, chroma_collection_name):
+    from hseg.errors import WriterBusyError
+
+    chunker = small_chunker()
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(),
+                              lock_timeout=0.3)
+    chunking = chunker.chunk(TEXTS[0], doc_id="report")
+    errors: list[BaseException] = []
+    with store.turns.taking(["report"], 5):
+        t = threading.Thread(target=lambda: _catch(errors, store.add, chunking))
+        t.start()
+        t.join()
+    assert len(errors) == 1 and isinstance(errors[0], WriterBusyError), errors
+    assert "report" in str(errors[0])
+    assert store.count() == 0
+
+
+def _catch(errors: list[BaseException], fn, *args) -> None:
+    try:
+        fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - the test reads it
+        errors.append(exc)
+
+
+@pytest.mark.parametrize("n_docs", [3])
+def test_overlapping_sets_of_documents_never_wait_on_each_other(chroma_client, chroma_collection_name, n_docs):
+    """Writes of overlapping sets of documents in opposite orders: the turns are taken in one order, so
+    neither waits for the other forever (the timeout would name it)."""
+    chunker = small_chunker()
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(),
+                              lock_timeout=60)
+    docs = [chunker.chunk(TEXTS[0], doc_id=f"d{i}") for i in range(n_docs)]
+    errors = at_once([lambda order=order: store.add(order) for order in (docs, docs[::-1])])
+    assert not errors, errors
+    assert store.doc_ids() == [f"d{i}" for i in range(n_docs)]
