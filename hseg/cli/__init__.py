@@ -2,8 +2,8 @@
 
 Subcommands live in the modules of this package that each expose ``register(subparsers)``
 (:mod:`~hseg.cli.index`, :mod:`~hseg.cli.repair`, :mod:`~hseg.cli.query`, :mod:`~hseg.cli.chunk`,
-:mod:`~hseg.cli.segmenter`, :mod:`~hseg.cli.show`); the options several commands share are built in
-:mod:`hseg.cli.options`.
+:mod:`~hseg.cli.segmenter`, :mod:`~hseg.cli.show`, :mod:`~hseg.cli.mcp`); the options several commands
+share are built in :mod:`hseg.cli.options`.
 This file only wires them together, so heavy imports (torch, chromadb) happen when a command runs,
 not at ``--help``.
 
@@ -29,7 +29,7 @@ __all__ = ["main", "build_parser"]
 
 #: modules that contribute subcommands, in the order ``hseg --help`` lists them
 COMMAND_MODULES = ("hseg.cli.index", "hseg.cli.repair", "hseg.cli.query", "hseg.cli.chunk", "hseg.cli.segmenter",
-                   "hseg.cli.show")
+                   "hseg.cli.show", "hseg.cli.mcp")
 
 
 class _Parser(argparse.ArgumentParser):
