@@ -92,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--budgets", nargs="+", type=int, default=[1024, 2048, 4096])
     p.add_argument("--ks", nargs="+", type=int, default=[5])
     p.add_argument("--per-corpus", action="store_true", help="a row per corpus under each setting")
+    p.add_argument("--vector-cache", default=None, metavar="DIR",
+                   help="vectors of earlier runs kept in DIR (as benchmarks.retrieval's --vector-cache)")
     args = p.parse_args(argv)
     if len(args.pairs) % 2:
         p.error("--pairs takes method names two by two")
@@ -104,14 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         corpora = {c: corpora[c] for c in args.corpora}
         queries = [q for q in queries if q.corpus_id in corpora]
 
-    from hseg.encoders import CachingEncoder, as_encoder
+    from hseg.encoders import as_encoder
 
-    encoder = CachingEncoder(as_encoder())
+    encoder = retrieval.encoder_for_run(as_encoder(), args.vector_cache)
     cache: dict[str, dict[str, list]] = {}  # a method in several pairs runs once
     for a, b in pairs:
         print(f"\n### {a} (A) vs {b} (B), {len(queries)} queries\n")
         print("\n".join(compare(a, b, corpora, queries, encoder, args.ks, args.budgets, cache,
                                        args.per_corpus)), flush=True)
+        if hasattr(encoder, "save"):
+            encoder.save()
     return 0
 
 

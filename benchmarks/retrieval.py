@@ -63,6 +63,7 @@ from .harness.evaluation import (
     load_eval,
     rank_by_similarity,
 )
+from .harness.vector_cache import DiskCachingEncoder
 
 DEPTH = DEFAULT_DEPTH
 
@@ -103,6 +104,14 @@ for _name, _chunker in BASELINES.items():
 hseg_methods.register_all(register, Retrieval)
 # BM25 and hybrid (dense + BM25) peers over the Recursive-200 chunks (benchmarks/harness/peers.py).
 peers.register_all(register, Retrieval)
+
+
+def encoder_for_run(encoder: Any, vector_cache: str | None) -> Any:
+    """The run's shared caching encoder; with ``vector_cache`` (a folder) it also keeps its vectors
+    on disk between runs (:class:`DiskCachingEncoder`)."""
+    from hseg.encoders import CachingEncoder
+
+    return DiskCachingEncoder(encoder, vector_cache) if vector_cache else CachingEncoder(encoder)
 
 
 def resolve_method(name: str) -> Method | None:
@@ -233,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--out", default="benchmarks/out")
     p.add_argument("--backend", choices=("onnx", "torch"), default=None,
                    help="encoder backend for every method (default: hseg's default)")
+    p.add_argument("--vector-cache", default=None, metavar="DIR",
+                   help="read vectors encoded by earlier runs from DIR and write this run's there "
+                   "(benchmarks/harness/vector_cache.py), e.g. .hseg_cache/bench_vectors")
     args = p.parse_args(argv)
 
     methods = args.methods or list(METHODS)
@@ -247,13 +259,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         corpora = {c: corpora[c] for c in args.corpora}
         queries = [q for q in queries if q.corpus_id in corpora]
 
-    from hseg.encoders import DEFAULT_BACKEND, CachingEncoder, as_encoder
+    from hseg.encoders import DEFAULT_BACKEND, as_encoder
 
     out = Path(args.out)
     (out / "methods").mkdir(parents=True, exist_ok=True)
     (out / "retrieval.csv").unlink(missing_ok=True)  # this run's methods are appended to it
     t0 = time.perf_counter()
-    encoder = CachingEncoder(as_encoder(None, backend=args.backend or DEFAULT_BACKEND))
+    encoder = encoder_for_run(as_encoder(None, backend=args.backend or DEFAULT_BACKEND), args.vector_cache)
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
     for name in methods:
@@ -264,6 +276,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             failed.append(name)
             continue
         save_method(out, method_rows, queries, len(corpora), args.k, args.budgets)
+        if isinstance(encoder, DiskCachingEncoder):
+            encoder.save()
         rows += method_rows
     total = time.perf_counter() - t0
 

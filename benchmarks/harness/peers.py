@@ -15,6 +15,10 @@ it would use, with that library's defaults. All index the chunks of ``lc_recursi
   that LlamaIndex ``BM25Retriever``, in its default mode ``"simple"`` (each node keeps the max of
   its raw scores, then sorted by score), ``num_queries=1`` (the default, 4, asks an LLM for three
   more queries; no LLM here, and none is called with 1).
+- ``li_rrf_recursive_200``: the same ``QueryFusionRetriever`` in mode ``"reciprocal_rerank"``:
+  reciprocal rank fusion of the dense retriever and that ``BM25Retriever`` (bm25s, English stop
+  words), ``1 / (60 + rank)`` summed over the two lists (LlamaIndex's k = 60, the RRF paper's),
+  documents merged by their node hash (text and metadata).
 
 The dense side is the harness's exact cosine ranking of the same chunks with the run's encoder
 (what ``lc_recursive_200_0`` ranks by, and what a Chroma collection with cosine space returns). In
@@ -179,9 +183,11 @@ def li_bm25_method(corpora: dict[str, str], queries: list[Query], encoder: Any) 
     return ranked, units
 
 
-def li_fusion_method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Ranked:
+def li_fusion(corpora: dict[str, str], queries: list[Query], encoder: Any, mode: str = "simple") -> Ranked:
+    """LlamaIndex's ``QueryFusionRetriever`` over the dense retriever and ``li_bm25`` in ``mode``."""
     from llama_index.core.llms import MockLLM
     from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
     from llama_index.core.schema import NodeWithScore
 
     units = units_of(corpora)
@@ -190,12 +196,20 @@ def li_fusion_method(corpora: dict[str, str], queries: list[Query], encoder: Any
     dense = li_fixed({q.question: [NodeWithScore(node=nodes[int(i)], score=math.exp(-(1.0 - float(c))))
                                    for i, c in zip(row, cos)]
                       for q, row, cos in zip(queries, order, cosine)})
-    # mode "simple" and equal retriever weights are the defaults; num_queries=1: no generated queries
-    # (the LLM is required by the constructor, never called); use_async=False gives the same fusion
+    # equal retriever weights are the default; num_queries=1: no generated queries (the LLM is
+    # required by the constructor, never called); use_async=False gives the same fusion
     fusion = QueryFusionRetriever([dense, li_bm25(nodes)], llm=MockLLM(), similarity_top_k=DEPTH,
-                                  num_queries=1, use_async=False)
+                                  num_queries=1, use_async=False, mode=FUSION_MODES(mode))
     ranked = [[units[int(n.node.node_id)] for n in fusion.retrieve(q.question)] for q in queries]
     return ranked, units
+
+
+def li_fusion_method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Ranked:
+    return li_fusion(corpora, queries, encoder, "simple")  # the default mode
+
+
+def li_rrf_method(corpora: dict[str, str], queries: list[Query], encoder: Any) -> Ranked:
+    return li_fusion(corpora, queries, encoder, "reciprocal_rerank")
 
 
 #: (corpora, queries, encoder) -> (ranked lists, the index's units)
@@ -205,6 +219,7 @@ PEERS: dict[str, Peer] = {
     "hybrid_recursive_200": hybrid_method,
     "li_bm25_recursive_200": li_bm25_method,
     "li_fusion_recursive_200": li_fusion_method,
+    "li_rrf_recursive_200": li_rrf_method,
 }
 
 
