@@ -203,7 +203,8 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
         + [f"{failed} failed"]
     print(f"documents  {summary.documents} indexed, {', '.join(extra)}")
     if pruned is not None:
-        print(f"pruned     {len(pruned)} documents whose files are gone")
+        print("pruned     1 document whose file is gone" if len(pruned) == 1 else
+              f"pruned     {len(pruned)} documents whose files are gone")
     if gone:
         held = "1 stored document has" if len(gone) == 1 else f"{len(gone)} stored documents have"
         print(f"gone       {held} no file any more under the PATHs ({_some(gone)}) and still answer queries: "

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from hseg.chunking.config import CLUSTER_VECTORS, SEGMENT_CONTEXTS, ChunkerConfig
@@ -28,7 +28,8 @@ from hseg.text.structure import STRUCTURES
 
 __all__ = ["positive_int", "finite_float", "quiet_model_loading", "progress_lines", "add_chunker_options",
            "add_segmenter_option", "add_encoder_option", "chunker_config_from_args", "chunker_from_args",
-           "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options", "chunk_options"]
+           "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options", "chunk_options", "option_help",
+           "chunk_option_docs", "search_option_docs"]
 
 
 def positive_int(text: str) -> int:
@@ -112,6 +113,43 @@ def progress_lines(command: str, quiet: bool) -> Callable[[], None]:
     return restore
 
 
+def option_help(doc: str, flags: Mapping[str, str]) -> str:
+    """A setting's description (written for Python callers) as an option's help: the settings' names as
+    their options (``flags``: name -> option) and ``None:`` (what not giving it means) as ``default:``.
+
+    Example:
+        >>> option_help("results (default 4); excludes budget_tokens", {"budget_tokens": "--budget-tokens"})
+        'results (default 4); excludes --budget-tokens'
+        >>> option_help("cut it (None: 1.5 x the target); instead of k", {"k": "-k"})
+        'cut it (default: 1.5 x the target); instead of -k'
+    """
+    for name, flag in flags.items():
+        # a one-letter name only where a sentence names it as a setting, not in a formula (mu + k*sigma)
+        pattern = rf"\b{name}\b" if len(name) > 1 else rf"\b(?<=of |en |es ){name}\b"
+        doc = re.sub(pattern, flag, doc)
+    return re.sub(r"\bNone: ", "default: ", doc)
+
+
+def _flags(names: Iterable[str], **special: str) -> dict[str, str]:
+    return {name: special.get(name, "--" + name.replace("_", "-")) for name in names}
+
+
+def chunk_option_docs() -> dict[str, str]:
+    """The help of each chunker setting's option: its :class:`~hseg.chunking.config.ChunkerConfig`
+    description through :func:`option_help`."""
+    flags = _flags(CHUNK_OPTIONS)
+    return {name: option_help(doc, flags) for name, doc in ChunkerConfig.docs().items()}
+
+
+def search_option_docs() -> dict[str, str]:
+    """The help of each search setting's option: its :class:`~hseg.retrieval.settings.SearchSettings`
+    description through :func:`option_help`."""
+    from hseg.retrieval.settings import SearchSettings
+
+    flags = _flags(SearchSettings.field_names(), k="-k")
+    return {name: option_help(doc, flags) for name, doc in SearchSettings.docs().items()}
+
+
 def add_segmenter_option(parser: argparse.ArgumentParser) -> None:
     """``--segmenter NAME|PATH``: a registered name or saved BiLSTM weights, resolved by
     :func:`hseg.segmentation.segmenters.get_segmenter` (see :func:`segmenter_from_args`)."""
@@ -136,7 +174,7 @@ def add_chunker_options(parser: argparse.ArgumentParser) -> None:
     chunker with :func:`chunker_from_args`). An option not given is ``None`` (the chunker's default, or
     what the store remembers for ``hseg index``: :func:`chunk_options`)."""
     # names, defaults and help come from the one declaration of the settings (hseg.chunking.config)
-    docs, defaults = ChunkerConfig.docs(), ChunkerConfig.defaults()
+    defaults, docs = ChunkerConfig.defaults(), chunk_option_docs()
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--target-tokens", type=positive_int, default=None, metavar="N", help=docs["target_tokens"])
     size.add_argument("--k", type=finite_float, default=None, metavar="K", help=docs["k"])
@@ -276,7 +314,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     from hseg.retrieval.settings import LEXICAL_WEIGHTINGS, MODES, UNITS, SearchSettings
 
     choices = {"unit": UNITS, "mode": MODES, "lexical_weighting": LEXICAL_WEIGHTINGS}
-    defaults, docs = SearchSettings.defaults(), SearchSettings.docs()
+    defaults, docs = SearchSettings.defaults(), search_option_docs()
     if set(_SEARCH_OPTION_TYPES) != set(defaults):  # a new setting must get an option here
         raise AssertionError(f"search options {sorted(_SEARCH_OPTION_TYPES)} != settings {sorted(defaults)}")
     amount = parser.add_mutually_exclusive_group()

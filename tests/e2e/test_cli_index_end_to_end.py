@@ -117,7 +117,8 @@ def test_prune_end_to_end_forgets_deleted_files_only(tmp_path, monkeypatch, enco
     assert any(h["metadata"]["hseg_doc_id"] == "docs/cats.txt" for h in cat_hits())
 
     assert main(["index", "docs", "--db", "db", "--quiet", "--prune"]) == 0
-    assert "0 indexed, 1 unchanged" in (out := capsys.readouterr().out) and "pruned     1 documents" in out
+    out = capsys.readouterr().out
+    assert "0 indexed, 1 unchanged" in out and "pruned     1 document whose file is gone" in out
     assert store.doc_ids() == ["docs/ghost.md", "docs/tides.txt", "other/moon.md"]
     assert store.collection.get(where={"source": "docs/cats.txt"})["ids"] == []
     assert store.collection.get(ids=["raw-1"])["ids"] == ["raw-1"]

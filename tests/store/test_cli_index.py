@@ -139,21 +139,21 @@ def test_prune_removes_only_documents_whose_files_are_gone(fake, capsys):
     (fake / "docs" / "sub" / "b.txt").unlink()
     assert main(["index", "docs", "--db", "db", "--prune", *loud]) == 0
     out, err = capsys.readouterr()
-    assert "pruned     1 documents whose files are gone" in out and "1 unchanged" in out
+    assert "pruned     1 document whose file is gone" in out and "1 unchanged" in out
     assert "pruned docs/sub/b.txt" in err
     assert _doc_ids(fake / "db") == ["docs/a.md", "docs/keep.rst", "notes/n.md"]
 
     (fake / "docs" / "a.md").rename(fake / "docs" / "renamed.md")
     assert main(["index", "docs", "--db", "db", "--prune", *FAKE_CLI]) == 0
     out, err = capsys.readouterr()
-    assert "1 indexed" in out and "pruned     1 documents" in out and "pruned" not in err  # --quiet
+    assert "1 indexed" in out and "pruned     1 document whose file is gone" in out and "pruned" not in err  # --quiet
     assert _doc_ids(fake / "db") == ["docs/keep.rst", "docs/renamed.md", "notes/n.md"]
 
     # the last file a pattern matched is gone: nothing to index, but still something to prune
     (fake / "notes" / "n.md").unlink()
     assert main(["index", "notes/*.md", "--db", "db", "--prune", *FAKE_CLI]) == 1
     out, err = capsys.readouterr()
-    assert "pattern matches no" in err and "0 indexed" in out and "pruned     1 documents" in out
+    assert "pattern matches no" in err and "0 indexed" in out and "pruned     1 document whose file is gone" in out
     assert _doc_ids(fake / "db") == ["docs/keep.rst", "docs/renamed.md"]
 
 

@@ -46,7 +46,7 @@ def test_a_deleted_file_is_reported_with_the_prune_fix(fake, capsys):  # noqa: F
                                   "and still answer queries: re-run with --prune to remove them"), out
     assert stats_json(capsys, "--db", "db")["documents"] == 3  # said, not done: removing is --prune's
     out = _index(capsys, "--prune")
-    assert "pruned     1 documents" in out and _line(out, "gone") is None
+    assert "pruned     1 document whose file is gone" in out and _line(out, "gone") is None
     assert stats_json(capsys, "--db", "db")["documents"] == 2
     assert _line(_index(capsys), "gone") is None
 

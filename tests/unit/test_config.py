@@ -8,7 +8,7 @@ import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.config import ChunkerConfig
-from hseg.cli.options import add_chunker_options
+from hseg.cli.options import add_chunker_options, chunk_option_docs
 from tests.support import REPO
 from tests.support.chunkers import hashing_chunker
 from tests.support.fakes import HashingEncoder
@@ -41,7 +41,7 @@ def test_the_cli_options_default_to_the_core_settings():
     for name in ("target_tokens", "k", "max_cluster_tokens", "segmenter"):
         assert getattr(args, name) == defaults[name], name
     shown = " ".join(parser.format_help().split())
-    assert all(ChunkerConfig.docs()[name] in shown for name in ("target_tokens", "k", "max_cluster_tokens"))
+    assert all(chunk_option_docs()[name] in shown for name in ("target_tokens", "k", "max_cluster_tokens"))
 
 
 @pytest.mark.parametrize(("settings", "message"), [

@@ -13,6 +13,7 @@ import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.cli import build_parser, main
+from hseg.cli.options import search_option_docs
 from hseg.encoders import DEFAULT_MODEL, factory
 from hseg.retrieval.settings import DEFAULT_K, SearchSettings
 from hseg.store import HierarchicalStore
@@ -126,7 +127,7 @@ def test_cli_query_options_are_the_settings_fields():
     parser = build_parser()
     query = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith("query"))
     dests = {a.dest: a for a in query._actions}
-    for name, doc in SearchSettings.docs().items():
+    for name, doc in search_option_docs().items():  # each setting's description, in options' words
         assert name in dests and doc in dests[name].help, name
 
 
