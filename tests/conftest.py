@@ -23,7 +23,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # the lexical index's per-client caches (stores on a chroma run server) stay out of ~/.cache
 os.environ.setdefault("HSEG_CACHE", tempfile.mkdtemp(prefix="hseg-test-cache-"))
 
-from tests.support import REPO, SHARED  # noqa: E402
+from tests.support import REPO, shared_or_skip  # noqa: E402
 from tests.support.chunkings import build_synthetic_chunking  # noqa: E402
 from tests.support.clients import IN_PROCESS, client_fixture  # noqa: E402
 
@@ -41,9 +41,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip("../shared is absent")
-    return SHARED
+    return shared_or_skip()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import REPO, SHARED
+from tests.support import REPO, shared_or_skip
 
 torch = pytest.importorskip("torch")
 
@@ -22,9 +22,7 @@ def wiki_dev(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from hseg.encoders import as_encoder
 
-    folder = SHARED / "data/segmentation/wiki_dev"
-    if not folder.is_dir():
-        pytest.skip("../shared data absent")
+    folder = shared_or_skip("data/segmentation/wiki_dev")
     return read_wiki727k(folder, limit=5), as_encoder(None, device="cpu")
 
 

@@ -16,3 +16,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 #: the data sets some tests read, next to the repository (they skip when it is absent)
 SHARED = (REPO / ".." / "shared").resolve()
+
+
+def shared_or_skip(folder: str | None = None) -> Path:
+    """:data:`SHARED` (or ``folder`` under it), or a skip that says, for someone with a fresh clone, what
+    is skipped and where the data would come from."""
+    where = SHARED if folder is None else SHARED / folder
+    if not where.is_dir():
+        import pytest
+
+        pytest.skip(f"an evaluation on the project's development data, which is not in the repository: it reads "
+                    f"{where} (Chroma's evaluation corpora, github.com/brandonstarxel/chunking_evaluation, and text "
+                    "segmentation sets); no other test needs it")
+    return where
