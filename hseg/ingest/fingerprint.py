@@ -8,29 +8,35 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.chunking.config import ChunkerConfig
-    from hseg.ingest.lazy import LazyChunker
 
 
-__all__ = ["chunk_settings", "settings_key", "token_counter_name", "segmenter_config"]
+__all__ = ["Fingerprinted", "chunk_settings", "settings_key", "token_counter_name", "segmenter_config"]
 
 
-def chunk_settings(chunker: HierarchicalChunker | LazyChunker) -> str:
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A chunker that knows its own settings fingerprint (:class:`~hseg.ingest.lazy.LazyChunker`:
+    without building the chunker when it can); :func:`chunk_settings` asks it rather than reading it."""
+
+    def fingerprint(self) -> str: ...
+
+
+def chunk_settings(chunker: HierarchicalChunker | Fingerprinted) -> str:
     """A fingerprint of what decides the chunks: changing any of it re-chunks stored documents.
 
     Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the
     token counter, the segmenter's configuration (see :func:`segmenter_config`) and the sizes. A
-    :class:`~hseg.ingest.lazy.LazyChunker` gives its own (known without building it when it can).
+    :class:`Fingerprinted` chunker gives its own.
     """
     import hseg
 
-    own = getattr(chunker, "fingerprint", None)
-    if callable(own):
-        return str(own())
+    if isinstance(chunker, Fingerprinted):
+        return str(chunker.fingerprint())
 
     parts = {
         **chunker.config.to_dict(runtime=False),

@@ -19,6 +19,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hseg.ingest.fingerprint import chunk_settings
+
 __all__ = ["LazyChunker"]
 
 logger = logging.getLogger(__name__)
@@ -42,8 +44,6 @@ class LazyChunker:
     def chunker(self) -> Any:
         """The chunker (built now if it is not yet); a fingerprint other than the remembered one is logged."""
         if self._chunker is None:
-            from hseg.ingest.fingerprint import chunk_settings
-
             self._chunker = self._build()
             if self.remembered is not None and chunk_settings(self._chunker) != self.remembered:
                 logger.warning("the chunker's settings fingerprint differs from the one the store remembers for "
@@ -56,8 +56,6 @@ class LazyChunker:
         """The settings fingerprint: the remembered one while nothing is built, else the chunker's."""
         if self._chunker is None and self.remembered is not None:
             return self.remembered
-        from hseg.ingest.fingerprint import chunk_settings
-
         return chunk_settings(self.chunker)
 
     def chunk_many(self, texts: Sequence[str], doc_ids: Sequence[str | None] | None = None, **kwargs: Any) -> Any:

@@ -33,6 +33,7 @@ from torch import nn
 
 from hseg.segmentation.bilstm_core import (  # the torch-free half, named here too
     DEFAULT_ARRAYS,
+    DEFAULT_WEIGHTS,
     GAP_WINDOWS,
     LEGACY_GAP_WINDOWS,
     WINDOW_BATCH,
@@ -42,7 +43,6 @@ from hseg.segmentation.bilstm_core import (  # the torch-free half, named here t
     sentence_features,
     window_starts,
 )
-from hseg.segmentation.segmenters import DEFAULT_WEIGHTS  # the shipped weights (torch file; card: .json beside)
 
 __all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "DEFAULT_ARRAYS", "GAP_WINDOWS",
            "LEGACY_GAP_WINDOWS", "WINDOW_BATCH", "gap_feature_count", "window_starts", "boundaries_from_scores"]

@@ -33,9 +33,9 @@ import numpy as np
 
 from hseg.segmentation.cohesion import depth_scores, window_similarity
 
-__all__ = ["GAP_WINDOWS", "LEGACY_GAP_WINDOWS", "WINDOW_BATCH", "DEFAULT_ARRAYS", "gap_feature_count",
-           "sentence_features", "window_starts", "boundaries_from_scores", "WindowedSegmenter", "NumpyBiLSTM",
-           "ArraysSegmenter"]
+__all__ = ["GAP_WINDOWS", "LEGACY_GAP_WINDOWS", "WINDOW_BATCH", "DEFAULT_WEIGHTS", "DEFAULT_ARRAYS",
+           "gap_feature_count", "sentence_features", "window_starts", "boundaries_from_scores", "WindowedSegmenter",
+           "NumpyBiLSTM", "ArraysSegmenter"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +48,12 @@ LEGACY_GAP_WINDOWS = (1, 2, 3, 5, 8)
 #: windows per forward pass in ``gap_scores``: bounds memory on long documents (a document of up to
 #: WINDOW_BATCH windows, ~6000 sentences, still goes in one pass)
 WINDOW_BATCH = 64
+#: the shipped BiLSTM weights, the torch file (the model card is the ``.json`` next to it); named here,
+#: in the torch-free half, so that the registry (:mod:`hseg.segmentation.segmenters`) and the torch
+#: model (:mod:`hseg.segmentation.bilstm`) both read it from below them
+DEFAULT_WEIGHTS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.pt"
 #: the shipped weights as numpy arrays (beside the torch file; the model card is the same ``.json``)
-DEFAULT_ARRAYS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.npz"
+DEFAULT_ARRAYS = DEFAULT_WEIGHTS.with_suffix(".npz")
 
 
 def gap_feature_count(windows: Sequence[int] = GAP_WINDOWS) -> int:

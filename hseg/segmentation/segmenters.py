@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from hseg.segmentation.bilstm_core import DEFAULT_WEIGHTS, ArraysSegmenter
 from hseg.segmentation.cohesion import depth_scores, window_similarity
 
 __all__ = [
@@ -229,16 +230,14 @@ def _merge_short(ends: list[int], size, strength: np.ndarray, min_tokens: int, m
 
 
 def _bilstm(device: str | None = None) -> Segmenter:
-    # imported on use: the shipped weights load only when someone asks for this segmenter, and run in
-    # numpy (their arrays, hseg/segmentation/bilstm_core.py) unless a device is named, so the default
-    # imports no torch. The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's
+    # the shipped weights load only when someone asks for this segmenter, and run in numpy (their
+    # arrays, hseg/segmentation/bilstm_core.py) unless a device is named: the torch model is imported
+    # on use, so the default imports no torch. The weights expect all-MiniLM-L6-v2 embeddings; with another encoder's
     # dimension it falls back to TextTiling (with a warning) so the default keeps working for every encoder.
     if device is not None and device != "cpu":
         from hseg.segmentation.bilstm import BiLSTMSegmenter
 
         return BiLSTMSegmenter.load(device=device, fallback=TextTilingSegmenter())
-    from hseg.segmentation.bilstm_core import ArraysSegmenter
-
     return ArraysSegmenter.load(fallback=TextTilingSegmenter())
 
 
@@ -256,9 +255,6 @@ DEFAULT_SEGMENTER = "bilstm"
 
 #: the suffix of BiLSTM weights written by ``BiLSTMSegmenter.save`` / ``hseg train-segmenter``
 WEIGHTS_SUFFIX = ".pt"
-
-#: the shipped BiLSTM weights (the model card is the ``.json`` next to it), named here without torch
-DEFAULT_WEIGHTS = Path(__file__).parents[1] / "models" / "bilstm_segmenter.pt"
 
 
 def weights_file(segmenter: str | os.PathLike[str] | None) -> Path | None:
