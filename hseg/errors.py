@@ -35,6 +35,8 @@ __all__ = [
     "EncoderLoadError",
     "IngestWriteError",
     "CliError",
+    "FormatSupportMissing",
+    "UnreadableDocumentError",
 ]
 
 
@@ -124,3 +126,17 @@ class IngestWriteError(HsegError, RuntimeError):
 
 class CliError(HsegError, ValueError):
     """A complete one-line message for the user of the ``hseg`` command (printed as is, exit code 1)."""
+
+
+class FormatSupportMissing(HsegError, ImportError):
+    """A file's format needs a converter library that is not installed; the message names the package and
+    the install command (``pip install "hseg[formats]"``)."""
+
+    def __init__(self, message: str, *, module: str | None = None) -> None:
+        super().__init__(message)
+        self.module = module
+
+
+class UnreadableDocumentError(HsegError, ValueError):
+    """A document hseg cannot read as text: binary content (raw PDF bytes given as text, NUL bytes),
+    a file its converter cannot open (damaged, encrypted) or one with no text layer (a scanned PDF)."""
