@@ -8,13 +8,13 @@ after two overlapping ``hseg index`` runs; 671-698 records after two library wri
 take turns, and each must write through a client that has seen the previous one's writes
 (:mod:`hseg.store.freshness` re-opens the writer's view when another process wrote since).
 
-:func:`writer_lock` takes an exclusive ``flock`` on the database folder ``<db>`` itself, then on the
+:func:`writer_lock` takes an exclusive lock on the database folder ``<db>`` itself, then on the
 file ``<db>/hseg-writer.lock`` (which holds the holder's process id, for the waiting message), and
 waits its turn (bounded) when another process holds them. Every hseg write of an embedded store
 takes it: ``hseg index`` for its whole run, :class:`hseg.store.HierarchicalStore` around each write
-(and so the LangChain and LlamaIndex adapters). The kernel releases a ``flock`` when its holder
+(and so the LangChain and LlamaIndex adapters). The kernel releases the lock when its holder
 exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer. A search takes
-no lock; a reader loading its view of another process's writes holds the folder's ``flock`` shared
+no lock; a reader loading its view of another process's writes holds the folder's lock shared
 for the load (:func:`reader_lock`, :mod:`hseg.store.freshness`), so that no hseg writer saves a
 vector index while it is read. A Chroma server (``chroma run``) serves any number of writing
 clients and needs none of this, nor does an in-memory store.
@@ -27,6 +27,11 @@ the database (hseg creates it), and nothing else locks it (SQLite's own locks ar
 ``chroma.sqlite3``, which a ``flock`` of that file emulated over ``fcntl``, as on NFS, would collide with).
 The file stays locked too, second, so that a writer of an older hseg, which locks only the file,
 still takes turns with this one.
+
+The locks are portalocker's (the one place hseg locks files, :func:`lock_descriptor`): ``flock`` on
+Linux and macOS, ``LockFileEx`` on Windows. A folder cannot be opened there, so on Windows the file
+alone is locked (exclusively by a writer, shared by a reader); a file open in a process cannot be
+deleted there, which is what the folder guards against elsewhere.
 
 The lock belongs to the process: a write of a thread while another thread of the same process holds
 it goes ahead (both go through the process's one client, hence one vector index), and ``hseg index``,
@@ -42,26 +47,53 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import portalocker
+
 from hseg.errors import DatabaseReadOnlyError, DatabaseStorageError, WriterBusyError
 
-__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "writer_turn", "reader_lock"]
+__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "writer_turn", "reader_lock",
+           "lock_descriptor"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
+#: whether a folder can be opened and locked (POSIX); on Windows the lock file alone is locked
+_FOLDER_LOCKS = os.name != "nt"
+
+
+def lock_descriptor(fd: int, *, shared: bool = False, blocking: bool = True) -> bool:
+    """Lock the open file (or, on POSIX, folder) ``fd``, exclusively or ``shared``; ``False`` when
+    ``blocking`` is off and another process holds a conflicting lock. Closing ``fd`` lets go.
+
+    Example:
+        >>> fd = os.open("some.lock", os.O_RDWR | os.O_CREAT)  # doctest: +SKIP
+        >>> lock_descriptor(fd, blocking=False)  # doctest: +SKIP
+        True
+    """
+    flags = portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE
+    if not blocking:
+        flags |= portalocker.LockFlags.NON_BLOCKING
+    try:
+        portalocker.lock(fd, flags)
+    except portalocker.AlreadyLocked:
+        return False
+    except portalocker.LockException as exc:  # not a conflict: the system's own error says what
+        if isinstance(exc.__cause__, OSError):
+            raise exc.__cause__ from None
+        raise
+    return True
 
 
 class _Held:
     """The lock of one database folder as this process holds it: its two descriptors and how many
     blocks (of any thread) are inside it."""
 
-    def __init__(self, folder_fd: int, file_fd: int) -> None:
+    def __init__(self, folder_fd: int | None, file_fd: int) -> None:
         self.fds = (folder_fd, file_fd)
         self.count = 0
 
@@ -70,9 +102,10 @@ class _Held:
         with contextlib.suppress(OSError):
             os.ftruncate(file_fd, 0)
         for fd in (file_fd, folder_fd):  # the file first: the reverse of taking them
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            if fd is not None:
+                with contextlib.suppress(portalocker.LockException):
+                    portalocker.unlock(fd)
+                os.close(fd)
 
 
 _registry = threading.Lock()
@@ -107,12 +140,19 @@ def _holder(path: Path) -> str:
     return f"process {pid}" if pid.isdigit() else "another process"
 
 
-def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int, int]:
+def _open_folder(folder: str | os.PathLike[str]) -> int | None:
+    """A descriptor of ``folder`` to lock (``None`` on Windows, where a folder cannot be opened)."""
+    return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _FOLDER_LOCKS else None
+
+
+def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int | None, int]:
     """Descriptors of the folder (created if absent) and of the lock file in it (created if absent)."""
     fds: list[int] = []
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fds.append(os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)))
+        folder_fd = _open_folder(folder)
+        if folder_fd is not None:
+            fds.append(folder_fd)
         fds.append(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as exc:  # a read-only or full disk: say so before Chroma fails less clearly
         for fd in fds:
@@ -124,19 +164,15 @@ def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int, in
             raise DatabaseReadOnlyError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the "
                                         "store is read-only, and a writer needs to write it") from exc
         raise
-    return fds[0], fds[1]
+    return folder_fd, fds[-1]
 
 
 def _take(fd: int, db: str | os.PathLike[str], path: Path, deadline: float, timeout_s: float,
           on_wait: Callable[[str], None] | None, told: list[bool]) -> None:
-    """``flock(fd)`` exclusively, polling until ``deadline``; then :class:`WriterBusyError`."""
+    """Lock ``fd`` exclusively, polling until ``deadline``; then :class:`WriterBusyError`."""
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if lock_descriptor(fd, blocking=False):
             return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
         if time.monotonic() >= deadline:
             raise WriterBusyError(f"{db}: {_holder(path)} is writing to this store (lock {path}); waited "
                                   f"{timeout_s:g} s. Run one writer at a time, or serve the store with "
@@ -154,13 +190,15 @@ def _acquire(db: str | os.PathLike[str], timeout_s: float, on_wait: Callable[[st
     folder_fd, file_fd = _open(db, folder, path)
     try:
         told = [False]
-        _take(folder_fd, db, path, deadline, timeout_s, on_wait, told)
+        if folder_fd is not None:
+            _take(folder_fd, db, path, deadline, timeout_s, on_wait, told)
         _take(file_fd, db, path, deadline, timeout_s, on_wait, told)  # held only by an older hseg's writer
         os.ftruncate(file_fd, 0)
         os.write(file_fd, str(os.getpid()).encode())
     except BaseException:
         os.close(file_fd)
-        os.close(folder_fd)  # closing lets go of a lock taken
+        if folder_fd is not None:
+            os.close(folder_fd)  # closing lets go of a lock taken
         raise
     return _Held(folder_fd, file_fd)
 
@@ -209,21 +247,23 @@ def reader_lock(db: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the embedded store's folder ``db`` shared for the block: no hseg writer of another process
     writes while it is held, and it waits until none is writing. Several readers hold it at once.
 
-    Within a process that holds the writer lock it is entered at once: a shared ``flock`` on another
-    descriptor of the folder would wait for this process's own exclusive one. Where the folder cannot
-    be opened (it is gone) the block runs without it."""
+    Within a process that holds the writer lock it is entered at once: a shared lock on another
+    descriptor of the folder would wait for this process's own exclusive one. Where the folder (on
+    Windows, its lock file) cannot be opened (it is gone) the block runs without it."""
     if holds_writer_lock(db):
         yield
         return
     try:
-        fd = os.open(db, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = _open_folder(db)
+        if fd is None:
+            fd = os.open(Path(db) / LOCK_NAME, os.O_RDONLY)
     except OSError:
         yield
         return
     try:
         # blocking: a writer writing back to back lets go of the lock between its writes only for an
         # instant, which a poll would miss; writers poll, so a waiting reader gets its turn
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        lock_descriptor(fd, shared=True)
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the flock
+        os.close(fd)  # closing the descriptor releases the lock

@@ -4,8 +4,6 @@ terms of each word the connection has read (:mod:`hseg.store.lexical.terms`)."""
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import sqlite3
 import threading
@@ -17,6 +15,7 @@ import numpy as np
 
 from hseg.store.lexical.tables import SCHEMA
 from hseg.store.lexical.terms import KeptTerms, read_terms
+from hseg.store.lock import lock_descriptor
 
 __all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "file_inode", "memory_database", "drop_memory_database"]
 
@@ -134,20 +133,14 @@ def file_inode(path: Path) -> int | None:
 
 @contextlib.contextmanager
 def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
-    """The writer lock of the index file at ``path`` (``flock`` on ``<path>.lock``, released by the
-    kernel however its holder exits); yields False when ``blocking`` is off and another holds it.
-    It needs no readable index file: a damaged one is repaired under it."""
+    """The writer lock of the index file at ``path`` (an exclusive lock of ``<path>.lock``,
+    :func:`hseg.store.lock.lock_descriptor`, released by the kernel however its holder exits); yields
+    False when ``blocking`` is off and another holds it. It needs no readable index file: a damaged
+    one is repaired under it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            yield False
-            return
-        yield True
+        yield lock_descriptor(fd, blocking=blocking)
     finally:
         os.close(fd)  # closing the descriptor releases the flock
 
