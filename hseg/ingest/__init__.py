@@ -8,7 +8,16 @@ Example:
     >>> summary = ingest(files, HierarchicalChunker(), HierarchicalStore(path="db"))  # doctest: +SKIP
 """
 
-from hseg.ingest.files import SUPPORTED_SUFFIXES, SourceFile, discover, read_files, read_text_file
+from hseg.ingest.files import (
+    SUPPORTED_SUFFIXES,
+    TEXT_SUFFIXES,
+    SourceFile,
+    discover,
+    read_files,
+    read_source,
+    read_sources,
+    read_text_file,
+)
 from hseg.ingest.fingerprint import chunk_settings, segmenter_config, token_counter_name
 from hseg.ingest.prune import prune, prune_scope, stale_documents, stored_sources
 from hseg.ingest.run import IngestInterrupted, IngestSummary, IngestWriteError, ingest, ingest_batch
@@ -16,7 +25,7 @@ from hseg.store.completeness import is_complete
 
 __all__ = [
     "SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "IngestInterrupted", "discover",
-    "read_text_file", "read_files",
+    "read_text_file", "read_files", "read_source", "read_sources", "TEXT_SUFFIXES",
     "chunk_settings", "token_counter_name", "segmenter_config", "is_complete", "ingest", "ingest_batch",
     "prune_scope", "stored_sources", "stale_documents", "prune",
 ]

@@ -1,21 +1,37 @@
 """Which files ``hseg index`` reads, their document ids, and reading them as text.
 
 :func:`discover` turns files, folders (recursive) and glob patterns into :class:`SourceFile` s;
-:func:`read_text_file` reads one as UTF-8 text or says why it cannot.
+:func:`read_source` reads one: a PDF, DOCX, PPTX or HTML file through its converter
+(:mod:`hseg.convert`: markdown and a page map), any other as UTF-8 text (:func:`read_text_file`),
+or says why it cannot.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import stat
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SUPPORTED_SUFFIXES", "SourceFile", "discover", "doc_id_for", "read_text_file", "read_files"]
+from hseg.convert import CONVERTED_SUFFIXES, Converted, converter_for
+from hseg.errors import FormatSupportMissing, UnreadableDocumentError
+
+__all__ = ["TEXT_SUFFIXES", "SUPPORTED_SUFFIXES", "SourceFile", "discover", "doc_id_for", "read_text_file",
+           "read_source", "read_sources", "read_files"]
 
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
+#: files read as text as they are
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+#: the files folders and patterns contribute: text, and the formats :mod:`hseg.convert` reads
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + CONVERTED_SUFFIXES
+
+
+#: the most bytes a file may hold to be read: more than any document one reads (~16M tokens of text),
+#: and a bound so that a file that never ends (a device behind a link, a growing log) cannot fill memory
+MAX_FILE_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -44,20 +60,28 @@ def doc_id_for(path: str | os.PathLike[str], anchor: str | os.PathLike[str] | No
 
 
 def discover(
-    paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES, *, anchor: str | os.PathLike[str] | None = "."
+    paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES, *, anchor: str | os.PathLike[str] | None = ".",
+    skipped: Counter[str] | None = None,
 ) -> tuple[list[SourceFile], list[tuple[str, str]]]:
     """Files to index and ``(argument, problem)`` pairs for arguments that name nothing usable.
 
     A file named explicitly is taken whatever its suffix; folders (recursively, skipping hidden
-    entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``. The
-    result is sorted by document id, without duplicates. Ids are made by :func:`doc_id_for` with ``anchor``.
+    entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``, and
+    ``skipped`` (when given) counts the others they hold by suffix (``"(none)"`` for a name without
+    one), so that a caller can say what was left out. The result is sorted by document id, without
+    duplicates. Ids are made by :func:`doc_id_for` with ``anchor``.
     """
     found: dict[str, SourceFile] = {}
     problems: list[tuple[str, str]] = []
 
-    def add(path: Path) -> None:
+    def add(path: Path) -> bool:
         doc_id = doc_id_for(path, anchor)
+        problem = _unusable(path, doc_id)
+        if problem is not None:  # said, and the other files indexed
+            problems.append((shown_path(path), problem))
+            return False
         found.setdefault(doc_id, SourceFile(path, doc_id))
+        return True
 
     def walk(folder: Path) -> int:
         n = 0
@@ -65,8 +89,9 @@ def discover(
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(files):
                 if not name.startswith(".") and name.lower().endswith(tuple(suffixes)):
-                    add(Path(root) / name)
-                    n += 1
+                    n += add(Path(root) / name)
+                elif not name.startswith(".") and skipped is not None:
+                    skipped[Path(name).suffix.lower() or "(none)"] += 1
         return n
 
     for arg in paths:
@@ -83,8 +108,9 @@ def discover(
                 if m.is_dir():
                     n += walk(m)
                 elif m.is_file() and m.name.lower().endswith(tuple(suffixes)):
-                    add(m)
-                    n += 1
+                    n += add(m)
+                elif m.is_file() and skipped is not None:
+                    skipped[m.suffix.lower() or "(none)"] += 1
             if n == 0:
                 problems.append((arg, f"the pattern matches no {'/'.join(suffixes)} files"))
         elif path.exists():
@@ -94,9 +120,51 @@ def discover(
     return [found[k] for k in sorted(found)], problems
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as text to show, bytes of its name that are not UTF-8 as ``\\xNN``.
+
+    Example:
+        >>> shown_path(os.fsdecode(b"docs/caf\\xe9.md"))
+        'docs/caf\\\\xe9.md'
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _unusable(path: Path, doc_id: str) -> str | None:
+    """Why the file at ``path`` cannot be a document (``None``: it can, or reading it will say why not)."""
+    try:
+        doc_id.encode("utf-8")
+    except UnicodeEncodeError:  # os.walk hands such bytes over as surrogates, which no store takes
+        return "its name is not valid UTF-8, and a document id is text: rename the file; skipped"
+    try:
+        mode = os.stat(path).st_mode  # through a link: what would be read
+    except OSError:
+        return None
+    if not stat.S_ISREG(mode):  # a FIFO would hang the read, a device such as /dev/zero never end it
+        return f"{_kind(mode)}, not a regular file: skipped"
+    return None
+
+
 def read_text_file(path: Path) -> str:
-    """The file as UTF-8 text; ``ValueError`` for binary or undecodable content, ``OSError`` if unreadable."""
-    data = Path(path).read_bytes()
+    """The file as UTF-8 text; ``ValueError`` for binary or undecodable content, a file that is not a
+    regular file or holds more than :data:`MAX_FILE_BYTES`, ``OSError`` if unreadable."""
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{_kind(mode)}, not a regular file: skipped")
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES // 2**20} MiB (MAX_FILE_BYTES): split it into smaller files")
     if b"\x00" in data[:8192]:
         raise ValueError("looks like a binary file (NUL bytes), expected UTF-8 text")
     try:
@@ -105,18 +173,48 @@ def read_text_file(path: Path) -> str:
         raise ValueError(f"not valid UTF-8 text (byte {exc.start})") from None
 
 
-def read_files(files: Iterable[SourceFile], problem: Callable[[str, str], None],
-               on_read: Callable[[], None] | None = None) -> dict[str, str]:
-    """``{doc id: text}`` of the files that read as UTF-8 text; each of the others is passed to
-    ``problem(doc id, message)``. ``on_read()`` is called after each file, read or not."""
-    texts: dict[str, str] = {}
+def read_source(path: str | os.PathLike[str]) -> Converted:
+    """The document at ``path``: a PDF, DOCX, PPTX or HTML file converted to markdown with its page map
+    (:func:`hseg.convert.convert`), any other file as UTF-8 text (``Converted(text, None, "text")``).
+
+    Raises :class:`~hseg.errors.FormatSupportMissing` when the format's library is not installed,
+    ``ValueError`` (:class:`~hseg.errors.UnreadableDocumentError` from a converter) for content it
+    cannot read, ``OSError`` when the file cannot be opened.
+
+    Example:
+        >>> read_source("reports/annual.pdf").pages.unit  # doctest: +SKIP
+        'page'
+    """
+    convert = converter_for(path)
+    if convert is None:
+        return Converted(read_text_file(Path(path)), None, "text")
+    return convert(Path(path))
+
+
+def read_sources(files: Iterable[SourceFile], problem: Callable[[str, str], None],
+                 on_read: Callable[[], None] | None = None,
+                 missing: Callable[[str, FormatSupportMissing], None] | None = None) -> dict[str, Converted]:
+    """``{doc id: document}`` of the files :func:`read_source` reads; each of the others is passed to
+    ``problem(doc id, message)``, except those whose format's library is missing, which go to
+    ``missing(doc id, error)`` when it is given. ``on_read()`` is called after each file, read or not."""
+    docs: dict[str, Converted] = {}
     for f in files:
         try:
-            texts[f.doc_id] = read_text_file(f.path)
+            docs[f.doc_id] = read_source(f.path)
+        except FormatSupportMissing as exc:
+            (missing or (lambda d, e: problem(d, str(e))))(f.doc_id, exc)
         except OSError as exc:
             problem(f.doc_id, f"cannot read: {exc.strerror or exc}")
-        except ValueError as exc:
+        except (ValueError, UnreadableDocumentError) as exc:
             problem(f.doc_id, str(exc))
         if on_read is not None:
             on_read()
-    return texts
+    return docs
+
+
+def read_files(files: Iterable[SourceFile], problem: Callable[[str, str], None],
+               on_read: Callable[[], None] | None = None) -> dict[str, str]:
+    """``{doc id: text}`` of the files :func:`read_source` reads (converted ones as their markdown,
+    without their page maps); each of the others is passed to ``problem(doc id, message)``.
+    ``on_read()`` is called after each file, read or not."""
+    return {d: doc.text for d, doc in read_sources(files, problem, on_read).items()}
