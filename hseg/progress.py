@@ -44,6 +44,7 @@ class Progress:
         self.interval_s = INTERVAL_S if interval_s is None else interval_s
         self._clock = clock
         self._last = clock()
+        self._logged = False
 
     def note(self, message: str, *args: object) -> None:
         """``message % args`` at INFO on :data:`logger`, if the interval has passed (cheap otherwise)."""
@@ -52,4 +53,12 @@ class Progress:
         now = self._clock()
         if now - self._last >= self.interval_s:
             self._last = now
+            self._logged = True
+            logger.info(message, *args)
+
+    def finish(self, message: str, *args: object) -> None:
+        """The last line, ``message % args``, logged only when :meth:`note` logged a line before: a reader
+        of the lines then sees where the work ended (the counts a summary gives), not where it was last
+        seen, and short work still logs nothing."""
+        if self._logged and logger.isEnabledFor(logging.INFO):
             logger.info(message, *args)

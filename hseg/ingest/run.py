@@ -91,6 +91,11 @@ def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[i : i + size]
 
 
+#: the progress stages of documents that are not written, and the bars they pass: ``"skipped"`` before
+#: chunking (unchanged, empty, unreadable, or their chunking failed), ``"refused"`` by the store's write
+_PASSES = {"skipped": ("chunking", "writing"), "refused": ("writing",)}
+
+
 def ingest(
     files: Sequence[SourceFile],
     chunker: HierarchicalChunker | LazyChunker,
@@ -119,13 +124,22 @@ def ingest(
                        disable=None if progress else True, dynamic_ncols=True, leave=True)
             for i, name in enumerate(("reading", "chunking", "writing"))}
     # and, with or without a terminal, a line on hseg.progress every few seconds of a long run
-    note, counts = Progress(), dict.fromkeys(bars, 0)
+    note, counts = Progress(), dict.fromkeys([*bars, "skipped"], 0)
+    line = "documents: %d read, %d chunked, %d written, %d skipped (unchanged, empty or failed) of %d"
 
     def tick(stage: str, n: int) -> None:
-        bars[stage].update(n)
-        counts[stage] += n
-        note.note("documents: %d read, %d chunked, %d written of %d", counts["reading"], counts["chunking"],
-                  counts["writing"], len(files))
+        # a skipped document passes the stages still ahead of it: the bars reach their totals, while the
+        # counts say what was done, as the summary will
+        for name in _PASSES.get(stage, (stage,)):
+            bars[name].update(n)
+            if bars[name].n >= bars[name].total:
+                bar_done(name)
+        counts["skipped" if stage in _PASSES else stage] += n
+        note.note(line, *counts.values(), len(files))
+
+    def bar_done(name: str) -> None:
+        # closed when its stage is done, so its time stops there and not when the run ends
+        bars[name].close()
 
     def problem(doc_id: str, message: str) -> None:
         summary.failed.append((doc_id, message))
@@ -138,8 +152,7 @@ def ingest(
             t0 = time.perf_counter()
             texts = read_files(batch, problem, on_read=lambda: tick("reading", 1))
             summary.seconds["reading"] += time.perf_counter() - t0
-            tick("chunking", len(batch) - len(texts))  # unreadable: nothing left to do for them
-            tick("writing", len(batch) - len(texts))
+            tick("skipped", len(batch) - len(texts))  # unreadable: nothing left to do for them
             try:
                 done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
                                     progress=tick)
@@ -149,6 +162,7 @@ def ingest(
                                        "documents are written; re-run the same command to complete the rest",
                                        written=total, unsure=exc.unsure) from exc.__cause__
             summary.merge(done)
+        note.finish(line, *counts.values(), len(files))
     except KeyboardInterrupt as exc:
         if isinstance(exc, IngestInterrupted):
             raise
@@ -183,7 +197,8 @@ def ingest_batch(
     refuses, is passed to ``report`` and counted in ``failed``. Another write failure (a server
     gone away) raises :class:`IngestWriteError`: documents of the batch may be partly written, and
     a re-run redoes them. ``progress(stage, n)`` is told as ``n`` documents pass the stage
-    ``"chunking"`` or ``"writing"``. ``seconds["reading"]`` is the look-up of what is stored.
+    ``"chunking"`` or ``"writing"``, or are ``"skipped"`` (unchanged, empty, or their chunking failed) or
+    ``"refused"`` (by the store's write). ``seconds["reading"]`` is the look-up of what is stored.
 
     Example:
         >>> done = ingest_batch({"a.md": "Some text. More text."}, chunker, store)  # doctest: +SKIP
@@ -214,16 +229,17 @@ def ingest_batch(
         summary.empty += 1
     t1 = time.perf_counter()
     summary.seconds["reading"] += t1 - t0
-    tick("chunking", len(texts) - len(todo))
-    tick("writing", len(texts) - len(todo))
+    tick("skipped", len(texts) - len(todo))
     chunkings = _chunk_batch(chunker, todo, problem)
-    tick("chunking", len(todo))
+    tick("chunking", len(chunkings))
+    tick("skipped", len(todo) - len(chunkings))  # chunking failed: reported, not written
     t2 = time.perf_counter()
     summary.seconds["chunking"] += t2 - t1
     extra = metadata or {}
     metas = [{"source": c.doc_id, **extra.get(c.doc_id, {}), CONTENT_HASH_KEY: shas[c.doc_id],
               SETTINGS_KEY: settings} for c in chunkings]
     written: set[str] = set()  # documents whose records are stored, told by the store as it writes
+    chunked = len(chunkings)
     try:
         summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update, stored)
     except Exception as exc:
@@ -231,7 +247,8 @@ def ingest_batch(
         raise IngestWriteError(f"writing a batch of {n} documents failed ({type(exc).__name__}: {exc}); {k} of them "
                                f"were written before the failure, and the other {n - k} may be written too, wholly or "
                                "in part (Chroma can fail after taking a write)", written=k, unsure=n - k) from exc
-    tick("writing", len(todo))
+    tick("writing", len(chunkings))
+    tick("refused", chunked - len(chunkings))  # reported by _write_batch
     summary.seconds["writing"] += time.perf_counter() - t2
     for c in chunkings:
         summary.documents += 1

@@ -1,0 +1,72 @@
+"""What a new user sees of ``hseg index`` and ``hseg query`` in processes of their own (issue 57): the
+progress lines end on the counts the summary gives, and a query during an index says indexing is under
+way. The hashing encoder in the child; the progress interval set by the test (0: every line)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fakes import synthetic_book
+
+REPO = Path(__file__).resolve().parents[2]
+
+CHILD = r"""
+import os, sys
+sys.path.insert(0, {repo!r})
+import hseg.progress
+hseg.progress.INTERVAL_S = float(os.environ.get("TEST_PROGRESS_INTERVAL_S", hseg.progress.INTERVAL_S))
+from hseg.chunking import chunker
+from hseg.cli import main
+from hseg.encoders import factory
+from tests.support.fakes import HashingEncoder
+
+real = chunker.as_encoder
+chunker.as_encoder = lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw)
+factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
+sys.exit(main(sys.argv[1:]))
+"""
+
+FAKE = ("--encoder", "test-hashing-encoder", "--segmenter", "texttiling")
+
+
+@pytest.fixture
+def work(tmp_path):
+    (tmp_path / "child.py").write_text(CHILD.format(repo=str(REPO)), encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"ch{i}.md").write_text(synthetic_book(3_000, seed=i), encoding="utf-8")
+    return tmp_path
+
+
+def hseg(work: Path, *args: str, interval: float | None = 0.0, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TEST_PROGRESS_INTERVAL_S"}
+    if interval is not None:
+        env["TEST_PROGRESS_INTERVAL_S"] = str(interval)
+    return subprocess.run([sys.executable, "child.py", *args], cwd=work, env={**env, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def last_documents_line(stderr: str) -> str:
+    return [line for line in stderr.splitlines() if line.startswith("hseg index: documents: ")][-1]
+
+
+def test_the_progress_lines_end_on_the_counts_of_the_summary(work):
+    # issue 57 item 5: the last line said "0 written of 4" and the summary "4 indexed"; a re-run's said
+    # "4 written of 4" and its summary "1 indexed, 3 unchanged"
+    first = hseg(work, "index", "docs", "--db", "db", *FAKE)
+    assert first.returncode == 0, first.stderr
+    assert last_documents_line(first.stderr) == \
+        "hseg index: documents: 4 read, 4 chunked, 4 written, 0 skipped (unchanged, empty or failed) of 4"
+    assert "documents  4 indexed, 0 unchanged" in first.stdout
+    (work / "docs" / "ch0.md").write_text(synthetic_book(3_000, seed=9), encoding="utf-8")
+    again = hseg(work, "index", "docs", "--db", "db", *FAKE)
+    assert again.returncode == 0, again.stderr
+    assert last_documents_line(again.stderr) == \
+        "hseg index: documents: 4 read, 1 chunked, 1 written, 3 skipped (unchanged, empty or failed) of 4"
+    assert "documents  1 indexed, 3 unchanged" in again.stdout
