@@ -23,12 +23,11 @@ except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
 from hseg.chunking.records import check_unicode
-from hseg.chunking.schema import DOC_ID_KEY, hidden_from_model
+from hseg.chunking.schema import hidden_from_model
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
-from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
@@ -37,16 +36,28 @@ _FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", 
                   "metadata_separator", "text_template")
 
 
+def _hseg_store_of(store: Any) -> HierarchicalStore | None:
+    """The core store of a HierarchicalSegmentVectorStore or a HierarchicalStore (else ``None``)."""
+    from llama_index_hseg.vector_store import HierarchicalSegmentVectorStore
+
+    if isinstance(store, HierarchicalSegmentVectorStore):
+        return store.store
+    return store if isinstance(store, HierarchicalStore) else None
+
+
 def _collection_of(store: Any) -> Any:
-    """The chromadb collection behind a ChromaVectorStore, a HierarchicalStore or a collection."""
-    if isinstance(store, HierarchicalStore):
-        return store.collection
+    """The chromadb collection behind a ChromaVectorStore, a HierarchicalStore (or hseg's vector store)
+    or a collection."""
+    own = _hseg_store_of(store)
+    if own is not None:
+        return own.collection
     if ChromaVectorStore is not None and isinstance(store, ChromaVectorStore):
         return store._collection  # no public accessor (`.client` returns it too, under a misleading name)
     if hasattr(store, "query") and hasattr(store, "get") and hasattr(store, "name"):
         return store
     raise ValueError(
-        f"vector_store must be a ChromaVectorStore, a chromadb Collection or a HierarchicalStore, got "
+        f"vector_store must be a HierarchicalSegmentVectorStore, a ChromaVectorStore, a chromadb Collection or a "
+        f"HierarchicalStore, got "
         f"{type(store).__name__}"
     )
 
@@ -95,12 +106,13 @@ class HierarchicalSegmentRetriever(BaseRetriever):
                 raise ValueError("give similarity_top_k or k, not both")
             search_fields["k"] = similarity_top_k
         self._settings = SearchSettings.resolve(settings, **search_fields)
-        if isinstance(vector_store, HierarchicalStore) and encoder is None:
-            self._store = vector_store
+        own = _hseg_store_of(vector_store)
+        if own is not None and encoder is None:
+            self._store = own
         else:
             self._store = HierarchicalStore.from_collection(
                 _collection_of(vector_store), encoder, allow_encoder_mismatch=allow_encoder_mismatch,
-                **({"oversample": vector_store.oversample} if isinstance(vector_store, HierarchicalStore) else {}),
+                **({"oversample": own.oversample} if own is not None else {}),
             )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -166,33 +178,31 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         port: int = 8000,
         **retriever_kwargs: Any,
     ) -> HierarchicalSegmentRetriever:
-        """Parse ``documents``, write the nodes to Chroma, and return a retriever over them.
+        """Parse ``documents``, write their nodes through hseg's store, and return a retriever over them.
 
-        ``vector_store`` is an existing ``ChromaVectorStore`` (cosine collection); otherwise the
-        collection ``collection_name`` is opened or created (cosine) on ``path`` / ``client`` /
-        ``host:port`` (default: in memory). Re-adding a document replaces its records.
+        ``vector_store`` is a :class:`~llama_index_hseg.HierarchicalSegmentVectorStore`, a
+        ``ChromaVectorStore`` (cosine collection) or a chromadb collection; otherwise the collection
+        ``collection_name`` is opened or created (cosine) on ``path`` / ``client`` / ``host:port``
+        (default: in memory). Re-adding a document replaces it as one unit: its new records are stored
+        before the old ones it no longer has are deleted, and only the records hseg stored under its id
+        (``hseg_doc_id``) are its own; a failed add leaves the old version as it was.
 
         Example:
             >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma")  # doctest: +SKIP
         """
         from llama_index_hseg.node_parser import HierarchicalSegmentNodeParser
+        from llama_index_hseg.vector_store import HierarchicalSegmentVectorStore
 
         parser = parser if parser is not None else HierarchicalSegmentNodeParser()
         encoder = parser.hseg_encoder
         if vector_store is None:
-            if ChromaVectorStore is None:
-                raise ImportError(
-                    "from_documents needs llama-index-vector-stores-chroma: pip install -e '.[llama-index]' in the "
-                    "hseg clone"
-                )
             # the core store creates the collection: cosine space, its HNSW settings, encoder name
             store = HierarchicalStore(collection_name, path=path, client=client, host=host, port=port, encoder=encoder)
-            vector_store = ChromaVectorStore(chroma_collection=store.collection)
         elif any(x is not None for x in (path, client, host)):
             raise ValueError("give vector_store or path/client/host, not both")
-        store = HierarchicalStore.from_collection(_collection_of(vector_store), encoder)
-        nodes = parser.get_nodes_from_documents(documents)
-        _replace_documents(vector_store, store, nodes)
+        else:
+            store = HierarchicalStore.from_collection(_collection_of(vector_store), encoder)
+        HierarchicalSegmentVectorStore(store).add(parser.get_nodes_from_documents(documents))
         return cls(store, **retriever_kwargs)
 
 
@@ -203,31 +213,6 @@ def _checked_query(query: Any) -> Any:
         return query
     hint = "; decode it first (query.decode('utf-8'))" if isinstance(query, (bytes, bytearray)) else ""
     raise ValueError(f"str_or_query_bundle must be a str or a QueryBundle, got {type(query).__name__}{hint}")
-
-
-def _replace_documents(vector_store: Any, store: HierarchicalStore, nodes: list[BaseNode]) -> None:
-    """Delete the documents' old records, then add the nodes in batches Chroma accepts, then
-    rebuild their part of the store's unit index and lexical index (taken out first, so they never
-    name a deleted record).
-
-    ``ChromaVectorStore.add`` neither batches (its 41665 limit exceeds the server's) nor upserts
-    (Chroma's ``add`` silently keeps an existing id): a server would refuse one large document, and
-    re-indexing a changed document would keep its old records.
-    """
-    ref_ids = sorted({n.ref_doc_id for n in nodes if n.ref_doc_id})
-    hseg_ids = sorted({str(n.metadata[DOC_ID_KEY]) for n in nodes if DOC_ID_KEY in n.metadata})
-    # one turn of an embedded store's writer lock for all of it: the vector store's adds are writes hseg
-    # does not make, and another process writing in between would lose vectors (hseg.store.lock)
-    with store.writing():
-        for part in batched(ref_ids, IN_FILTER_SIZE):
-            store.delete_where(where_in("document_id", part))
-        batch = store.max_batch_size()
-        for i in range(0, len(nodes), batch):
-            vector_store.add(nodes[i : i + batch])
-        if store.unit_index is not None:
-            store.sync_unit_index(hseg_ids)
-        if store.lexical_index is not None:
-            store.sync_lexical_index(hseg_ids)
 
 
 def _to_node(hit: SearchHit) -> TextNode:

@@ -29,13 +29,13 @@ from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
 from hseg.segmentation.segmenters import TextTilingSegmenter  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore, records_for  # noqa: E402
+from hseg_testing.chunkers import SMALL, hashing_chunker  # noqa: E402
+from hseg_testing.fakes import HashingEncoder  # noqa: E402
 from llama_index_hseg import (  # noqa: E402
     ClusterVectorizer,
     HierarchicalSegmentNodeParser,
     HierarchicalSegmentRetriever,
 )
-from tests.support.chunkers import SMALL, hashing_chunker  # noqa: E402
-from tests.support.fakes import HashingEncoder  # noqa: E402
 
 R = NodeRelationship
 
@@ -395,16 +395,21 @@ def test_retriever_rejects_bad_arguments(li_setup):
 
 
 def test_from_documents_batches_and_is_idempotent(docs, monkeypatch):
+    """from_documents writes through the store's add (HierarchicalSegmentVectorStore): its upserts hold
+    at most the client's batch size."""
+    from chromadb.api.models.Collection import Collection
+
     adds: list[int] = []
-    original_add = ChromaVectorStore.add
-
-    def counting_add(self, nodes, **kwargs):
-        adds.append(len(nodes))
-        return original_add(self, nodes, **kwargs)
-
-    monkeypatch.setattr(ChromaVectorStore, "add", counting_add)
-    monkeypatch.setattr(HierarchicalStore, "max_batch_size", lambda self: 7)
+    original_upsert = Collection.upsert
     client, name = chromadb.EphemeralClient(), f"t-{uuid.uuid4().hex}"
+
+    def counting_upsert(self, *args, **kwargs):
+        if self.name == name:
+            adds.append(len(kwargs["ids"]))
+        return original_upsert(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "upsert", counting_upsert)
+    monkeypatch.setattr(HierarchicalStore, "max_batch_size", lambda self: 7)
     parser = make_parser()
     retriever = HierarchicalSegmentRetriever.from_documents(docs, parser=parser, client=client, collection_name=name,
                                                             similarity_top_k=2)
