@@ -91,7 +91,7 @@ def test_hseg_show_and_index_with_stderr_a_pipe(work):
                  "--segmenter", "texttiling")
     assert index.returncode == 0 and "\r" not in index.stderr, index.stderr
     lines = index.stderr.splitlines()
-    assert "hseg index: documents: 1 read, 1 chunked, 1 written of 1" in lines
+    assert "hseg index: documents: 1 read, 1 chunked, 1 written, 0 skipped (unchanged, empty or failed) of 1" in lines
     assert any(line.startswith("hseg index: big.md: ") and " segments clustered into " in line for line in lines)
     assert index.stdout.startswith("documents  1 indexed")
     quiet = hseg(work, "index", "big.md", "--db", "db2", "--encoder", "test-hashing-encoder",
