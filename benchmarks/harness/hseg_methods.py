@@ -41,17 +41,20 @@ SPECS: dict[str, tuple[int, str, dict[str, Any]]] = {}
 
 #: chunker flavours a method name can ask for with ``~<flavour>``, each a documented option of
 #: :class:`hseg.HierarchicalChunker`: ``enc`` the segment text encoded instead of the mean of its
-#: sentence vectors (``segment_vector="encode"``); ``seg64`` / ``seg96`` finer units, segments cut
-#: to at most 64 / 96 tokens (``max_segment_tokens``; default: half the target).
+#: sentence vectors (``segment_vector="encode"``); ``seg64`` / ``seg96`` / ``seg128`` finer units, segments
+#: cut to at most 64 / 96 / 128 tokens (``max_segment_tokens``; default: half the target, at most 192).
 FLAVOURS: dict[str, dict[str, Any]] = {
     "enc": {"segment_vector": "encode"},
     "seg64": {"max_segment_tokens": 64},
     "seg96": {"max_segment_tokens": 96},
+    "seg128": {"max_segment_tokens": 128},
     # issue 48: the heading path in a segment's vector (one more sentence of its mean; with "encode", in
     # front of the text), and cluster vectors encoded from their text
     "ctx": {"segment_context": "heading"},
     "ctxenc": {"segment_context": "heading", "segment_vector": "encode"},
     "cenc": {"cluster_vector": "encode"},
+    # issue 56: the relatedness graph off (parents from neighbour-joining and the cap alone)
+    "nograph": {"clique_method": "none"},
 }
 
 #: search flavours a method name can ask for with ``~<flavour>``, each a documented search setting

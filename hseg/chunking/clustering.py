@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 Ranges = list[range]
+#: how steps 1–2 are computed: from edges, from networkx's maximal cliques, or not at all (``"none"``:
+#: every segment starts alone, so parents come from step 3's neighbour-joining and the cap)
+METHODS = ("edges", "cliques", "none")
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,14 @@ class ClusterPlan:
     """Clusters of one document as ranges of segment indices, with the parameters that made them."""
 
     ranges: tuple[range, ...]
-    k: float
-    tau: float
+    #: ``None`` without a graph (``method="none"``)
+    k: float | None
+    tau: float | None
     #: per cluster: True when it was cut by the token cap rather than by the graph rule
     split_by_cap: tuple[bool, ...]
+    #: segments that steps 1–2 (the graph) put in a cluster with another; 0: every parent came from
+    #: step 3's neighbour-joining and the cap
+    joined: int = 0
 
 
 def similarity_stats(vectors: np.ndarray) -> tuple[float, float]:
@@ -334,26 +341,36 @@ def cluster_segments(
     """
     v = np.asarray(vectors, dtype=np.float32)
     n = len(v)
-    if method not in ("edges", "cliques"):
-        raise ValueError(f"method must be 'edges' or 'cliques', got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if max_cluster_tokens is not None and tokens is None:
         raise ValueError("tokens are required with max_cluster_tokens")
     cut = sorted(_break_set(breaks, n))
     if n == 0:
         return ClusterPlan((), k, float("nan"), ())
+    adjacent_sim = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0, np.float32)
+    if method == "none":
+        return _plan(v, [range(i, i + 1) for i in range(n)], tokens, adjacent_sim, max_cluster_tokens, cut,
+                     None, None)
     mean, std = stats if stats is not None else similarity_stats(v)
     tau = mean + k * std
-    adjacent_sim = np.einsum("ij,ij->i", v[:-1], v[1:]) if n > 1 else np.zeros(0, np.float32)
     if method == "edges":
         ranges = merge_runs(n, adjacent_sim > tau, lambda a, b: _any_edge(v, a, b, tau), cut)
     else:
         sims = v @ v.T
         np.fill_diagonal(sims, -np.inf)
         ranges = clusters_from_cliques(sims > tau, cut)
+    return _plan(v, ranges, tokens, adjacent_sim, max_cluster_tokens, cut, float(k), float(tau))
+
+
+def _plan(v: np.ndarray, ranges: Ranges, tokens: Sequence[int] | None, adjacent_sim: np.ndarray,
+          max_cluster_tokens: int | None, cut: Sequence[int], k: float | None, tau: float | None) -> ClusterPlan:
+    """Steps 3 and the cap, after the graph's ranges."""
+    joined = sum(len(r) for r in ranges if len(r) > 1)
     ranges = absorb_singletons(ranges, v, cut)
-    tok = np.asarray(tokens if tokens is not None else np.ones(n), dtype=np.int64)
+    tok = np.asarray(tokens if tokens is not None else np.ones(len(v)), dtype=np.int64)
     ranges, flags = split_over_cap(ranges, tok, adjacent_sim, max_cluster_tokens)
-    return ClusterPlan(tuple(ranges), float(k), float(tau), tuple(flags))
+    return ClusterPlan(tuple(ranges), k, tau, tuple(flags), joined)
 
 
 def search_k(
@@ -380,14 +397,21 @@ def search_k(
     """
     if target_tokens <= 0:
         raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
+    if method == "none":  # no graph, no k to search
+        return cluster_segments(vectors, 0.0, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
+                                breaks=breaks)
     total = int(np.sum(tokens))
     goal = float(target_tokens)
     best: ClusterPlan | None = None
     best_err = math.inf
     vectors = np.asarray(vectors, dtype=np.float32)
     stats = similarity_stats(vectors)  # the same for every k: computed once, not ~100 times
+    # every k above this one gives the same plan (no adjacent pair passes τ, so the graph joins
+    # nothing): a k found above it is reported as this one, whose τ is the largest adjacent cosine,
+    # never a threshold no cosine could pass
+    empty_k = _empty_graph_k(vectors, stats)
     for _ in range(rounds):
-        k = _bisect_k(vectors, total, goal, k_range, iterations, method, stats, breaks)
+        k = min(_bisect_k(vectors, total, goal, k_range, iterations, method, stats, breaks), empty_k)
         plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
                                 stats=stats, breaks=breaks)
         mean_size = total / max(len(plan.ranges), 1)
@@ -398,6 +422,16 @@ def search_k(
             break
         goal *= target_tokens / mean_size
     return best  # type: ignore[return-value]
+
+
+def _empty_graph_k(vectors: np.ndarray, stats: tuple[float, float]) -> float:
+    """The smallest k at which no two adjacent segments are joined (τ = their largest cosine);
+    infinity when there is no such pair or no spread."""
+    mean, std = stats
+    if len(vectors) < 2 or std <= 0:
+        return math.inf
+    # a hair above the largest cosine: float32 products of the same pair differ in the last bits
+    return (float(np.einsum("ij,ij->i", vectors[:-1], vectors[1:]).max()) + 1e-6 - mean) / std
 
 
 def _bisect_k(

@@ -54,7 +54,7 @@ SEGMENT_CONTEXTS = ("none", "heading")
 CLUSTER_VECTORS = ("mean", "encode")
 #: settings that change how chunking runs, not the chunks it makes
 RUNTIME_FIELDS = ("cache", "show_progress", "backend", "device", "batch_size")
-CLIQUE_METHODS = ("edges", "cliques")
+CLIQUE_METHODS = ("edges", "cliques", "none")
 
 
 def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: int) -> int:
@@ -105,7 +105,8 @@ class ChunkerConfig:
             keeps its plain vector.
         cluster_vector: ``"mean"`` (token-weighted mean of its segments' vectors) or ``"encode"`` (the
             cluster's text encoded, cut at the encoder's window).
-        clique_method: ``"edges"`` (exact, no clique enumeration) or ``"cliques"`` (networkx).
+        clique_method: ``"edges"`` (exact, no clique enumeration), ``"cliques"`` (networkx), or ``"none"``:
+            no relatedness graph, parents made by joining each segment to its more similar neighbour and the cap.
         structure: whether markdown headings shape the chunks (:mod:`hseg.text.structure`): ``"auto"``
             reads every document as markdown except a ``.txt``/``.text`` source, ``"markdown"``
             every document, ``"none"`` none. Read as markdown, a heading starts a segment,
@@ -139,7 +140,8 @@ class ChunkerConfig:
                                             "heading path as context (the stored text stays exact); 'none'")
     cluster_vector: str = setting("mean", "'mean': token-weighted mean of the cluster's segment vectors; 'encode': "
                                           "embed the cluster text")
-    clique_method: str = setting("edges", "'edges' (exact, no clique enumeration) or 'cliques' (networkx)")
+    clique_method: str = setting("edges", "'edges' (exact, no clique enumeration), 'cliques' (networkx) or 'none' "
+                                          "(no graph: neighbour-joining and the cap alone)")
     structure: str = setting("auto", "markdown headings start segments, bound clusters and give heading paths: "
                                       "'auto' (every document but a .txt/.text source), 'markdown' (all) or 'none'")
     cache: bool = setting(True, "keep an in-memory text -> vector cache across calls")

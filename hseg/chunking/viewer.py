@@ -30,6 +30,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from html import escape
 
+import numpy as np
+
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.text.structure import Heading
 
@@ -272,6 +274,17 @@ def _outline_html(headings: tuple[Heading, ...], opened: dict[int, list[Heading]
             f"<ol>{items}</ol></details>")
 
 
+def _adjacent_edges(chunking: Chunking) -> int | None:
+    """How many adjacent segment pairs the relatedness graph joins (cosine above τ); ``None`` when the
+    chunking has no τ or no segment vectors to tell."""
+    tau = chunking.info.get("tau")
+    vectors = [s.embedding for s in chunking.segments]
+    if not isinstance(tau, float) or math.isnan(tau) or len(vectors) < 2 or any(v is None for v in vectors):
+        return None
+    v = np.stack([np.asarray(x, dtype=np.float32) for x in vectors if x is not None])
+    return int((np.einsum("ij,ij->i", v[:-1], v[1:]) > tau).sum())
+
+
 def render_html(chunking: Chunking, *, title: str | None = None) -> str:
     """Render a chunking as one self-contained HTML page (a pure function: no I/O).
 
@@ -315,6 +328,11 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
             value = f"{value:.4g}"
         if value is not None:
             stats.append((labels.get(key, key), str(value)))
+    edges = _adjacent_edges(chunking)
+    if edges is not None:
+        stats.append(("adjacent segments related (cosine above tau)",
+                      f"{edges} of {len(segs) - 1}" + ("" if edges else
+                                                      ": no edge, clusters come from joining neighbours and the cap")))
     if chunking.headings:
         stats.append(("headings", str(len(chunking.headings))))
     stats.append(("characters", str(len(chunking.text))))

@@ -142,3 +142,36 @@ def test_bad_arguments_raise():
         cluster_segments(v, 1.0, method="louvain")
     with pytest.raises(ValueError, match="target_tokens"):
         search_k(v, [1, 1, 1], 0)
+
+
+def test_method_none_is_neighbour_joining_and_the_cap_alone():
+    # the graph off: the same parents as a threshold no cosine passes, and no k or tau to report
+    rng = np.random.default_rng(5)
+    v = np.cumsum(rng.normal(size=(80, 16)), axis=0)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    tokens = rng.integers(40, 130, size=len(v))
+    plan = search_k(v, tokens, 256, max_cluster_tokens=384, method="none", breaks=[10, 50])
+    empty = cluster_segments(v, 1e9, tokens=tokens, max_cluster_tokens=384, breaks=[10, 50])
+    assert plan.ranges == empty.ranges and plan.split_by_cap == empty.split_by_cap
+    assert plan.k is None and plan.tau is None
+    assert [r.start for r in plan.ranges if r.start in (10, 50)] == [10, 50]
+
+
+def test_search_k_never_reports_a_tau_no_adjacent_cosine_can_pass():
+    # segments with no related neighbour beyond what joining singletons gives: the search lands where
+    # the graph is empty, and reports the k whose tau is the largest adjacent cosine, with nothing joined
+    rng = np.random.default_rng(6)
+    v = rng.normal(size=(60, 32))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    tokens = np.full(len(v), 90)
+    plan = search_k(v, tokens, 256, max_cluster_tokens=384)
+    adjacent = np.einsum("ij,ij->i", v[:-1], v[1:])
+    assert plan.joined == 0
+    assert adjacent.max() <= plan.tau < adjacent.max() + 1e-5
+    assert plan.ranges == cluster_segments(v, 6.0, tokens=tokens, max_cluster_tokens=384).ranges
+
+
+def test_plan_counts_the_segments_the_graph_joined():
+    v = np.repeat(np.eye(2, dtype=np.float32), 3, axis=0)
+    assert cluster_segments(v, 0.5).joined == 6
+    assert cluster_segments(v, 0.5, method="none").joined == 0

@@ -83,3 +83,20 @@ def test_show_missing_file_is_a_one_line_error(tmp_path, capsys):
         main(["show", str(EXAMPLE)])  # --html is required
     assert exc.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_render_html_says_when_the_graph_has_no_edge():
+    import numpy as np
+
+    text = "One part.\nAnother part.\nA third.\n"
+    vecs = [np.array([1.0, 0.0]), np.array([0.6, 0.8]), np.array([0.0, 1.0])]
+    cuts = [0, 10, 24, len(text)]
+    segs = tuple(Segment(f"s{i}", "d", i, a, b, text[a:b], 3, i, i + 1, embedding=v.astype(np.float32))
+                 for i, (a, b, v) in enumerate(zip(cuts, cuts[1:], vecs)))
+    clusters = (Cluster("c0", "d", 0, 0, len(text), text, 9, segs),)
+    label = "<dt>adjacent segments related (cosine above tau)</dt>"
+    no_edge = render_html(Chunking("d", text, segs, clusters, k=6.0, info={"tau": 1.2}))
+    assert f"{label}<dd>0 of 2: no edge, clusters come from joining neighbours and the cap</dd>" in no_edge
+    edges = render_html(Chunking("d", text, segs, clusters, k=0.0, info={"tau": 0.5}))
+    assert f"{label}<dd>2 of 2</dd>" in edges
+    assert label not in render_html(Chunking("d", text, segs, clusters, k=None, info={"tau": None}))
