@@ -117,13 +117,24 @@ def client(args: argparse.Namespace, *, must_exist: bool) -> Any:
     from hseg.store.connection import holds_database, open_persistent, storage_error
 
     if must_exist and not holds_database(db):  # opening a folder that holds no database would create one there
-        raise CliError(f"no index at {args.db} (run 'hseg index PATH --db {args.db}' first)")
+        raise CliError(f"no index at {args.db}; " + not_there_yet(args, f"run 'hseg index PATH --db {args.db}' first"))
 
     # an absolute path: chromadb shares one system per path string within a process
     try:
         return open_persistent(str(db.resolve()))
     except DatabaseStorageError as exc:  # read-only or full: one line naming the folder as given
         raise (storage_error(str(args.db), exc.__cause__ or exc) or exc) from exc
+
+
+def not_there_yet(args: argparse.Namespace, fix: str) -> str:
+    """The end of a message that the index is missing or empty: another process writing the ``--db`` store
+    now (an ``hseg index`` under way), or else ``fix``."""
+    from hseg.store.lock import current_writer
+
+    writer = None if args.host is not None or not Path(args.db).is_dir() else current_writer(args.db)
+    if writer is None:
+        return fix
+    return f"{writer} is writing to it now (an 'hseg index' under way?): query again when it has finished"
 
 
 def id_anchor(args: argparse.Namespace) -> Path | None:
@@ -150,4 +161,5 @@ def missing_collection(args: argparse.Namespace, exc: Any) -> CliError:
     """The one-line error of a ``--collection`` that is not there (``exc``: the store's
     :class:`~hseg.errors.CollectionNotFoundError`), naming the collections that are."""
     have = f"collections there: {', '.join(exc.existing)}" if exc.existing else "it holds no collections"
-    return CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); run 'hseg index' first")
+    return CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); "
+                    + not_there_yet(args, "run 'hseg index' first"))

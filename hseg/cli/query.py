@@ -25,6 +25,7 @@ from hseg.cli.chroma import (
     id_anchor,
     location_label,
     location_options,
+    not_there_yet,
     server_errors,
 )
 from hseg.cli.options import add_encoder_option, add_search_options, quiet_model_loading, search_settings_from_args
@@ -77,7 +78,7 @@ def run_query(args: argparse.Namespace) -> int:
     with server_errors(args):
         if store.count() == 0:
             raise CliError(f"collection {args.collection!r} at {location_label(args)} is empty; "
-                           "run 'hseg index' first")
+                           + not_there_yet(args, "run 'hseg index' first"))
         where = args.where
         if args.source is not None:
             source = stored_source(store, args.source, id_anchor(args))

@@ -58,7 +58,7 @@ import portalocker
 from hseg.errors import DatabaseReadOnlyError, DatabaseStorageError, WriterBusyError
 
 __all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "writer_turn", "reader_lock",
-           "lock_descriptor"]
+           "lock_descriptor", "current_writer"]
 
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
@@ -138,6 +138,28 @@ def _holder(path: Path) -> str:
     except OSError:
         return "another process"
     return f"process {pid}" if pid.isdigit() else "another process"
+
+
+def current_writer(db: str | os.PathLike[str]) -> str | None:
+    """Who holds the writer lock of the embedded store in folder ``db`` now (``"process N"``), or ``None``
+    when no other process does: a reader's question (what an empty store means), which neither waits
+    nor creates anything.
+
+    Example:
+        >>> current_writer("./hseg-db")  # doctest: +SKIP
+        'process 4242'
+    """
+    path = Path(db) / LOCK_NAME
+    if holds_writer_lock(db):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file: no hseg writer has ever written here
+        return None
+    try:
+        return None if lock_descriptor(fd, shared=True, blocking=False) else _holder(path)
+    finally:
+        os.close(fd)
 
 
 def _open_folder(folder: str | os.PathLike[str]) -> int | None:

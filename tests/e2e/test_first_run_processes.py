@@ -70,3 +70,44 @@ def test_the_progress_lines_end_on_the_counts_of_the_summary(work):
     assert last_documents_line(again.stderr) == \
         "hseg index: documents: 4 read, 1 chunked, 1 written, 3 skipped (unchanged, empty or failed) of 4"
     assert "documents  1 indexed, 3 unchanged" in again.stdout
+
+
+#: a writer that holds the store's writer lock, as ``hseg index`` does for its run: the lock first, the
+#: collection (empty) after a line on stdin, then it waits for stdin to close
+WRITER = r"""
+import sys
+sys.path.insert(0, {repo!r})
+from hseg.store import HierarchicalStore
+from hseg.store.lock import writer_lock
+from tests.support.fakes import HashingEncoder
+
+with writer_lock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.readline()
+    HierarchicalStore("hseg", path=sys.argv[1], encoder=HashingEncoder())
+    print("created", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_query_while_the_store_is_being_written_says_so(work):
+    # issue 57 item 7: "is empty; run 'hseg index' first" while the writer lock named the indexing process
+    (work / "writer.py").write_text(WRITER.format(repo=str(REPO)), encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "writer.py", "db"], cwd=work, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "locked\n"
+        before = hseg(work, "query", "tides", "--db", "db")
+        assert before.returncode == 1 and before.stderr.count("\n") == 1, before.stderr
+        assert f"no index at db; process {writer.pid} is writing to it now" in before.stderr
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline() == "created\n"
+        empty = hseg(work, "query", "tides", "--db", "db")
+        assert empty.returncode == 1 and empty.stderr.count("\n") == 1, empty.stderr
+        assert f"collection 'hseg' at db is empty; process {writer.pid} is writing to it now" in empty.stderr
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=60)
+    after = hseg(work, "query", "tides", "--db", "db")  # the writer gone: what to do next
+    assert after.returncode == 1 and "is empty; run 'hseg index' first" in after.stderr, after.stderr
