@@ -1,0 +1,63 @@
+"""``hseg index`` in a process of its own on what an outside attack put in folders and stores (issue 54,
+findings 7-10 and 16): a file name that is not UTF-8, a FIFO and a link to ``/dev/zero`` named ``*.md``,
+a symlinked writer lock, a store copied below a folder that shares a file name with the one it was
+indexed from, and small ones of ``hseg query``. Each is reported in one line, and the good files are indexed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO
+from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, synthetic_book
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and byte file names are POSIX's")
+
+
+def _hseg(tmp_path: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "cli.py"
+    if not script.exists():
+        script.write_text(HASHING_CLI_CHILD.format(repo=str(REPO)))
+    # the timeout is a guard against the hang the FIFO caused, not a measure
+    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=ENV)
+
+
+def _good_files(folder: Path, n: int = 3) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / f"good{i}.md").write_text(synthetic_book(1_500, seed=i), encoding="utf-8")
+
+
+@posix_only
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_others_indexed(tmp_path):
+    """Was: a traceback (Chroma's "Invalid where clause" on the id) and nothing indexed."""
+    work = tmp_path / "w"
+    _good_files(work / "docs")
+    with open(os.path.join(os.fsencode(work / "docs"), b"caf\xe9.md"), "w", encoding="utf-8") as fh:
+        fh.write(synthetic_book(1_500, seed=9))
+    done = _hseg(tmp_path, ["index", "docs", "--db", "db", *FAKE_CLI], work)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "documents  3 indexed, 0 unchanged (skipped), 1 failed" in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "docs/caf\\xe9.md: its name is not valid UTF-8" in done.stderr, done.stderr
+
+
+@posix_only
+def test_a_fifo_and_a_link_to_dev_zero_named_md_are_skipped_and_the_others_indexed(tmp_path):
+    """Was: the FIFO hung ``hseg index`` (opening it waits for a writer); the link to ``/dev/zero`` read
+    until memory ran out."""
+    work = tmp_path / "w"
+    _good_files(work / "docs")
+    os.mkfifo(work / "docs" / "pipe.md")
+    os.symlink("/dev/zero", work / "docs" / "zero.md")
+    done = _hseg(tmp_path, ["index", "docs", "--db", "db", *FAKE_CLI], work)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "documents  3 indexed, 0 unchanged (skipped), 2 failed" in done.stdout, done.stdout
+    assert "docs/pipe.md: a FIFO, not a regular file: skipped" in done.stderr, done.stderr
+    assert "docs/zero.md: a character device, not a regular file: skipped" in done.stderr, done.stderr
