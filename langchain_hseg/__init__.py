@@ -19,11 +19,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from langchain_hseg.retriever import HierarchicalSegmentRetriever, hit_to_document
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter, cluster_documents, segment_documents
+from langchain_hseg.tools import hseg_tools
 
 __all__ = [
     "HierarchicalSegmentRetriever",
     "HierarchicalSegmentTextSplitter",
     "cluster_documents",
     "hit_to_document",
+    "hseg_tools",
     "segment_documents",
 ]

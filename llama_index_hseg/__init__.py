@@ -8,6 +8,8 @@
   a document's old version replaced as one unit).
 - :class:`HierarchicalSegmentRetriever`: max-score parent retrieval over that store (or a
   ``ChromaVectorStore``).
+- :func:`hseg_tools`: search, read, expand, lexical_search and list_documents as LlamaIndex
+  ``FunctionTool`` objects for an agent, every result with exact spans (:mod:`hseg.tools`).
 
 Example:
     >>> from llama_index.core.ingestion import IngestionPipeline  # doctest: +SKIP
@@ -19,7 +21,8 @@ Example:
 
 from llama_index_hseg.node_parser import ClusterVectorizer, HierarchicalSegmentNodeParser
 from llama_index_hseg.retriever import HierarchicalSegmentRetriever
+from llama_index_hseg.tools import hseg_tools
 from llama_index_hseg.vector_store import HierarchicalSegmentVectorStore
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer", "HierarchicalSegmentVectorStore",
-           "HierarchicalSegmentRetriever"]
+           "HierarchicalSegmentRetriever", "hseg_tools"]

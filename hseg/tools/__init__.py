@@ -28,8 +28,16 @@ from hseg.tools.results import (
     as_json,
     json_schema,
 )
-from hseg.tools.store_tools import LIMITS, TOOLS, StoreTools, ToolDeclaration, ToolInputError, ToolLimits
+from hseg.tools.store_tools import (
+    LIMITS,
+    TOOLS,
+    StoreTools,
+    ToolDeclaration,
+    ToolInputError,
+    ToolLimits,
+    arguments_model,
+)
 
 __all__ = ["StoreTools", "TOOLS", "ToolDeclaration", "ToolInputError", "ToolLimits", "LIMITS", "Passage",
            "SearchAnswer", "SpanText", "Span", "ClusterText", "LexicalHit", "LexicalAnswer", "DocumentInfo",
-           "DocumentList", "as_json", "json_schema"]
+           "DocumentList", "as_json", "json_schema", "arguments_model"]

@@ -23,11 +23,12 @@ Example:
 from __future__ import annotations
 
 import difflib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 from hseg.chunking.schema import SegmentMeta, user_metadata
 from hseg.errors import HsegError
@@ -46,7 +47,7 @@ from hseg.tools.results import (
     SpanText,
 )
 
-__all__ = ["ToolInputError", "ToolLimits", "LIMITS", "ToolDeclaration", "TOOLS", "StoreTools"]
+__all__ = ["ToolInputError", "ToolLimits", "LIMITS", "ToolDeclaration", "TOOLS", "StoreTools", "arguments_model"]
 
 
 class ToolInputError(HsegError, ValueError):
@@ -144,6 +145,17 @@ class StoreTools:
     def functions(self) -> dict[str, Callable[..., Any]]:
         """``{tool name: the bound method}`` in :data:`TOOLS`' order: what a front end registers."""
         return {t.name: getattr(self, t.name) for t in TOOLS}
+
+    def input_schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of tool ``name``'s arguments (:func:`arguments_model`'s).
+
+        Example:
+            >>> StoreTools(store).input_schema("read")["required"]  # doctest: +SKIP
+            ['source', 'start', 'end']
+        """
+        if name not in {t.name for t in TOOLS}:
+            raise ValueError(f"name must be one of {[t.name for t in TOOLS]}, got {name!r}")
+        return arguments_model(getattr(self, name)).model_json_schema()
 
     # ----------------------------------------------------------------- the tools
 
@@ -251,6 +263,23 @@ class StoreTools:
                 f"; list_documents gives the {len(known)} sources stored"
             raise ToolInputError(f"source: no document {source!r} is stored{hint}")
         return clusters
+
+
+def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A pydantic model of a tool's arguments, from its typed signature (each ``Annotated`` field's
+    description and bounds): the input schema for a framework that takes one (a LangChain
+    ``args_schema``, a LlamaIndex ``fn_schema``).
+
+    Example:
+        >>> arguments_model(StoreTools(store).search).model_json_schema()["required"]  # doctest: +SKIP
+        ['question']
+    """
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.name != "self":
+            fields[param.name] = (hints[param.name], ... if param.default is param.empty else param.default)
+    return create_model(f"{fn.__name__}_arguments", **fields)
 
 
 def _user(metadata: Any) -> dict[str, Any]:
