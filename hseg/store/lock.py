@@ -175,10 +175,16 @@ def _open(db: str | os.PathLike[str], folder: Path, path: Path) -> tuple[int | N
         folder_fd = _open_folder(folder)
         if folder_fd is not None:
             fds.append(folder_fd)
-        fds.append(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        # not through a link: the file is truncated and written, and a link would have that done to
+        # whatever it points at
+        fds.append(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644))
     except OSError as exc:  # a read-only or full disk: say so before Chroma fails less clearly
         for fd in fds:
             os.close(fd)
+        if path.is_symlink():
+            raise DatabaseStorageError(f"{db}: the writer lock file {path} is a symbolic link (to "
+                                       f"{os.readlink(path)}), which hseg does not write through: remove it "
+                                       f"(rm {path}) and run again") from exc
         if exc.errno == errno.ENOSPC:
             raise DatabaseStorageError(f"{db}: cannot create the writer lock file {path} ({exc.strerror}): the disk "
                                        "is full; free space and run again") from exc

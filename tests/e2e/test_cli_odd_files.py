@@ -61,3 +61,28 @@ def test_a_fifo_and_a_link_to_dev_zero_named_md_are_skipped_and_the_others_index
     assert "documents  3 indexed, 0 unchanged (skipped), 2 failed" in done.stdout, done.stdout
     assert "docs/pipe.md: a FIFO, not a regular file: skipped" in done.stderr, done.stderr
     assert "docs/zero.md: a character device, not a regular file: skipped" in done.stderr, done.stderr
+
+
+@posix_only
+def test_a_symlinked_writer_lock_is_refused_and_its_target_left_alone(tmp_path):
+    """Was: ``hseg index`` and ``store.add`` followed the link and truncated its target to their pid."""
+    from hseg.errors import DatabaseStorageError
+    from hseg.store import HierarchicalStore
+    from hseg.store.lock import LOCK_NAME
+    from tests.support.chunkers import hashing_chunker
+
+    work = tmp_path / "w"
+    _good_files(work / "docs")
+    victim = tmp_path / "precious.txt"
+    victim.write_text("a file outside the store\n")
+    (work / "db").mkdir()
+    os.symlink(victim, work / "db" / LOCK_NAME)
+    done = _hseg(tmp_path, ["index", "docs", "--db", "db", *FAKE_CLI], work)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert f"db/{LOCK_NAME} is a symbolic link (to {victim})" in done.stderr, done.stderr
+    assert "rm db/" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    chunker = hashing_chunker(segmenter="texttiling")
+    store = HierarchicalStore("hseg", path=str(work / "db"), encoder=chunker.encoder)
+    with pytest.raises(DatabaseStorageError, match="is a symbolic link"):
+        store.add(chunker.chunk(synthetic_book(1_500, seed=5), "lib.md"))
+    assert victim.read_text() == "a file outside the store\n"
