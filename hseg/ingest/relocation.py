@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, level_is
 from hseg.errors import StoreMovedError
-from hseg.ingest.files import SourceFile, read_text_file
+from hseg.ingest.files import SourceFile, read_source
 
 if TYPE_CHECKING:  # annotations only
     from hseg.store.store import HierarchicalStore
@@ -37,27 +37,50 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _text_sha256(path: Path) -> str | None:
+    """The ``content_sha256`` of the document at ``path`` (``None`` where it cannot be read)."""
+    try:
+        return text_sha256(read_source(path).text)
+    except (OSError, ValueError, ImportError):
+        return None
+
+
 def moved_root(stored: dict[str, str], files: Sequence[SourceFile], anchor: Path) -> tuple[Path, str, Path] | None:
     """``(the folder the stored ids are relative to, one stored id, the file that holds its text)`` when
     the store was moved relative to its documents, else ``None``. ``stored`` is ``{doc id:
     content_sha256}`` of the stored documents.
 
-    Moved: no stored id names a file from ``anchor`` (a store indexed from here names some; a store
-    whose files were all renamed or deleted names none, but then no new file below another folder holds
-    a stored document's text under its id), and a file this run found under a new id holds the text of
-    a stored document whose id is the file's path below another folder.
+    Moved: more files this run found under a new id hold the text of a stored document whose id is
+    the file's path below another folder than stored ids name, from ``anchor``, a file holding their
+    text. A store indexed from here keeps finding its documents at their ids; one moved away finds
+    few or none of them, whatever files of the same names the new folder happens to hold (a
+    ``README.md`` at both levels), and a file moved inside the project below a folder whose path ends
+    like its old id is one document among many still in place.
     """
     new = [f for f in files if f.doc_id not in stored]
-    if not new or any((anchor / doc_id).is_file() for doc_id in stored):
+    if not new:
         return None
+    present = [doc_id for doc_id in stored if (anchor / doc_id).is_file()]  # in place at most: no read yet
+    moved: list[tuple[Path, str, Path]] = []
     for f in new:
+        if len(moved) > len(present):
+            return moved[0]
         full = Path(os.path.abspath(f.path))
         parts = full.parts
         for k in range(1, len(parts)):
             doc_id = Path(*parts[k:]).as_posix()
-            if doc_id in stored and doc_id != f.doc_id and text_sha256(read_text_file(f.path)) == stored[doc_id]:
-                return Path(*parts[:k]), doc_id, full
-    return None
+            if doc_id in stored and doc_id != f.doc_id and _text_sha256(f.path) == stored[doc_id]:
+                moved.append((Path(*parts[:k]), doc_id, full))
+                break
+    if not moved:
+        return None
+    in_place = 0
+    for doc_id in present:  # read until they are as many as the moved ones, no further
+        if _text_sha256(anchor / doc_id) == stored[doc_id]:
+            in_place += 1
+            if in_place >= len(moved):
+                return None
+    return moved[0]
 
 
 def check_not_moved(store: HierarchicalStore, files: Sequence[SourceFile], anchor: Any, db: str) -> None:

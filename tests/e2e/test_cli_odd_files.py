@@ -6,6 +6,7 @@ indexed from, and small ones of ``hseg query``. Each is reported in one line, an
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,24 @@ def test_a_symlinked_writer_lock_is_refused_and_its_target_left_alone(tmp_path):
     with pytest.raises(DatabaseStorageError, match="is a symbolic link"):
         store.add(chunker.chunk(synthetic_book(1_500, seed=5), "lib.md"))
     assert victim.read_text() == "a file outside the store\n"
+
+
+def test_a_store_copied_below_a_folder_with_a_file_of_a_stored_name_is_still_refused(tmp_path):
+    """The copied-store guard (``hseg.ingest.relocation``) with a ``README.md`` at both levels. Was: the
+    stored id ``README.md`` named ``sub/README.md``, the guard stood down, and every document was stored
+    twice."""
+    import chromadb
+
+    proj = tmp_path / "proj"
+    _good_files(proj / "docs")
+    (proj / "README.md").write_text(synthetic_book(800, seed=20), encoding="utf-8")
+    done = _hseg(tmp_path, ["index", "README.md", "docs", "--db", "db", *FAKE_CLI], proj)
+    assert done.returncode == 0 and "4 indexed" in done.stdout, done.stderr[-3000:]
+    shutil.copytree(proj / "db", proj / "sub" / "copydb")
+    (proj / "sub" / "README.md").write_text(synthetic_book(800, seed=21), encoding="utf-8")  # another readme
+    held = chromadb.PersistentClient(path=str(proj / "sub" / "copydb")).get_collection("hseg").count()
+    done = _hseg(tmp_path, ["index", "docs", "--db", "sub/copydb", *FAKE_CLI], proj)
+    assert done.returncode == 1, (done.stdout, done.stderr[-3000:])
+    assert "the store was copied or moved to another depth" in done.stderr, done.stderr
+    assert f"mv sub/copydb {proj}/" in done.stderr, done.stderr
+    assert chromadb.PersistentClient(path=str(proj / "sub" / "copydb")).get_collection("hseg").count() == held
