@@ -47,6 +47,7 @@ from hseg.encoders import CachingEncoder, Encoder, as_encoder
 from hseg.progress import Progress
 from hseg.segmentation.cohesion import adjacent_similarity
 from hseg.segmentation.segmenters import Segmenter, enforce_length_limits, get_segmenter
+from hseg.text.provenance import SourceMap
 from hseg.text.sentences import split_sentences
 from hseg.text.spans import Span
 from hseg.text.structure import Heading, cluster_breaks, common_prefix, find_headings, path_at, reads_markdown
@@ -105,26 +106,34 @@ class HierarchicalChunker:
         return get_segmenter(segmenter, encoder_name=self.encoder.name, device=self.config.device)
 
     # ------------------------------------------------------------------ public API
-    def chunk(self, text: str, doc_id: str | None = None, *, source: str | None = None) -> Chunking:
+    def chunk(self, text: str, doc_id: str | None = None, *, source: str | None = None,
+              source_map: SourceMap | None = None) -> Chunking:
         """Chunk one document. ``doc_id`` defaults to a hash of the text.
 
         ``source`` names where the text came from (a file name, path or URL); with
         ``structure="auto"`` a ``.txt`` source is read as plain text. Without it, ``doc_id`` is the name.
+        ``source_map`` says which page (slide) each character of ``text`` is on
+        (:meth:`hseg.text.provenance.SourceMap.from_pages`); every chunk then carries its pages.
         """
         return self.chunk_many([text], [doc_id] if doc_id is not None else None,
-                               sources=None if source is None else [source])[0]
+                               sources=None if source is None else [source],
+                               source_maps=None if source_map is None else [source_map])[0]
 
     def chunk_many(self, texts: Sequence[str], doc_ids: Sequence[str | None] | None = None, *,
-                   sources: Sequence[str | None] | None = None) -> list[Chunking]:
+                   sources: Sequence[str | None] | None = None,
+                   source_maps: Sequence[SourceMap | None] | None = None) -> list[Chunking]:
         """Chunk many documents, encoding their sentences in shared batches.
 
-        ``sources`` (one per text, or ``None``) are the names :meth:`chunk` takes as ``source``. A text
-        that is not valid Unicode (a lone surrogate, e.g. from ``errors="surrogateescape"``) raises
-        ``ValueError`` naming its index, its document id and the offset, before any work.
+        ``sources`` (one per text, or ``None``) are the names :meth:`chunk` takes as ``source``,
+        ``source_maps`` (one per text, or ``None``) its ``source_map``. A text that is not valid
+        Unicode (a lone surrogate, e.g. from ``errors="surrogateescape"``) raises ``ValueError`` naming
+        its index, its document id and the offset, before any work; so does a source map of another
+        length than its text.
         """
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
         names = self._sources(texts, doc_ids, sources)
+        maps = self._source_maps(texts, ids, source_maps)
         self.last_timings = defaultdict(float)
         progress = Progress()  # lines on hseg.progress every few seconds of long work (hseg.progress)
         with self._stage("sentences"):
@@ -138,8 +147,10 @@ class HierarchicalChunker:
         with self._stage("encode"):
             vectors = self._encode(flat, progress)
         out, offset = [], 0
-        for text, doc_id, spans, hs in self._progress(list(zip(texts, ids, sentences, outlines)), "clustering"):
-            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)], hs, progress))
+        for text, doc_id, spans, hs, source_map in self._progress(list(zip(texts, ids, sentences, outlines, maps)),
+                                                                  "clustering"):
+            out.append(self._chunk_one(text, doc_id, spans, vectors[offset : offset + len(spans)], hs, progress,
+                                       source_map))
             offset += len(spans)
         progress.note("chunked: %d documents, %d sentences, %d segments, %d clusters", len(out), len(flat),
                       sum(len(r.segments) for r in out), sum(len(r.clusters) for r in out))
@@ -195,6 +206,24 @@ class HierarchicalChunker:
             if s is not None and not isinstance(s, str):
                 raise ValueError(f"sources: names must be str or None, got {type(s).__name__}")
         return [s if s is not None else d for s, d in zip(sources, given)]
+
+    @staticmethod
+    def _source_maps(texts: list[str], ids: list[str],
+                     source_maps: Sequence[SourceMap | None] | None) -> list[SourceMap | None]:
+        """One source map (or ``None``) per text, each of its text's length."""
+        if source_maps is None:
+            return [None] * len(texts)
+        if isinstance(source_maps, SourceMap) or len(source_maps) != len(texts):
+            raise ValueError(f"source_maps must be a sequence of one SourceMap (or None) per text, got "
+                             f"{source_maps!r:.80}")
+        for i, (m, t, d) in enumerate(zip(source_maps, texts, ids)):
+            if m is not None and not isinstance(m, SourceMap):
+                raise ValueError(f"source_maps[{i}] must be an hseg.text.provenance.SourceMap or None, got "
+                                 f"{type(m).__name__}")
+            if m is not None and m.length != len(t):
+                raise ValueError(f"source_maps[{i}] maps {m.length} characters but texts[{i}] (document {d!r}) "
+                                 f"has {len(t)}; build the map from this text (SourceMap.from_pages)")
+        return list(source_maps)
 
     def _sentences(self, text: str, headings: Sequence[Heading] = ()) -> list[Span]:
         enc_cap = getattr(self.encoder, "max_seq_length", None)
@@ -256,12 +285,13 @@ class HierarchicalChunker:
                         method=self.clique_method, breaks=breaks)
 
     def _chunk_one(self, text: str, doc_id: str, spans: list[Span], sent_vectors: np.ndarray,
-                   headings: Sequence[Heading] = (), progress: Progress | None = None) -> Chunking:
+                   headings: Sequence[Heading] = (), progress: Progress | None = None,
+                   source_map: SourceMap | None = None) -> Chunking:
         progress = progress if progress is not None else Progress()
         if not spans:
             if text:
                 warnings.warn(f"document {doc_id!r} is blank: no chunks", stacklevel=3)
-            return Chunking(doc_id, text, (), (), None, {"empty": True, "sentences": 0})
+            return Chunking(doc_id, text, (), (), None, {"empty": True, "sentences": 0}, source_map=source_map)
         sentences = [s.of(text) for s in spans]
         with self._stage("tokens"):
             tokens = self._with_gaps(text, spans, count_many(self.count_tokens, sentences))
@@ -284,7 +314,7 @@ class HierarchicalChunker:
         # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
         info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
                 "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
-        return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info, tuple(headings))
+        return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info, tuple(headings), source_map)
 
     def _segments(
         self, text: str, doc_id: str, spans: list[Span], ends: list[int], vectors: np.ndarray, strength: np.ndarray,

@@ -12,7 +12,9 @@ Invariants checked at construction (they are the contract every adapter relies o
 - every heading of ``Chunking.headings`` (the markdown headings the chunker honoured) starts a
   segment (it is the segment's first non-blank character) or follows a heading with nothing but
   whitespace between them (a heading with no text under it opens the segment of the next one), so
-  no segment holds a heading after its text.
+  no segment holds a heading after its text;
+- a source map (:class:`hseg.text.provenance.SourceMap`: which page or slide each character is on),
+  when the document has one, maps exactly the document's text (its length).
 
 Ids are stable: a hash of the document id, the level and the character span, so re-chunking the
 same text with the same settings yields the same ids and re-ingestion is an idempotent upsert.
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from hseg.text.provenance import SourceMap
 from hseg.text.structure import Heading, common_prefix
 
 __all__ = ["Segment", "Cluster", "Chunking", "chunk_id", "is_cluster_id", "default_doc_id", "check_cuts"]
@@ -195,6 +198,9 @@ class Chunking:
     info: dict[str, Any] = field(default_factory=dict)
     #: the markdown headings the chunker honoured, in document order (``()`` for text read as plain)
     headings: tuple[Heading, ...] = ()
+    #: the pages (or slides) of the text, when it came from pages (``None``: no pages known); every
+    #: chunk then says which it is on (``hseg_page_start``/``hseg_page_end``)
+    source_map: SourceMap | None = None
 
     def __post_init__(self) -> None:
         _check_tiling("segments", self.segments, self.text)
@@ -203,6 +209,13 @@ class Chunking:
         if len(flat) != len(self.segments) or any(a is not b for a, b in zip(flat, self.segments)):
             raise ValueError("clusters do not partition the segments in order")
         _check_headings(self.headings, self.segments, self.text)
+        if self.source_map is not None:
+            if not isinstance(self.source_map, SourceMap):
+                raise ValueError(f"source_map must be an hseg.text.provenance.SourceMap or None, got "
+                                 f"{type(self.source_map).__name__}")
+            if self.source_map.length != len(self.text):
+                raise ValueError(f"source_map maps {self.source_map.length} characters but document "
+                                 f"{self.doc_id!r} has {len(self.text)}; build the map from this text")
 
     @property
     def sentence_count(self) -> int:

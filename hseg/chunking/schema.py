@@ -35,7 +35,8 @@ __all__ = [
     # the keys of chunks, records and results
     "LEVEL_KEY", "DOC_ID_KEY", "CLUSTER_ID_KEY", "INDEX_KEY", "CLUSTER_INDEX_KEY", "START_KEY", "END_KEY",
     "TOKENS_KEY", "CLUSTER_TOKENS_KEY", "N_SEGMENTS_KEY", "SEGMENT_IDS_KEY", "PREV_ID_KEY", "NEXT_ID_KEY",
-    "CUTS_KEY", "HEADING_PATH_KEY", "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
+    "CUTS_KEY", "HEADING_PATH_KEY", "PAGE_START_KEY", "PAGE_END_KEY",
+    "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
     "MATCHED_LEVEL_KEY", "MATCHED_START_KEY", "MATCHED_END_KEY", "MATCHED_TEXT_KEY",
     # kept by hseg index, by the unit index and by collections
     "CONTENT_HASH_KEY", "SETTINGS_KEY", "BOOKKEEPING_KEYS", "MODEL_VISIBLE_KEYS", "TEXT_KEY",
@@ -45,9 +46,9 @@ __all__ = [
     "CLUSTER", "SEGMENT", "level_of", "level_is", "of_document",
     # codecs
     "encode_heading_path", "heading_path", "encode_cuts", "decode_cuts", "sentence_cuts", "encode_segment_ids",
-    "listed_segment_ids", "neighbour_ids",
+    "listed_segment_ids", "neighbour_ids", "page_range", "joined_pages", "page_metadata",
     # views and writers
-    "SegmentMeta", "ClusterMeta", "ResultMeta", "chunk_metadata",
+    "SegmentMeta", "ClusterMeta", "ResultMeta", "chunk_metadata", "chunk_pages",
     # whose keys
     "user_metadata", "source_metadata", "hidden_from_model", "reserved_key",
 ]
@@ -77,6 +78,10 @@ NEXT_ID_KEY = "hseg_next_id"
 CUTS_KEY = "hseg_cuts"
 #: a unit's heading path, a JSON list (Chroma refuses empty lists, LlamaIndex every list)
 HEADING_PATH_KEY = "hseg_heading_path"
+#: the first and last page (or slide) a unit's text is on, from 1: only on the chunks of a document
+#: chunked with a :class:`hseg.text.provenance.SourceMap` (:func:`page_range` reads them)
+PAGE_START_KEY = "hseg_page_start"
+PAGE_END_KEY = "hseg_page_end"
 #: the schema version, on chunks and in a collection's metadata
 SCHEMA_KEY = "hseg_schema"
 #: the encoder that made a record's vector (the collection's own metadata uses the same name)
@@ -142,6 +147,9 @@ class MetadataKey:
     #: carried only by what carries the chunk's vector (store records, LlamaIndex nodes), not by a
     #: LangChain Document, which has none
     vector: bool = False
+    #: carried only by the chunks (and results) of a document chunked with a source map
+    #: (:class:`hseg.text.provenance.SourceMap`): its pages or slides
+    paged: bool = False
 
 
 #: every ``hseg_*`` key, in the order of the table in ``docs/api.md``. A cluster or segment chunk has exactly the
@@ -171,6 +179,12 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 'JSON list of the titles of the markdown headings the text lies under, outermost first, heading '
                 'markup stripped (`["Chapter 2", "2.1 Orbits"]`); a cluster\'s or passage\'s is the common prefix of '
                 'its segments\'; `"[]"` outside any heading or for text not read as markdown'),
+    MetadataKey(PAGE_START_KEY, KINDS,
+                "first page (a presentation's slide) the text is on, from 1 (LangChain's `page` is this minus 1); "
+                "only for a document chunked with a source map (pages joined by an adapter, a converted PDF or "
+                "PPTX); leading and trailing whitespace is on no page", paged=True),
+    MetadataKey(PAGE_END_KEY, KINDS, "last page (slide) the text is on (inclusive); with `hseg_page_start`",
+                paged=True),
     MetadataKey(SCHEMA_KEY, _CHUNKS, "version of this schema"),
     MetadataKey(ENCODER_KEY, _CHUNKS,
                 "the encoder (model name) that made the record's vector; only on what carries a vector (store "
@@ -193,9 +207,10 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
 )
 
 
-def metadata_keys(kind: str, *, vector: bool = True) -> tuple[str, ...]:
+def metadata_keys(kind: str, *, vector: bool = True, paged: bool = False) -> tuple[str, ...]:
     """The ``hseg_*`` keys that ``kind`` (``"cluster"``, ``"segment"`` or ``"result"``) carries;
-    ``vector=False``: the keys of a chunk without its vector (a LangChain Document).
+    ``vector=False``: the keys of a chunk without its vector (a LangChain Document); ``paged=True``:
+    with the page keys of a document chunked with a source map.
 
     Example:
         >>> metadata_keys("segment")[:3]
@@ -205,7 +220,8 @@ def metadata_keys(kind: str, *, vector: bool = True) -> tuple[str, ...]:
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    return tuple(k.name for k in METADATA_KEYS if kind in k.kinds and (vector or not k.vector))
+    return tuple(k.name for k in METADATA_KEYS
+                 if kind in k.kinds and (vector or not k.vector) and (paged or not k.paged))
 
 
 def metadata_table() -> str:
@@ -351,6 +367,48 @@ def decode_cuts(value: Any) -> list[tuple[int, int]]:
     return [(c[0], c[1]) for c in listed]
 
 
+def page_range(metadata: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """The ``(first, last)`` pages of a chunk or result from its metadata; ``None`` when it has no
+    page keys (a document chunked without a source map). ``ValueError`` naming the key when only one
+    is there or they are not pages from 1 in order.
+
+    Example:
+        >>> page_range({"hseg_page_start": 12, "hseg_page_end": 13}), page_range({"source": "a.md"})
+        ((12, 13), None)
+    """
+    metadata = metadata or {}
+    first, last = metadata.get(PAGE_START_KEY), metadata.get(PAGE_END_KEY)
+    if first is None and last is None:
+        return None
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (first, last)) and 1 <= first <= last  # type: ignore[operator]
+    if not ok:
+        raise ValueError(f"{PAGE_START_KEY}/{PAGE_END_KEY}: expected two page numbers from 1 in order, got "
+                         f"{first!r} and {last!r}")
+    return first, last  # type: ignore[return-value]
+
+
+def joined_pages(ranges: Iterable[tuple[int, int] | None]) -> tuple[int, int] | None:
+    """The pages of text made of units with these page ranges, in document order (``None``: a unit
+    on no page): from the first unit's first page to the last one's last.
+
+    Example:
+        >>> joined_pages([(3, 3), None, (3, 5)]), joined_pages([None])
+        ((3, 5), None)
+    """
+    known = [r for r in ranges if r is not None]
+    return (min(r[0] for r in known), max(r[1] for r in known)) if known else None
+
+
+def page_metadata(pages: tuple[int, int] | None) -> dict[str, int]:
+    """The page keys of a unit on ``pages`` (none for ``None``).
+
+    Example:
+        >>> page_metadata((12, 13))
+        {'hseg_page_start': 12, 'hseg_page_end': 13}
+    """
+    return {} if pages is None else {PAGE_START_KEY: pages[0], PAGE_END_KEY: pages[1]}
+
+
 def neighbour_ids(metadata: Mapping[str, Any]) -> list[str]:
     """The ids of a segment record's neighbours in its document (none at its edges).
 
@@ -411,13 +469,16 @@ class SegmentMeta:
     heading_path: tuple[str, ...]
     #: the stored ``hseg_cuts`` value, decoded by :meth:`cuts` (only where a passage may end inside the segment)
     stored_cuts: str | None = None
+    #: its first and last page (:func:`page_range`), ``None`` for a document without a source map
+    pages: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, metadata: Mapping[str, Any]) -> SegmentMeta:
         """The view of ``metadata``; ``ValueError`` naming the key that is missing or malformed."""
         return cls(str(_required(metadata, DOC_ID_KEY, SEGMENT)), str(_required(metadata, CLUSTER_ID_KEY, SEGMENT)),
                    int(_required(metadata, START_KEY, SEGMENT)), int(_required(metadata, END_KEY, SEGMENT)),
-                   int(_required(metadata, TOKENS_KEY, SEGMENT)), heading_path(metadata), metadata.get(CUTS_KEY))
+                   int(_required(metadata, TOKENS_KEY, SEGMENT)), heading_path(metadata), metadata.get(CUTS_KEY),
+                   page_range(metadata))
 
     @classmethod
     def read(cls, metadata: Mapping[str, Any] | None) -> SegmentMeta | None:
@@ -453,6 +514,8 @@ class ClusterMeta:
     tokens: int
     segment_ids: tuple[str, ...]
     heading_path: tuple[str, ...]
+    #: its first and last page (:func:`page_range`), ``None`` for a document without a source map
+    pages: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, metadata: Mapping[str, Any]) -> ClusterMeta:
@@ -460,7 +523,7 @@ class ClusterMeta:
         return cls(str(metadata.get(DOC_ID_KEY, "")), str(_required(metadata, CLUSTER_ID_KEY, CLUSTER)),
                    int(_required(metadata, START_KEY, CLUSTER)), int(_required(metadata, END_KEY, CLUSTER)),
                    int(_required(metadata, TOKENS_KEY, CLUSTER)), tuple(listed_segment_ids(metadata)),
-                   heading_path(metadata))
+                   heading_path(metadata), page_range(metadata))
 
     @classmethod
     def joined(cls, cluster_id: str, segments: Sequence[tuple[str, SegmentMeta]]) -> ClusterMeta | None:
@@ -479,7 +542,8 @@ class ClusterMeta:
                 or any(a.end != b.start for a, b in zip(views, views[1:])):
             return None
         return cls(views[0].doc_id, cluster_id, views[0].start, views[-1].end, sum(v.tokens for v in views),
-                   tuple(sid for sid, _ in segments), common_prefix(v.heading_path for v in views))
+                   tuple(sid for sid, _ in segments), common_prefix(v.heading_path for v in views),
+                   joined_pages(v.pages for v in views))
 
 
 @dataclass(frozen=True)
@@ -509,15 +573,18 @@ class ResultMeta:
     matched_end: int
     matched_text: str
     heading_path: tuple[str, ...]
+    #: the first and last page of the result's text; ``None`` (no page keys) without a source map
+    pages: tuple[int, int] | None = None
 
     def metadata(self) -> dict[str, Any]:
-        """The result's ``hseg_*`` metadata: exactly ``metadata_keys("result")``."""
+        """The result's ``hseg_*`` metadata: exactly ``metadata_keys("result", paged=...)``."""
         return {
             SCORE_KEY: self.score, UNIT_KEY: self.unit, DOC_ID_KEY: self.doc_id, CLUSTER_ID_KEY: self.cluster_id,
             START_KEY: self.start, END_KEY: self.end, TOKENS_KEY: self.tokens, SEGMENT_IDS_KEY: self.segment_ids,
             MATCHED_ID_KEY: self.matched_id, MATCHED_LEVEL_KEY: self.matched_level,
             MATCHED_START_KEY: self.matched_start, MATCHED_END_KEY: self.matched_end,
             MATCHED_TEXT_KEY: self.matched_text, HEADING_PATH_KEY: encode_heading_path(self.heading_path),
+            **page_metadata(self.pages),
         }
 
 
@@ -546,6 +613,7 @@ def chunk_metadata(chunking: Chunking, chunk: Cluster | Segment) -> dict[str, An
         CLUSTER_TOKENS_KEY: int(cluster.token_count), SCHEMA_KEY: SCHEMA_VERSION, LEVEL_KEY: level,
         INDEX_KEY: chunk.index, START_KEY: chunk.start, END_KEY: chunk.end, TOKENS_KEY: int(chunk.token_count),
         HEADING_PATH_KEY: encode_heading_path(chunk.heading_path),
+        **page_metadata(chunk_pages(chunking, chunk)),
     }
     if isinstance(chunk, Cluster):
         meta[N_SEGMENTS_KEY] = len(chunk.segments)
@@ -556,6 +624,24 @@ def chunk_metadata(chunking: Chunking, chunk: Cluster | Segment) -> dict[str, An
         meta[NEXT_ID_KEY] = segs[chunk.index + 1].id if chunk.index + 1 < len(segs) else ""
         meta[CUTS_KEY] = encode_cuts(chunk.cuts)
     return meta
+
+
+def chunk_pages(chunking: Chunking, chunk: Cluster | Segment) -> tuple[int, int] | None:
+    """The first and last page of a segment's or cluster's text by its document's source map
+    (:meth:`hseg.text.provenance.SourceMap.pages_of`: whitespace around the text is on no page); a
+    cluster's are its segments' joined (:func:`joined_pages`), as a passage's. ``None`` without a map.
+
+    Example:
+        >>> chunk_pages(chunking, chunking.clusters[0])  # doctest: +SKIP
+        (1, 2)
+    """
+    source_map = chunking.source_map
+    if source_map is None:
+        return None
+    if isinstance(chunk, Cluster):
+        return joined_pages(chunk_pages(chunking, s) for s in chunk.segments)
+    pages = source_map.pages_of(chunking.text, chunk.start, chunk.end)
+    return (pages[0], pages[-1]) if pages else None
 
 
 # --------------------------------------------------------------------------- whose keys
@@ -591,7 +677,7 @@ def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 
 #: the ``hseg_*`` keys that every chunk, record and result carries: metadata holding them all is hseg's
 #: own output (:func:`source_metadata`)
-_OUTPUT_KEYS = tuple(k.name for k in METADATA_KEYS if k.kinds == KINDS)
+_OUTPUT_KEYS = tuple(k.name for k in METADATA_KEYS if k.kinds == KINDS and not k.paged)
 
 
 def reserved_key(key: str) -> str:

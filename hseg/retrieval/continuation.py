@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hseg.chunking.schema import SegmentMeta, decode_cuts
+from hseg.chunking.schema import SegmentMeta, decode_cuts, joined_pages
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Plan, records
@@ -174,4 +174,5 @@ def _extended(hit: SearchHit, pieces: list[tuple[str, SegmentMeta, str, int]]) -
         token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
         segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
         heading_path=common_prefix([hit.heading_path, *(view.heading_path for _, view, _, _ in pieces)]),
+        pages=joined_pages([hit.pages, *(view.pages for _, view, _, _ in pieces)]),
     )

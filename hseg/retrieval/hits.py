@@ -32,6 +32,9 @@ class SearchHit:
             after those (rule 6); ``segment_ids`` then lists them too, a cut one last.
         heading_path: the markdown headings the hit's text lies under (the cluster's, or the
             common prefix of a passage's segments'; ``()`` for none or records without the key).
+        pages: the first and last page (slide) of the hit's text, from 1 (``None`` for a document
+            chunked without a source map); a passage ending inside a segment reports that segment's
+            last page.
 
     Example:
         >>> hit = store.search("what causes tides?", k=1)[0]  # doctest: +SKIP
@@ -57,3 +60,4 @@ class SearchHit:
     #: the segments a passage is made of, the last possibly cut short (empty for a whole parent)
     segment_ids: list[str] = field(default_factory=list)
     heading_path: tuple[str, ...] = ()
+    pages: tuple[int, int] | None = None

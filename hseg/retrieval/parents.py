@@ -400,6 +400,7 @@ def _finish(chosen: list[_Parent], got: Mapping[str, list[Any]] | None) -> list[
                 metadata=meta,
                 segment_scores=dict(p.segment_scores),
                 heading_path=cluster.heading_path,
+                pages=cluster.pages,
             )
         )
     return hits

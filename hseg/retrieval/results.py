@@ -44,7 +44,8 @@ def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
     :data:`~hseg.chunking.schema.BOOKKEEPING_KEYS` and a LlamaIndex vector store's
     :data:`LLAMA_INDEX_STORAGE_KEYS` left out) plus exactly ``metadata_keys("result")``:
     ``hseg_score`` (the hit's score), its span and size, the record that matched with its text,
-    ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists). Raises ``ValueError`` naming ``hit`` when it is not a
+    ``hseg_segment_ids`` and ``hseg_heading_path`` (JSON lists), and ``hseg_page_start``/``hseg_page_end``
+    for a document chunked with a source map. Raises ``ValueError`` naming ``hit`` when it is not a
     ``SearchHit`` or its matched span lies outside its text.
 
     Example:
@@ -71,5 +72,5 @@ def result_for(hit: SearchHit) -> tuple[str, dict[str, Any]]:
         raise ValueError(f"hit: {hit.cluster_id!r} has no segment_ids and its metadata no {SEGMENT_IDS_KEY}")
     result = ResultMeta(float(hit.score), hit.unit, hit.doc_id, hit.cluster_id, start, end, int(hit.token_count),
                         segment_ids, hit.matched_id, hit.matched_level, m_start, m_end,
-                        hit.text[m_start - start : m_end - start], hit.heading_path)
+                        hit.text[m_start - start : m_end - start], hit.heading_path, hit.pages)
     return result_id(hit), {**user, **result.metadata()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hseg.chunking.schema import ClusterMeta, SegmentMeta
+from hseg.chunking.schema import ClusterMeta, SegmentMeta, joined_pages
 from hseg.retrieval.hits import SearchHit
 from hseg.text.structure import common_prefix
 
@@ -34,7 +34,7 @@ def passage(members: list[Member], unit: str) -> SearchHit:
                 span=(views[0].start, views[-1].end),
                 tokens=sum(v.tokens for v in views),
                 segment_ids=[m.id for m in members],
-                path=common_prefix(v.heading_path for v in views))
+                path=common_prefix(v.heading_path for v in views), pages=joined_pages(v.pages for v in views))
 
 
 def whole_cluster(best: Member, scores: dict[str, float], cluster: ClusterMeta, text: str, tokens: int) -> SearchHit:
@@ -42,11 +42,12 @@ def whole_cluster(best: Member, scores: dict[str, float], cluster: ClusterMeta, 
     its text, ``tokens`` the sum of its segments'), of which ``scores`` are the segments scored and
     ``best`` the best of them."""
     return _hit(best, SegmentMeta.of(best.meta), scores, "auto", text=text, span=(cluster.start, cluster.end),
-                tokens=tokens, segment_ids=list(cluster.segment_ids), path=cluster.heading_path)
+                tokens=tokens, segment_ids=list(cluster.segment_ids), path=cluster.heading_path, pages=cluster.pages)
 
 
 def _hit(best: Member, view: SegmentMeta, scores: dict[str, float], unit: str, *, text: str,
-         span: tuple[int, int], tokens: int, segment_ids: list[str], path: tuple[str, ...]) -> SearchHit:
+         span: tuple[int, int], tokens: int, segment_ids: list[str], path: tuple[str, ...],
+         pages: tuple[int, int] | None) -> SearchHit:
     """A passage's hit: its text and span, scored and matched by its ``best`` segment (``view``: its
     record's view)."""
     return SearchHit(
@@ -66,4 +67,5 @@ def _hit(best: Member, view: SegmentMeta, scores: dict[str, float], unit: str, *
         unit=unit,
         segment_ids=segment_ids,
         heading_path=path,
+        pages=pages,
     )
