@@ -91,8 +91,11 @@ class _ProgressLines(logging.Handler):
 
 def progress_lines(command: str, quiet: bool) -> Callable[[], None]:
     """Show the progress lines of long work (:mod:`hseg.progress`) on stderr unless ``quiet``, with or
-    without a terminal, for one run of ``command``; returns what puts the logger back as it was (a
-    process may run several commands: tests, an application calling :func:`hseg.cli.main`)."""
+    without a terminal (the model's weight-loading bar only on a terminal), for one run of ``command``;
+    returns what puts the logger back as it was (a process may run several commands: tests, an
+    application calling :func:`hseg.cli.main`)."""
+    if not sys.stderr.isatty():  # bars only on a terminal: the model's weight-loading bar too
+        quiet_model_loading()
     log = logging.getLogger("hseg.progress")
     level, propagate = log.level, log.propagate
     handler = None

@@ -92,6 +92,7 @@ def run_query(args: argparse.Namespace) -> int:
     with server_errors(args):
         store.use_encoder(encoder)  # the collection's encoder, or an EncoderMismatchError
         hits = store.search(args.question, settings=settings)
+    over_budget_note(settings.budget_tokens, hits)
     if args.json:
         from hseg.retrieval.results import result_for
 
@@ -107,6 +108,15 @@ def run_query(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(hits, 1):
         print(format_hit(rank, hit, tty=tty))
     return 0
+
+
+def over_budget_note(budget: int | None, hits: list[Any]) -> None:
+    """Say on stderr when the answer holds more tokens than ``--budget-tokens``: a search returns at least
+    one result, and the best one alone may be larger than a small budget."""
+    tokens = sum(h.token_count for h in hits)
+    if budget is not None and tokens > budget:
+        print(f"hseg query: note: the best result alone ({tokens} tokens) is larger than --budget-tokens {budget}; "
+              "a search returns at least one result, whole (its smallest unit is a segment)", file=sys.stderr)
 
 
 def stored_source(store: Any, given: str, anchor: Path | None) -> str:

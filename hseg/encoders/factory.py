@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -95,6 +96,10 @@ class LazyEncoder:
         self._on_load = on_load
         self._threads = threads
         self._encoder: Any = None
+        self.load_seconds: float | None = None
+        """Seconds the model took to load (a one-time ONNX export included); ``None`` until it is loaded."""
+        self.loaded_at: float | None = None
+        """``time.perf_counter()`` when the load started."""
 
     @property
     def name(self) -> str:
@@ -106,7 +111,9 @@ class LazyEncoder:
         if self._encoder is None:
             if self._on_load is not None:
                 self._on_load(self._name)
+            self.loaded_at = time.perf_counter()
             self._encoder = load_encoder(self._name, self._backend, self._threads)
+            self.load_seconds = time.perf_counter() - self.loaded_at
         return self._encoder
 
     def encode(self, texts: Sequence[str]) -> Any:

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -83,6 +84,8 @@ class OnnxEncoder:
         self._name = canonical_model_name(source)
         weights = weights_path(source)  # looked up once: the cache folder and the freshness check use it
         self.folder = model_cache_folder(self._name, cache_dir, weights)
+        self.export_seconds: float | None = None
+        """Seconds this encoder spent exporting its model to ONNX (``None``: the cached export was loaded)."""
         self.manifest = self._ready_manifest(source, weights_identity(weights))
         self.runner = ExportedModel(self.folder, self.manifest, device=device,
                                     batch_size=batch_size or DEFAULT_BATCH_SIZE, show_progress=show_progress,
@@ -93,8 +96,15 @@ class OnnxEncoder:
         manifest = OnnxManifest.read(self.folder)
         fresh = manifest is not None and (identity is None or manifest.source == identity)
         if manifest is None or not fresh or not (self.folder / GRAPH_NAME).exists():
-            logger.info("exporting %s to ONNX in %s (once per model)", self._name, self.folder)
+            from hseg.progress import logger as progress
+
+            # long (tens of seconds) and once: said as it starts, on the progress lines the CLI shows
+            progress.info("exporting %s to ONNX in %s: once per model on this machine (torch loads the model for "
+                          "it), later runs load the export", self._name, self.folder)
+            started = time.perf_counter()
             manifest = export_model(source, self.folder)
+            self.export_seconds = time.perf_counter() - started
+            progress.info("exported %s to ONNX in %.1f s", self._name, self.export_seconds)
         return manifest
 
     @property

@@ -100,7 +100,8 @@ class SearchSettings:
 
     k: int | None = setting(None, "results per query (default 4); excludes budget_tokens")
     budget_tokens: int | None = setting(None, "return results in rank order while their total tokens fit this "
-                                               "budget (instead of k)")
+                                               "budget (instead of k); at least one, even one larger than the "
+                                               "budget")
     unit: str | None = setting(DEFAULT_UNIT, "what a result is: a whole cluster ('cluster'), a passage of "
                                              "segments ('segment') or passages chosen for the budget ('auto'); "
                                              "None: 'auto' with a budget, else 'cluster'")

@@ -111,3 +111,37 @@ def test_a_query_while_the_store_is_being_written_says_so(work):
         writer.wait(timeout=60)
     after = hseg(work, "query", "tides", "--db", "db")  # the writer gone: what to do next
     assert after.returncode == 1 and "is empty; run 'hseg index' first" in after.stderr, after.stderr
+
+
+@pytest.mark.model
+def test_a_first_run_says_it_exports_the_model_and_draws_no_bar_into_a_pipe(tmp_path):
+    # issue 57 item 4: ~20 s of one-time ONNX export went unannounced, and transformers' "Loading weights"
+    # bar was drawn into a stderr that is not a terminal
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HSEG_ONNX_CACHE": str(tmp_path / "onnx")}
+
+    def index(db: str) -> subprocess.CompletedProcess:
+        example = REPO / "examples" / "data" / "example.md"
+        return subprocess.run([sys.executable, "-m", "hseg.cli", "index", str(example), "--db", str(tmp_path / db)],
+                              capture_output=True, text=True, env=env, timeout=900)
+
+    first = index("db")
+    assert first.returncode == 0, first.stderr[-2000:]
+    said = [line for line in first.stderr.splitlines() if " to ONNX in " in line]
+    assert len(said) == 2 and said[0].startswith("hseg index: exporting ") and "once per model" in said[0], said
+    assert said[1].startswith("hseg index: exported ") and said[1].endswith(" s"), said
+    assert "Loading weights" not in first.stderr and "\r" not in first.stderr, first.stderr[-2000:]
+    again = index("db2")  # the export is cached: nothing to announce
+    assert again.returncode == 0 and " to ONNX " not in again.stderr, again.stderr[-2000:]
+
+
+def test_a_budget_smaller_than_the_best_result_is_said(work):
+    # issue 57 item 6: --budget-tokens 5 returned a 41-token passage without a word
+    assert hseg(work, "index", "docs", "--db", "db", *FAKE).returncode == 0
+    small = hseg(work, "query", "orbit", "--db", "db", "--budget-tokens", "5")
+    assert small.returncode == 0 and small.stdout.startswith("#1  score"), small.stderr
+    tokens = int(small.stdout.split(" tokens;")[0].rsplit(" ", 1)[1])
+    assert tokens > 5 and small.stderr == (
+        f"hseg query: note: the best result alone ({tokens} tokens) is larger than --budget-tokens 5; a search "
+        "returns at least one result, whole (its smallest unit is a segment)\n")
+    roomy = hseg(work, "query", "orbit", "--db", "db", "--budget-tokens", "4000")
+    assert roomy.returncode == 0 and roomy.stderr == "", roomy.stderr
