@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,7 @@ def register(sub: Any) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    """Index the PATHs, print the summary; exit code 1 if any file failed."""
+    """Index the PATHs (:func:`hseg.ingest.index_paths`), print the summary; exit code 1 if any file failed."""
     check_location(args)
     check_ray_args(args)
     from hseg import ingest
@@ -86,17 +85,17 @@ def run_index(args: argparse.Namespace) -> int:
     def report(message: str) -> None:
         report_line(f"hseg index: error: {message}")
 
-    start = time.perf_counter()
-    files, problems = ingest.discover(args.paths, anchor=id_anchor(args))
-    for arg, message in problems:
+    found = ingest.find(args.paths, anchor=id_anchor(args))
+    for arg, message in found.problems:
         report(f"{arg}: {message}")
-    if not files and not args.prune:
-        raise CliError("nothing to index: no readable .txt/.md/.markdown files in the given paths")
+    if not found.files and not args.prune:
+        raise CliError("nothing to index: no readable text, markdown, PDF, DOCX, PPTX or HTML files in the given "
+                       "paths")
     if args.quiet:
         quiet_model_loading()
     if args.host is not None:
-        return _index(args, files, problems, report, report_line, start)
-    if not files and not Path(args.db).is_dir():
+        return _index(args, found, report, report_line)
+    if not found.files and not Path(args.db).is_dir():
         client(args, must_exist=True)  # the usual message: nothing to prune there
     from hseg.store.lock import writer_lock
 
@@ -104,20 +103,19 @@ def run_index(args: argparse.Namespace) -> int:
         report_line(f"hseg index: waiting for {holder}, which is writing to {args.db} (writers take turns) ...")
 
     with writer_lock(args.db, timeout_s=args.lock_timeout, on_wait=waiting):  # busy: a WriterBusyError for main
-        return _index(args, files, problems, report, report_line, start)
+        return _index(args, found, report, report_line)
 
 
-def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str, str]], report: Any,
-           report_line: Any, start: float) -> int:
+def _index(args: argparse.Namespace, found: Any, report: Any, report_line: Any) -> int:
     from hseg import ingest
     from hseg.encoders import factory
 
+    files = list(found.files)
     # with no files, only pruning is left to do: it needs an index already there
     chroma = client(args, must_exist=not files)
     from hseg.errors import CollectionNotFoundError
-    from hseg.ingest.fingerprint import chunk_settings, settings_key
+    from hseg.ingest.fingerprint import settings_key
     from hseg.ingest.lazy import LazyChunker
-    from hseg.ingest.relocation import check_not_moved
     from hseg.store import HierarchicalStore
     from hseg.store.maintenance import Remembered
 
@@ -161,16 +159,18 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
             store = HierarchicalStore(args.collection, client=chroma, encoder=encoder)
         else:
             store.use_encoder(encoder)
-        if known.records:  # before any write: a store moved away from its documents would hold them twice
-            check_not_moved(store, files, id_anchor(args), str(args.db))
-        # before the first write: a run cut short is finished by a plain re-run with these options
-        store.maintenance.remember(chunk_options=options)
+        ray = None
+        if args.ray is not None:
+            def ray(batch: list[Any]) -> Any:
+                return index_with_ray(args, batch, chunker.chunker, args.encoder or recorded, report)
         try:
-            if args.ray is not None:
-                summary = index_with_ray(args, files, chunker.chunker, args.encoder or recorded, report)
-            else:
-                summary = ingest.ingest(files, chunker, store, batch_docs=args.batch_docs, force=args.force,
-                                        progress=not args.quiet, report=report)
+            summary = ingest.index_paths(
+                found, store, chunker, anchor=id_anchor(args), batch_docs=args.batch_docs, force=args.force,
+                prune=args.prune, progress=not args.quiet, report=report, note=None if args.quiet else report_line,
+                # before the first write, after the check that the store was not moved away from its
+                # documents: a run cut short is finished by a plain re-run with these options
+                before_writing=lambda: store.maintenance.remember(chunk_options=options),
+                run=ray, db=str(args.db))
         except ingest.IngestInterrupted as exc:
             done = exc.summary
             report_line(f"hseg index: interrupted after {done.documents} documents were indexed completely in "
@@ -188,37 +188,41 @@ def _index(args: argparse.Namespace, files: list[Any], problems: list[tuple[str,
                 raise
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
-        if chunker.built:
-            store.maintenance.remember(fingerprint=(key, chunk_settings(chunker.chunker)))
-        pruned = gone = None
-        if args.prune:
-            pruned = ingest.prune(store, args.paths, [f.doc_id for f in files], anchor=id_anchor(args),
-                                  report=None if args.quiet else lambda d: report_line(f"pruned {d}: its file is gone"))
-        else:  # the same look-up as --prune's, to say what it would remove
-            gone = ingest.stale_documents(store, args.paths, [f.doc_id for f in files], id_anchor(args))
-        total = store.count()
-    failed = len(summary.failed) + len(problems)
+    _print_summary(args, summary, chunking_note(known.chunk_options, given, options))
+    return 1 if summary.failures else 0
+
+
+def _print_summary(args: argparse.Namespace, summary: Any, note: str | None) -> None:
+    """The lines ``hseg index`` prints of an :class:`hseg.ingest.IndexSummary`."""
     sec = summary.seconds
     extra = [f"{summary.unchanged} unchanged (skipped)"] + ([f"{summary.empty} empty"] if summary.empty else []) \
-        + [f"{failed} failed"]
+        + [f"{summary.failures} failed"]
     print(f"documents  {summary.documents} indexed, {', '.join(extra)}")
-    if pruned is not None:
-        print("pruned     1 document whose file is gone" if len(pruned) == 1 else
-              f"pruned     {len(pruned)} documents whose files are gone")
+    if summary.skipped:
+        from hseg.convert import INSTALL_HINT
+
+        kinds = sorted({Path(d).suffix.lower() or d for d, _ in summary.skipped})
+        print(f"skipped    {len(summary.skipped)} {'/'.join(kinds)} file{'s' if len(summary.skipped) != 1 else ''}: "
+              f"their format needs the formats extra ({INSTALL_HINT})")
+    unsupported = summary.unsupported_line()
+    if unsupported:
+        print(f"left out   {unsupported} in the folders (formats hseg does not read)")
+    if summary.pruned is not None:
+        print("pruned     1 document whose file is gone" if len(summary.pruned) == 1 else
+              f"pruned     {len(summary.pruned)} documents whose files are gone")
+    gone = summary.gone
     if gone:
         held = "1 stored document has" if len(gone) == 1 else f"{len(gone)} stored documents have"
         print(f"gone       {held} no file any more under the PATHs ({_some(gone)}) and still answer queries: "
               "re-run with --prune to remove them")
-    note = chunking_note(known.chunk_options, given, options)
     if note:
         print(f"chunking   {note}")
     print(f"segments   {summary.segments}")
     print(f"clusters   {summary.clusters}")
     print(f"vectors    {summary.vectors} written; collection {args.collection!r} at {location_label(args)} "
-          f"holds {total}")
-    print(f"seconds    {time.perf_counter() - start:.1f} (reading {sec['reading']:.1f}, "
+          f"holds {summary.total}")
+    print(f"seconds    {summary.elapsed:.1f} (reading {sec['reading']:.1f}, "
           f"chunking {sec['chunking']:.1f}, writing {sec['writing']:.1f})")
-    return 1 if failed else 0
 
 
 def _some(ids: list[str], shown: int = 3) -> str:

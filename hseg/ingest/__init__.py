@@ -1,9 +1,11 @@
-"""Ingestion, the ``hseg index`` job: finding and reading files (:mod:`~hseg.ingest.files`), the
-settings fingerprint (:mod:`~hseg.ingest.fingerprint`), the batch loop (:mod:`~hseg.ingest.run`),
+"""Ingestion, the ``hseg index`` job: the whole job in one call (:func:`index_paths`, :mod:`~hseg.ingest.job`),
+finding and reading files (:mod:`~hseg.ingest.files`; PDF, DOCX, PPTX and HTML through :mod:`hseg.convert`),
+the settings fingerprint (:mod:`~hseg.ingest.fingerprint`), the batch loop (:mod:`~hseg.ingest.run`),
 pruning (:mod:`~hseg.ingest.prune`) and the Ray Data job (:mod:`hseg.ingest.ray`, imported on its own:
 it needs Ray).
 
 Example:
+    >>> summary = index_paths(["docs/", "notes/*.md"], HierarchicalStore(path="db"))  # doctest: +SKIP
     >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP
     >>> summary = ingest(files, HierarchicalChunker(), HierarchicalStore(path="db"))  # doctest: +SKIP
 """
@@ -19,6 +21,7 @@ from hseg.ingest.files import (
     read_text_file,
 )
 from hseg.ingest.fingerprint import chunk_settings, segmenter_config, token_counter_name
+from hseg.ingest.job import Found, IndexSummary, find, index_paths
 from hseg.ingest.prune import prune, prune_scope, stale_documents, stored_sources
 from hseg.ingest.run import IngestInterrupted, IngestSummary, IngestWriteError, ingest, ingest_batch
 from hseg.store.completeness import is_complete
@@ -27,5 +30,5 @@ __all__ = [
     "SUPPORTED_SUFFIXES", "SourceFile", "IngestSummary", "IngestWriteError", "IngestInterrupted", "discover",
     "read_text_file", "read_files", "read_source", "read_sources", "TEXT_SUFFIXES",
     "chunk_settings", "token_counter_name", "segmenter_config", "is_complete", "ingest", "ingest_batch",
-    "prune_scope", "stored_sources", "stale_documents", "prune",
+    "prune_scope", "stored_sources", "stale_documents", "prune", "Found", "IndexSummary", "find", "index_paths",
 ]

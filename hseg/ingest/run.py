@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY
-from hseg.errors import EncoderLoadError, IngestWriteError
-from hseg.ingest.files import SourceFile, read_files
+from hseg.errors import EncoderLoadError, FormatSupportMissing, IngestWriteError
+from hseg.ingest.files import SourceFile, read_sources
 from hseg.ingest.fingerprint import chunk_settings
 from hseg.progress import Progress
 from hseg.store.maintenance import Expected, Incomplete
@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # annotations only
     from hseg.chunking.chunks import Chunking
     from hseg.ingest.lazy import LazyChunker
     from hseg.store.store import HierarchicalStore
+    from hseg.text.provenance import SourceMap
 
 
 __all__ = ["IngestSummary", "IngestWriteError", "IngestInterrupted", "ingest", "ingest_batch"]
@@ -48,12 +49,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class IngestSummary:
-    """What :func:`ingest` did. ``failed`` holds ``(doc id, message)`` pairs."""
+    """What :func:`ingest` did. ``failed`` and ``skipped`` hold ``(doc id, message)`` pairs."""
 
     documents: int = 0  #: documents chunked and written
     unchanged: int = 0  #: skipped: already stored with the same content and settings
     empty: int = 0  #: blank texts: nothing stored (counted in documents only when older records were removed)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    #: files of a format whose converter library is not installed (the message names the install command)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     segments: int = 0
     clusters: int = 0
     vectors: int = 0  #: records written (one per segment and one per cluster)
@@ -69,6 +72,7 @@ class IngestSummary:
         for name in ("documents", "unchanged", "empty", "segments", "clusters", "vectors"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed.extend(other.failed)
+        self.skipped.extend(other.skipped)
         for stage, seconds in other.seconds.items():
             self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
         return self
@@ -108,8 +112,11 @@ def ingest(
 ) -> IngestSummary:
     """Read, chunk and write ``files`` in batches of ``batch_docs`` documents.
 
-    A file that cannot be read (binary, undecodable, unreadable) or chunked is passed to ``report``
-    with its name and counted in ``summary.failed``; the rest go on. A batch is written only after
+    A PDF, DOCX, PPTX or HTML file is converted (:func:`hseg.ingest.files.read_source`), its page map
+    stored with its chunks. A file that cannot be read (binary, undecodable, unreadable) or chunked is
+    passed to ``report`` with its name and counted in ``summary.failed``; one whose format's library is
+    not installed is counted in ``summary.skipped``, and ``report`` is told once per missing library
+    with the install command. The rest go on. A batch is written only after
     all of its chunking succeeded. ``force`` re-chunks documents already stored unchanged.
     A failing write raises :class:`IngestWriteError` (what was written before stays complete).
     Each batch goes through :func:`ingest_batch`.
@@ -146,16 +153,23 @@ def ingest(
         if report is not None:
             report(f"{doc_id}: {message}")
 
+    def missing(doc_id: str, exc: FormatSupportMissing) -> None:
+        if report is not None and not any(m == str(exc) for _, m in summary.skipped):
+            report(f"{doc_id}: skipped, and every other such file: {exc}")
+        summary.skipped.append((doc_id, str(exc)))
+
     settings = chunk_settings(chunker)
     try:
         for batch in _batches(files, batch_docs):
             t0 = time.perf_counter()
-            texts = read_files(batch, problem, on_read=lambda: tick("reading", 1))
+            docs = read_sources(batch, problem, on_read=lambda: tick("reading", 1), missing=missing)
+            texts = {d: doc.text for d, doc in docs.items()}
+            maps = {d: doc.pages for d, doc in docs.items() if doc.pages is not None}
             summary.seconds["reading"] += time.perf_counter() - t0
             tick("skipped", len(batch) - len(texts))  # unreadable: nothing left to do for them
             try:
                 done = ingest_batch(texts, chunker, store, settings=settings, force=force, report=report,
-                                    progress=tick)
+                                    progress=tick, source_maps=maps)
             except IngestWriteError as exc:
                 total = summary.documents + exc.written
                 raise IngestWriteError(f"{exc}; with the {summary.documents} of earlier batches, at least {total} "
@@ -183,6 +197,7 @@ def ingest_batch(
     force: bool = False,
     report: Callable[[str], None] | None = None,
     progress: Callable[[str, int], None] | None = None,
+    source_maps: Mapping[str, SourceMap] | None = None,
 ) -> IngestSummary:
     """Skip, chunk and write one batch of documents (``{doc id: text}``); returns what it did.
 
@@ -196,7 +211,9 @@ def ingest_batch(
     to the document's entry of ``metadata``. A document that cannot be chunked, or that the store
     refuses, is passed to ``report`` and counted in ``failed``. Another write failure (a server
     gone away) raises :class:`IngestWriteError`: documents of the batch may be partly written, and
-    a re-run redoes them. ``progress(stage, n)`` is told as ``n`` documents pass the stage
+    a re-run redoes them. ``source_maps`` gives the page map of the documents that have one (a
+    converted PDF or PPTX); their chunks carry their pages.
+    ``progress(stage, n)`` is told as ``n`` documents pass the stage
     ``"chunking"`` or ``"writing"``, or are ``"skipped"`` (unchanged, empty, or their chunking failed) or
     ``"refused"`` (by the store's write). ``seconds["reading"]`` is the look-up of what is stored.
 
@@ -230,7 +247,7 @@ def ingest_batch(
     t1 = time.perf_counter()
     summary.seconds["reading"] += t1 - t0
     tick("skipped", len(texts) - len(todo))
-    chunkings = _chunk_batch(chunker, todo, problem)
+    chunkings = _chunk_batch(chunker, todo, problem, source_maps or {})
     tick("chunking", len(chunkings))
     tick("skipped", len(todo) - len(chunkings))  # chunking failed: reported, not written
     t2 = time.perf_counter()
@@ -312,15 +329,22 @@ def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[s
 
 
 def _chunk_batch(chunker: HierarchicalChunker | LazyChunker, texts: Mapping[str, str],
-                 problem: Callable[[str, str], None]) -> list[Chunking]:
+                 problem: Callable[[str, str], None], source_maps: Mapping[str, SourceMap]) -> list[Chunking]:
     """Chunk a batch together; if that fails, one by one to find (and skip) the documents at fault."""
     ids = list(texts)
     if not ids:
         return []
+
+    def chunk(doc_ids: list[str]) -> list[Chunking]:
+        if not any(d in source_maps for d in doc_ids):  # any chunker with chunk_many(texts, ids) serves
+            return list(chunker.chunk_many([texts[d] for d in doc_ids], doc_ids))
+        return list(chunker.chunk_many([texts[d] for d in doc_ids], doc_ids,
+                                       source_maps=[source_maps.get(d) for d in doc_ids]))
+
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"document .* is blank")  # counted as empty instead
         try:
-            return list(chunker.chunk_many([texts[d] for d in ids], ids))
+            return chunk(ids)
         except EncoderLoadError:
             raise  # not a fault of these documents: no document can be chunked
         except Exception as exc:
@@ -330,7 +354,7 @@ def _chunk_batch(chunker: HierarchicalChunker | LazyChunker, texts: Mapping[str,
         out: list[Chunking] = []
         for d in ids:
             try:
-                out += chunker.chunk_many([texts[d]], [d])
+                out += chunk([d])
             except Exception as exc:
                 problem(d, f"chunking failed ({type(exc).__name__}: {exc})")
         return out
