@@ -6,7 +6,7 @@ Each round writes 60 small files to a temporary folder, starts ``hseg index docs
 --batch-docs 8`` (the hashing test encoder, TextTiling: the same child script as
 ``tests/stress/test_faults_kill_9.py``), waits until its first write begins, sleeps a random 0-0.6 s and
 sends SIGKILL. The database as the crash left it is copied and every document in it is checked
-for completeness (``tests.support.checks.document_problems``). Exits 1 if any document was
+for completeness (``hseg_testing.checks.document_problems``). Exits 1 if any document was
 incomplete.
 """
 
@@ -32,10 +32,10 @@ def main() -> int:
 
     import chromadb
 
-    from tests.support import REPO
-    from tests.support.checks import document_problems, stored_documents
-    from tests.support.fakes import CLI_CHILD as CHILD
-    from tests.support.fakes import FAKE_CLI, synthetic_book
+    from hseg_testing import REPO
+    from hseg_testing.checks import document_problems, stored_documents
+    from hseg_testing.fakes import CLI_CHILD as CHILD
+    from hseg_testing.fakes import FAKE_CLI, synthetic_book
 
     rnd = random.Random(args.seed)
     files = {f"docs/f{i:03d}.md": synthetic_book(1_500 + 37 * i, seed=i) for i in range(60)}

@@ -4,7 +4,7 @@
 
 Repeats hypothesis runs of four properties until the time is up, each run drawing fresh examples:
 
-- ``chunk_store``: arbitrary unicode and markdown/CJK/Arabic/emoji word salad (``tests.support.checks.TEXTS``,
+- ``chunk_store``: arbitrary unicode and markdown/CJK/Arabic/emoji word salad (``hseg_testing.checks.TEXTS``,
   up to a few thousand characters) through ``HierarchicalChunker`` and ``HierarchicalStore.add``:
   spans exact, coverage complete, every stored document complete (its records read back tile the text);
 - ``configs``: the same with random chunker settings (explicit ``k`` or ``target_tokens``, segment
@@ -38,9 +38,9 @@ def build(examples_per_run: int):
 
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore, flatten_metadata
-    from tests.support.checks import TEXTS, WORDS, check_chunking, check_store_round_trip
-    from tests.support.chunkers import small_chunker
-    from tests.support.fakes import HashingEncoder
+    from hseg_testing.checks import TEXTS, WORDS, check_chunking, check_store_round_trip
+    from hseg_testing.chunkers import small_chunker
+    from hseg_testing.fakes import HashingEncoder
 
     counts: Counter[str] = Counter()
     client = chromadb.EphemeralClient()

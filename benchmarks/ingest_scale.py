@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(ray.shutdown)
         host, port = args.host, args.port
         if host is None:
-            from tests.support.chroma_server import ChromaServer
+            from hseg_testing.chroma_server import ChromaServer
 
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="ingest-scale-"))
             server = stack.enter_context(ChromaServer(Path(folder) / "chroma"))

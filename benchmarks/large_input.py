@@ -5,7 +5,7 @@
     python -m benchmarks.large_input --check              # exit 1 if per-MB time grows > 1.3x or RSS > 2 GB
 
 Each size runs in a fresh child process (so ``ru_maxrss`` is that size's own peak) on a synthetic
-"book" (``tests/support/fakes.synthetic_book``: chapters whose sentences come from shifting topic
+"book" (``hseg_testing/fakes.synthetic_book``: chapters whose sentences come from shifting topic
 vocabularies, numbered so sentences rarely repeat). ``--encoder hashing`` (default) uses the
 deterministic bag-of-words test encoder, so the time is the chunking path itself (sentence
 splitting, token counts, segmenter, clustering with the k search); ``--encoder model`` adds the
@@ -31,7 +31,7 @@ MB = 1_000_000
 
 def _child(size_mb: float, encoder: str, segmenter: str, target_tokens: int, dim: int) -> dict:
     from hseg.chunking.chunker import HierarchicalChunker
-    from tests.support.fakes import HashingEncoder, synthetic_book
+    from hseg_testing.fakes import HashingEncoder, synthetic_book
 
     text = synthetic_book(int(size_mb * MB), seed=1)
     enc = HashingEncoder(dim=dim) if encoder == "hashing" else None

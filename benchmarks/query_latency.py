@@ -182,7 +182,7 @@ def table(times: dict[str, list[float]], title: str) -> str:
 def open_store(stack: ExitStack, args: argparse.Namespace, collection: str) -> HierarchicalStore:
     if not args.server:
         return HierarchicalStore(collection, path=args.path)
-    from tests.support.chroma_server import ChromaServer
+    from hseg_testing.chroma_server import ChromaServer
 
     server = stack.enter_context(ChromaServer(args.path))
     return HierarchicalStore(collection, client=server.client())

@@ -152,7 +152,7 @@ def reader(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         t0 = time.perf_counter()
         if args.server:
-            from tests.support.chroma_server import ChromaServer
+            from hseg_testing.chroma_server import ChromaServer
 
             server = stack.enter_context(ChromaServer(args.path))
             store = HierarchicalStore(COLLECTION, client=server.client(), encoder=LookupEncoder(

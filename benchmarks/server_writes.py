@@ -549,7 +549,7 @@ def one_run_at_a_time(path: Path) -> Iterator[None]:
 
 def chroma_server() -> Any:
     """The tests' ``ChromaServer`` (``chroma run`` on a free port, stopped by its PID)."""
-    from tests.support.chroma_server import ChromaServer
+    from hseg_testing.chroma_server import ChromaServer
 
     return ChromaServer
 

@@ -85,7 +85,7 @@ def one_torch_thread():
 
 
 def _load_hashing_encoder(name=None, backend=None, threads=None):
-    from tests.support.fakes import HashingEncoder
+    from hseg_testing.fakes import HashingEncoder
 
     assert name == HashingEncoder.name, name
     return HashingEncoder()

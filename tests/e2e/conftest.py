@@ -28,7 +28,7 @@ def encoder():
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory):
     """One ``chroma run`` server for the session (skipped when the ``chroma`` command is absent)."""
-    from tests.support.chroma_server import ChromaServer, chroma_binary
+    from hseg_testing.chroma_server import ChromaServer, chroma_binary
 
     if chroma_binary() is None:
         pytest.skip("the 'chroma' command is not installed")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
-from tests.support.checks import check_chunk_invariants
+from hseg_testing.checks import check_chunk_invariants
 
 
 @pytest.mark.model

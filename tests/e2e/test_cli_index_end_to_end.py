@@ -17,9 +17,9 @@ import pytest
 from hseg.cli import main
 from hseg.encoders import factory
 from hseg.store import HierarchicalStore
+from hseg_testing.fakes import FAKE_CLI, HASHING_CLI_CHILD
 from tests.store.test_cli_index import CATS, TIDES, one_line_error, stats_json, write_file
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD
 
 # --------------------------------------------------------------------------- real model
 

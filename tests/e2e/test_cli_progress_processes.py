@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fakes import synthetic_book
+from hseg_testing.fakes import synthetic_book
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ hseg.progress.INTERVAL_S = float(os.environ.get("TEST_PROGRESS_INTERVAL_S", hseg
 from hseg.chunking import chunker
 from hseg.cli import main
 from hseg.encoders import factory
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 real = chunker.as_encoder
 chunker.as_encoder = lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw)

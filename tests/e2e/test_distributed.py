@@ -30,9 +30,9 @@ from hseg import ingest
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.cli import main
 from hseg.store import HierarchicalStore
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder
 from tests.support import REPO
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder
 from tests.support.ray_scenarios import CATS, PARTIAL_DOC, TIDES, books, fake_settings, model_texts
 
 #: the scenario of tests/support/ray_scenarios.py each test checks (the module's Ray process runs those selected)

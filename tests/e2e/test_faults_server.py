@@ -14,9 +14,9 @@ import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
-from tests.support.checks import document_problems, expected_records, stored_documents
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder, fake_cli, synthetic_book
+from hseg_testing.checks import document_problems, expected_records, stored_documents
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, fake_cli, synthetic_book
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def _ingest_thread(store: HierarchicalStore, chunker: HierarchicalChunker, docs:
 
 
 def test_chroma_server_going_away_mid_run_is_a_clear_error_and_leaves_no_partial_document(tmp_path, chunker):
-    from tests.support.chroma_server import ChromaServer, chroma_binary
+    from hseg_testing.chroma_server import ChromaServer, chroma_binary
 
     if chroma_binary() is None:
         pytest.skip("the 'chroma' command is not installed")
@@ -76,7 +76,7 @@ def test_chroma_server_going_away_mid_run_is_a_clear_error_and_leaves_no_partial
 
 def test_reads_from_a_killed_chroma_server_name_it(tmp_path, chunker):
     """Every read of the store turns a gone server into a ``ConnectionError`` naming host:port."""
-    from tests.support.chroma_server import ChromaServer, chroma_binary
+    from hseg_testing.chroma_server import ChromaServer, chroma_binary
 
     if chroma_binary() is None:
         pytest.skip("the 'chroma' command is not installed")
@@ -98,7 +98,7 @@ def test_reads_from_a_killed_chroma_server_name_it(tmp_path, chunker):
 
 
 def test_cli_index_server_going_away_names_it_and_a_rerun_completes(tmp_path, monkeypatch, capsys):
-    from tests.support.chroma_server import ChromaServer, chroma_binary
+    from hseg_testing.chroma_server import ChromaServer, chroma_binary
 
     if chroma_binary() is None:
         pytest.skip("the 'chroma' command is not installed")

@@ -10,10 +10,10 @@ import pytest
 from hseg.chunking.records import records_for
 from hseg.store import HierarchicalStore
 from hseg.store.lexical import journal_name
+from hseg_testing.fakes import HashingEncoder
 from tests.store import test_lexical_index
 from tests.store.test_lexical_index import book, in_step
 from tests.support.clients import server_variants
-from tests.support.fakes import HashingEncoder
 
 # with the module's ``chunker`` fixture, which the tests below take too
 globals().update(server_variants(test_lexical_index))

@@ -11,8 +11,8 @@ import signal
 import pytest
 
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def chunker():
 
 def test_a_server_restart_and_a_write_it_cut_short_leave_every_clients_index_equal_to_chroma(
         tmp_path, chunker, monkeypatch):
-    from tests.support.chroma_server import ChromaServer, chroma_binary
+    from hseg_testing.chroma_server import ChromaServer, chroma_binary
 
     if chroma_binary() is None:
         pytest.skip("the 'chroma' command is not installed")
@@ -59,7 +59,7 @@ def test_a_server_restart_and_a_write_it_cut_short_leave_every_clients_index_equ
     finally:
         server.stop()
     # the same data and port, a new server process; the clients keep their objects and caches
-    monkeypatch.setattr("tests.support.chroma_server.free_port", lambda host="127.0.0.1": port)
+    monkeypatch.setattr("hseg_testing.chroma_server.free_port", lambda host="127.0.0.1": port)
     with ChromaServer(tmp_path / "server-data") as again:
         assert again.port == port
         # the open write names d0 and d4; once older than OPEN_STALE_S (here at once) it is taken for a

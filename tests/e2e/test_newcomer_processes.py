@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from hseg_testing.fakes import CLI_CHILD as CHILD
+from hseg_testing.fakes import FAKE_CLI, stuck_child_report
 from tests.store.test_newcomer import write_docs
 from tests.support import REPO
-from tests.support.fakes import CLI_CHILD as CHILD
-from tests.support.fakes import FAKE_CLI, stuck_child_report
 
 
 def _child(tmp_path: Path) -> Path:

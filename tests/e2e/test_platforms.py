@@ -22,7 +22,7 @@ import hseg, langchain_hseg, llama_index_hseg  # noqa: E401,F401
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
 from hseg.store.lock import writer_lock
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 enc = HashingEncoder()
 store = HierarchicalStore("hseg", path=sys.argv[1], encoder=enc)

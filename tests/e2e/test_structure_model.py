@@ -70,7 +70,7 @@ def test_real_model_passages_end_on_text_not_on_the_next_heading(encoder):
     # issue 47 item 10 with MiniLM and the BiLSTM: passages ended with the next section's heading and
     # none of its text, and the 4-token title came back as a passage of its own
     from hseg.chunking.chunker import HierarchicalChunker
-    from tests.support.fakes import ephemeral_store
+    from hseg_testing.fakes import ephemeral_store
     from tests.unit.test_structure import FAQ, ends_on_a_heading
 
     result = HierarchicalChunker(encoder=encoder).chunk(FAQ, "faq.md")

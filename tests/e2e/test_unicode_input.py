@@ -20,7 +20,7 @@ import llama_index_hseg
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.encoders import DEFAULT_BACKEND, as_encoder
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import SMALL
+from hseg_testing.chunkers import SMALL
 
 pytestmark = pytest.mark.model
 

@@ -16,8 +16,8 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
 from hseg.store.lock import WriterBusyError, writer_lock
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 from tests.support import REPO
-from tests.support.fakes import HashingEncoder, synthetic_book
 
 
 def test_the_lock_is_released_when_its_holder_is_killed(tmp_path):
@@ -51,7 +51,7 @@ import sys, time
 sys.path.insert(0, {repo!r})
 import chromadb
 from hseg.store import HierarchicalStore
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 host, port, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 client = chromadb.HttpClient(host=host, port=port)
@@ -145,7 +145,7 @@ import sys
 sys.path.insert(0, {repo!r})
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 enc = HashingEncoder()
 store = HierarchicalStore("hseg", path=sys.argv[1], encoder=enc)
@@ -205,7 +205,7 @@ sys.path.insert(0, {repo!r})
 import numpy as np
 from hseg.store import HierarchicalStore
 from tests.support.chunkings import build_synthetic_chunking
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 store = HierarchicalStore("hseg", path=sys.argv[1], encoder=HashingEncoder(16))
 rng = np.random.default_rng(1)

@@ -6,7 +6,7 @@ reliability suite: ``tests/store/test_fuzz.py``, ``tests/unit/test_large_input.p
 (``tests/store/test_faults.py``, ``tests/stress/test_faults_kill_9.py``, ``tests/e2e/test_faults_server.py``),
 ``tests/stress/test_concurrency.py`` and the lexical index's (``tests/store/test_lexical_reindex.py``,
 ``tests/stress/test_lexical_kill_9.py``, ``tests/e2e/test_lexical_server_restart.py``); the checks they
-share are ``tests/support/checks.py``. See ``docs/reliability.md``.
+share are ``hseg_testing/checks.py``. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.errors import EncoderMismatchError
 from hseg.store import HierarchicalStore, flatten_metadata
 from hseg.text.sentences import split_sentences
-from tests.support.checks import check_chunking, check_store_round_trip, document_problems, stored_documents
-from tests.support.chunkers import hashing_chunker, small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli
+from hseg_testing.checks import check_chunking, check_store_round_trip, document_problems, stored_documents
+from hseg_testing.chunkers import hashing_chunker, small_chunker
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli
 
 
 @pytest.fixture(scope="module")

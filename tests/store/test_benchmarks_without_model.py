@@ -19,7 +19,7 @@ def tiny_eval(root: Path) -> Path:
     import csv
     import json
 
-    from tests.support.fakes import synthetic_book
+    from hseg_testing.fakes import synthetic_book
 
     (root / "corpora").mkdir(parents=True)
     files: dict[str, list[dict[str, str]]] = {"questions.csv": [], "other.csv": []}
@@ -43,7 +43,7 @@ def tiny_eval(root: Path) -> Path:
 def benchmarks_without_model(monkeypatch):
     """``benchmarks.retrieval`` and ``benchmarks.paired`` in-process, their encoder a hashing encoder."""
     from benchmarks import paired, retrieval
-    from tests.support.fakes import HashingEncoder, fake_encoder_factory
+    from hseg_testing.fakes import HashingEncoder, fake_encoder_factory
 
     fake_encoder_factory(monkeypatch, HashingEncoder)
     return retrieval, paired
@@ -74,7 +74,7 @@ def test_peers_rank_the_whole_small_index_deterministically(benchmarks_without_m
     retrieval, _ = benchmarks_without_model
     from benchmarks.harness import evaluation
     from hseg.encoders import CachingEncoder
-    from tests.support.fakes import HashingEncoder
+    from hseg_testing.fakes import HashingEncoder
 
     corpora, queries = evaluation.load_eval(tmp_path / "data", tiny_eval(tmp_path / "data"))
     nothing = evaluation.Query("zzzz qqqq", "alpha", [(0, 1)])  # no word of the corpora: all BM25 scores 0

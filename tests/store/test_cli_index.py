@@ -22,8 +22,8 @@ from hseg.cli.query import format_hit
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
-from tests.support.chroma_server import free_port
-from tests.support.fakes import FAKE_CLI, HashingEncoder
+from hseg_testing.chroma_server import free_port
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder
 
 TIDES = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
          "High tide and low tide alternate twice a day on most coasts.\n\n")

@@ -16,10 +16,10 @@ import sys
 from hseg.chunking.config import ChunkerConfig
 from hseg.ingest.fingerprint import chunk_settings, settings_key
 from hseg.ingest.lazy import LazyChunker
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 from tests.store.test_cli_index import write_file
 from tests.support import REPO
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
 
 CHILD = r"""
 import json, sys
@@ -27,7 +27,7 @@ sys.path.insert(0, {repo!r})
 from hseg.cli import main
 from hseg.encoders import factory
 from hseg.segmentation import bilstm_core
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 built = []  # the shipped segmenter's weights loaded: the chunker was built

@@ -14,8 +14,8 @@ import shutil
 import chromadb
 
 from hseg.cli import main
+from hseg_testing.fakes import FAKE_CLI, synthetic_book
 from tests.store.test_cli_index import one_line_error, write_file
-from tests.support.fakes import FAKE_CLI, synthetic_book
 
 
 def _docs(root) -> None:

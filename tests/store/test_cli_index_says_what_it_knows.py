@@ -14,8 +14,8 @@ import chromadb
 
 from hseg.cli import main
 from hseg.store.remembered import CHUNK_OPTIONS_KEY
+from hseg_testing.fakes import FAKE_CLI, synthetic_book
 from tests.store.test_cli_index import stats_json, write_file
-from tests.support.fakes import FAKE_CLI, synthetic_book
 
 
 def _index(capsys, *args: str) -> str:

@@ -11,9 +11,9 @@ import pytest
 
 from hseg.cli import main
 from hseg.retrieval.settings import MAX_BUDGET_TOKENS, MAX_K, SearchSettings
+from hseg_testing.fakes import FAKE_CLI
 from tests.store.test_cli_index import TIDES, one_line_error, write_file
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI
 
 
 @pytest.fixture

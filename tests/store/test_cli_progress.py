@@ -5,7 +5,7 @@ lines, no bars, and nothing with ``--quiet`` (issue 47 item 11; with a real pipe
 from __future__ import annotations
 
 import hseg.progress
-from tests.support.fakes import fake_cli, synthetic_book
+from hseg_testing.fakes import fake_cli, synthetic_book
 
 
 def test_cli_chunk_shows_progress_lines_unless_quiet_and_no_bar_off_a_terminal(tmp_path, monkeypatch, capsys):
@@ -29,7 +29,7 @@ def test_a_query_that_builds_the_lexical_index_shows_progress_lines_unless_quiet
 
     from hseg.cli import main
     from hseg.store.lexical.location import FOLDER
-    from tests.support.fakes import FAKE_CLI
+    from hseg_testing.fakes import FAKE_CLI
 
     (fake / "docs").mkdir()
     (fake / "docs" / "tides.md").write_text(synthetic_book(3000), encoding="utf-8")

@@ -14,8 +14,8 @@ import pytest
 
 from hseg.cli import main
 from hseg.store import HierarchicalStore
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, synthetic_book
 from tests.store.test_cli_index import stats_json, write_file
-from tests.support.fakes import FAKE_CLI, HashingEncoder, synthetic_book
 
 pytest.importorskip("llama_index.vector_stores.chroma")
 

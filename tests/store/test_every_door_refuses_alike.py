@@ -18,10 +18,10 @@ pytest.importorskip("llama_index.core")
 
 from llama_index.core.schema import QueryBundle  # noqa: E402
 
+from hseg_testing.chunkers import small_chunker  # noqa: E402
+from hseg_testing.fakes import ephemeral_store  # noqa: E402
 from langchain_hseg import HierarchicalSegmentRetriever as LangChainRetriever  # noqa: E402
 from llama_index_hseg import HierarchicalSegmentRetriever as LlamaRetriever  # noqa: E402
-from tests.support.chunkers import small_chunker  # noqa: E402
-from tests.support.fakes import ephemeral_store  # noqa: E402
 
 TEXT = "The tide is the rise and fall of the sea. Tides are caused by the moon. Cats sleep all day."
 
@@ -90,10 +90,10 @@ def _door_errors(metadata: dict) -> dict[str, str]:
     from llama_index.core.ingestion import IngestionPipeline
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
+    from hseg_testing.chunkers import SMALL
+    from hseg_testing.fakes import HashingEncoder
     from langchain_hseg import HierarchicalSegmentTextSplitter
     from llama_index_hseg import HierarchicalSegmentNodeParser
-    from tests.support.chunkers import SMALL
-    from tests.support.fakes import HashingEncoder
 
     said = {}
     store = ephemeral_store()
@@ -139,9 +139,9 @@ def test_a_chunk_or_result_chunked_again_loses_its_hseg_keys_at_every_door(store
     from llama_index.core import Document as LlamaDocument
 
     from hseg.retrieval.results import result_for
+    from hseg_testing.chunkers import SMALL
+    from hseg_testing.fakes import HashingEncoder
     from llama_index_hseg import HierarchicalSegmentNodeParser
-    from tests.support.chunkers import SMALL
-    from tests.support.fakes import HashingEncoder
 
     _, result = result_for(store.search("tide", k=1)[0])
     again = ephemeral_store()

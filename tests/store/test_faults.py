@@ -14,9 +14,9 @@ import pytest
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.store import SCHEMA_VERSION, HierarchicalStore, records_for
-from tests.support.checks import document_problems, stored_documents, stored_documents_of
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli, synthetic_book
+from hseg_testing.checks import document_problems, stored_documents, stored_documents_of
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, ephemeral_store, fake_cli, synthetic_book
 
 
 @pytest.fixture(scope="module")

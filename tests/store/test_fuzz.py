@@ -2,7 +2,7 @@
 through chunk, ``store.add`` and the records read back (hashing encoder, in-memory Chroma).
 
 The long run is ``python -m benchmarks.fuzz --seconds 120``; it reuses the strategies and checks of
-``tests/support/checks.py``. See ``docs/reliability.md``.
+``hseg_testing/checks.py``. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from hseg.store import HierarchicalStore
-from tests.support.checks import TEXTS, check_chunking, check_store_round_trip
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.checks import TEXTS, check_chunking, check_store_round_trip
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder
 
 
 @pytest.mark.filterwarnings("ignore:document .* is blank")

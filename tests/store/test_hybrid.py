@@ -13,8 +13,8 @@ from hseg.chunking.records import RESERVED_PREFIX, SETTINGS_KEY
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
 from hseg.store import HierarchicalStore, SearchSettings
+from hseg_testing.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 from tests.support.chunkings import build_synthetic_chunking
-from tests.support.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 
 VOCAB = ("tide moon river delta glacier comet orbit valve piston court verdict yeast dough vaccine market "
          "price ridge summit crust silt").split()

@@ -24,8 +24,8 @@ from hseg.ingest import run as ingest_run
 from hseg.segmentation.bilstm import BiLSTMSegmenter
 from hseg.segmentation.segmenters import TextTilingSegmenter
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder, ephemeral_store
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder, ephemeral_store
 
 TEXT = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
         "High tide and low tide alternate twice a day on most coasts.\n\n") * 3 + \

@@ -27,8 +27,8 @@ from hseg.store.completeness import is_complete
 from hseg.store.lexical import FOLDER
 from hseg.store.lexical.reads import summed_terms
 from hseg.store.lexical.tables import FORMAT
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from hseg.chunking.records import records_for
 from hseg.store import HierarchicalStore
 from hseg.store.lexical import LexicalIndex, Location, journal_name
 from hseg.store.lexical.journal import KEEP_S, MARGIN_S, Journal
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 @pytest.fixture(scope="module")

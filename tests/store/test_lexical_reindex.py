@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hseg.store import HierarchicalStore
-from tests.support.checks import lexical_disagreement
-from tests.support.fakes import FAKE_CLI, HashingEncoder, fake_cli, synthetic_book
+from hseg_testing.checks import lexical_disagreement
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, fake_cli, synthetic_book
 
 
 def _write_files(root: Path, files: dict[str, str]) -> None:

@@ -11,8 +11,8 @@ import sqlite3
 import pytest
 
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 def built(path, name: str) -> HierarchicalStore:

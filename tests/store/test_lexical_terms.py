@@ -12,8 +12,8 @@ import pytest
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.store import HierarchicalStore
 from hseg.store.lexical.terms import DRIFT
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import chromadb
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
 from hseg.store.reading import ids_without_vectors
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 def test_stats_counts_a_document_whose_vectors_are_lost_as_incomplete(tmp_path, monkeypatch):

@@ -9,8 +9,8 @@ import pytest
 from hseg.cli import main
 from hseg.errors import CollectionNotFoundError, StoreNotFoundError
 from hseg.store import HierarchicalStore
+from hseg_testing.fakes import HashingEncoder
 from tests.store.test_cli_index import one_line_error
-from tests.support.fakes import HashingEncoder
 
 
 def test_create_false_on_a_missing_path_raises_and_creates_nothing(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from hseg.cli import main
 from hseg.encoders import factory
-from tests.support.fakes import FAKE_CLI, HashingEncoder, synthetic_book
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, synthetic_book
 
 BOOKKEEPING = ("content_sha256", "chunk_settings")
 

@@ -7,7 +7,7 @@ import uuid
 import chromadb
 import pytest
 
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 
 def test_from_vectorstore_on_an_l2_store_says_how_to_ask_langchain_chroma_for_cosine():

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from hseg.store import HierarchicalStore
-from tests.support.checks import document_problems, stored_documents_of
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.checks import document_problems, stored_documents_of
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder
 
 ROUNDS = 12
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hseg.chunking.records import records_for
 from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector, unit_records
 from hseg.store import HierarchicalStore
+from hseg_testing.fakes import HashingEncoder
 from tests.support.chunkings import build_synthetic_chunking
-from tests.support.fakes import HashingEncoder
 
 
 def fused_by_hand(chunking, q, w, v):

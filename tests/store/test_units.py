@@ -15,7 +15,7 @@ from hseg.retrieval.selection import (
     select_auto,
 )
 from hseg.store import HierarchicalStore
-from tests.support.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
+from hseg_testing.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 
 
 def candidates(seg_scores, clu_of, clu_scores, tokens, positions=None, with_siblings=True):

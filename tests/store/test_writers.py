@@ -18,7 +18,7 @@ from hseg.ingest.fingerprint import chunk_settings
 from hseg.retrieval.unit_vectors import _SEP, UnitKey
 from hseg.store import HierarchicalStore
 from hseg.store.maintenance import Expected
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 #: the two ways Chroma's embedded engine fails a get of vectors when a client's vector index lacks one
 #: (the second seen in test_eight_readers_and_one_writer_on_one_persistent_store, about one run in five)

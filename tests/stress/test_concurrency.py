@@ -13,9 +13,9 @@ import time
 import traceback
 
 from hseg.store import HierarchicalStore
-from tests.support.checks import document_problems, stored_documents
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, synthetic_book
+from hseg_testing.checks import document_problems, stored_documents
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 def test_eight_readers_and_one_writer_on_one_persistent_store(tmp_path):

@@ -17,10 +17,10 @@ import time
 import chromadb
 
 from hseg.retrieval.unit_vectors import UnitKey, companion_name
+from hseg_testing.checks import document_problems, expected_records, stored_documents
+from hseg_testing.fakes import CLI_CHILD as CHILD
+from hseg_testing.fakes import FAKE_CLI, run_child, synthetic_book
 from tests.support import REPO
-from tests.support.checks import document_problems, expected_records, stored_documents
-from tests.support.fakes import CLI_CHILD as CHILD
-from tests.support.fakes import FAKE_CLI, run_child, synthetic_book
 
 
 def _unit_index_documents(companion) -> dict[str, set[str]]:
@@ -95,7 +95,7 @@ from chromadb.api.models.Collection import Collection
 from hseg import ingest
 from hseg.encoders import factory
 from hseg.cli import main
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 # kill -9 after the upserts of a changed document, before its stale records are deleted

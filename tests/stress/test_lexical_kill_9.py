@@ -15,11 +15,11 @@ import threading
 from pathlib import Path
 
 from hseg.store import HierarchicalStore
+from hseg_testing.checks import lexical_disagreement
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import CLI_CHILD as CHILD
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder, run_child, synthetic_book
 from tests.support import REPO
-from tests.support.checks import lexical_disagreement
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import CLI_CHILD as CHILD
-from tests.support.fakes import FAKE_CLI, HashingEncoder, run_child, synthetic_book
 
 KILL_AT_LEXICAL = r"""
 import os, signal, sys
@@ -28,7 +28,7 @@ from chromadb.api.models.Collection import Collection
 from hseg.encoders import factory
 from hseg.cli import main
 from hseg.store.lexical import LexicalIndex
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 factory.load_encoder = lambda name=None, backend=None, threads=None: HashingEncoder()
 if {at!r} == "rows":

@@ -22,8 +22,8 @@ from hseg.chunking.chunker import HierarchicalChunker
 from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
 from hseg.store.lock import LOCK_NAME, WriterBusyError, writer_lock
+from hseg_testing.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder, synthetic_book
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder, synthetic_book
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
 
@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, {repo!r})
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 db, folder = sys.argv[1], sys.argv[2]
 enc = HashingEncoder()

@@ -13,9 +13,9 @@ import chromadb
 import numpy as np
 
 from hseg.retrieval.unit_vectors import companion_name
+from hseg_testing.checks import lexical_disagreement
+from hseg_testing.fakes import FAKE_CLI, HASHING_CLI_CHILD, synthetic_book
 from tests.support import REPO
-from tests.support.checks import lexical_disagreement
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, synthetic_book
 
 
 def _spawn(script: Path, args: list[str], cwd: Path) -> subprocess.Popen:

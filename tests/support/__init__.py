@@ -1,8 +1,8 @@
-"""What the tests of every lane share: test doubles (:mod:`.fakes`), the small hashing chunker
-(:mod:`.chunkers`), synthetic chunkings (:mod:`.chunkings`), checks of stored documents
-(:mod:`.checks`), Chroma clients (:mod:`.clients`) and a throwaway ``chroma run`` server
-(:mod:`.chroma_server`), the viewer page parser (:mod:`.pages`) and the Ray scenarios that
-``tests/e2e/test_distributed.py`` runs in a process of their own (:mod:`.ray_scenarios`).
+"""What the tests of every lane share and the benchmarks do not: synthetic chunkings
+(:mod:`.chunkings`), Chroma clients (:mod:`.clients`), the viewer page parser (:mod:`.pages`) and the
+Ray scenarios that ``tests/e2e/test_distributed.py`` runs in a process of their own
+(:mod:`.ray_scenarios`). What the benchmarks share with the tests (the hashing encoder and chunker,
+the checks of stored documents, a ``chroma run`` server) is :mod:`hseg_testing`.
 
 Nothing here is collected as a test. Child processes that import it put :data:`REPO` on
 ``sys.path`` first.
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-#: the repository root (this file is ``tests/support/__init__.py``)
-REPO = Path(__file__).resolve().parents[2]
+from hseg_testing import REPO
+
+__all__ = ["REPO", "SHARED", "shared_or_skip"]
+
 #: the data sets some tests read, next to the repository (they skip when it is absent)
 SHARED = (REPO / ".." / "shared").resolve()
 

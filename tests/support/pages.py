@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from hseg.chunking.chunks import Chunking
+from hseg_testing.chunkers import SMALL, hashing_chunker
 from tests.support import REPO
-from tests.support.chunkers import SMALL, hashing_chunker
 
 EXAMPLE = REPO / "examples" / "data" / "example.md"
 INJECTION = 'Notes on <script>alert("pwned")</script> & <b>bold</b> "quotes"'

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 from tests.support import REPO
-from tests.support.fakes import HashingEncoder, synthetic_book
 
 TIDES = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
          "High tide and low tide alternate twice a day on most coasts.\n\n")
@@ -139,7 +139,7 @@ def missing_text(ctx: Context) -> dict[str, Any]:
 
 def server_gone(ctx: Context) -> dict[str, Any]:
     from hseg.ingest import IngestWriteError
-    from tests.support.chroma_server import ChromaServer
+    from hseg_testing.chroma_server import ChromaServer
 
     with ChromaServer(ctx.workdir / "doomed") as server:
         assert server.proc is not None

@@ -312,7 +312,7 @@ def test_cluster_semantic_chunker_on_documents_shorter_than_a_chunk():
     """Fewer pieces than a chunk may hold (here 1 to 3): one exact span, no error."""
     pytest.importorskip("tiktoken")
     from benchmarks.harness.baselines import cluster_semantic
-    from tests.support.fakes import HashingEncoder
+    from hseg_testing.fakes import HashingEncoder
 
     chunker = cluster_semantic(200)
     for text in ["Short.", "A sentence about rivers. " * 4, "Engines and pistons turn the crank. " * 9]:

@@ -208,7 +208,7 @@ def test_cli_parsers(capsys):
 
 
 def test_cli_train_and_eval_end_to_end(tmp_path, monkeypatch, capsys):
-    from tests.support.fakes import fake_encoder_factory
+    from hseg_testing.fakes import fake_encoder_factory
 
     fake_encoder_factory(monkeypatch, FakeEncoder)
     monkeypatch.setenv("HSEG_CACHE_DIR", str(tmp_path / "cache"))

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hseg.chunking.chunker import HierarchicalChunker
-from tests.support.checks import check_chunk_invariants
-from tests.support.chunkers import SMALL, hashing_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.checks import check_chunk_invariants
+from hseg_testing.chunkers import SMALL, hashing_chunker
+from hseg_testing.fakes import HashingEncoder
 
 WORDS = st.sampled_from(
     ("the cat sat on a mat . Dr. Smith paid $3.50 at 9 a.m. ! ? "

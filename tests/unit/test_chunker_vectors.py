@@ -8,8 +8,8 @@ import pytest
 
 from hseg.chunking.clustering import mean_vector
 from hseg.chunking.config import ChunkerConfig
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder
 
 DOC = ("Opening words before any heading. They talk of rivers and of stone.\n\n"
        "# Tides\n\nThe moon pulls the sea. Water rises twice a day. " + "Harbours fill and empty again. " * 6 +

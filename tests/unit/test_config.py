@@ -9,9 +9,9 @@ import pytest
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.config import ChunkerConfig
 from hseg.cli.options import add_chunker_options, chunk_option_docs
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder
 from tests.support import REPO
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder
 
 
 def test_the_adapters_take_exactly_the_core_settings_with_the_same_defaults():

@@ -14,8 +14,8 @@ from hseg import ingest
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.cli import main
 from hseg.encoders import factory
+from hseg_testing.fakes import HashingEncoder
 from tests.support import REPO
-from tests.support.fakes import HashingEncoder
 from tests.support.ray_scenarios import TIDES
 
 

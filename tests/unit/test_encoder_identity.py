@@ -10,8 +10,8 @@ import pytest
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.encoders import DEFAULT_MODEL
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import HashingEncoder
 
 TEXT = ("Tides rise twice a day. The moon pulls the oceans. " * 6
         + "Volcanoes erupt when magma rises. Lava cools into basalt. " * 6)

@@ -1,6 +1,7 @@
 """No import circles in the house (issue 55): the modules of hseg, langchain_hseg and
 llama_index_hseg import each other as a tree (a directed acyclic graph), so each can be read, tested
-and replaced from the ones below it.
+and replaced from the ones below it. And the benchmarks import nothing from ``tests`` (what they share
+with the tests is ``hseg_testing``).
 
 The graph is read from the source with :mod:`ast`, nothing is imported. Every import statement
 anywhere in a module counts, under ``if TYPE_CHECKING:`` and inside functions included: a module
@@ -111,3 +112,14 @@ def test_no_import_circles_outside_the_allow_list():
         " <-> ".join(c) + f" (edges {sorted(graph.subgraph(c).edges)})" for c in new)
     gone = [sorted(c) for c in set(ALLOWED) - found]
     assert not gone, f"no longer circles, delete them from ALLOWED: {gone}"
+
+
+def test_benchmarks_import_nothing_from_tests():
+    """What the benchmarks share with the tests is ``hseg_testing``; ``tests`` is the tests' own."""
+    found = []
+    for path in sorted((REPO / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "tests"]
+    assert not found, found

@@ -22,9 +22,9 @@ from langchain_core.embeddings import Embeddings
 from hseg.chunking.chunks import default_doc_id
 from hseg.chunking.records import metadata_keys
 from hseg.store import HierarchicalStore
+from hseg_testing.chunkers import SMALL, hashing_chunker
+from hseg_testing.fakes import HashingEncoder
 from langchain_hseg import HierarchicalSegmentRetriever, HierarchicalSegmentTextSplitter
-from tests.support.chunkers import SMALL, hashing_chunker
-from tests.support.fakes import HashingEncoder
 
 #: every key a result Document carries besides the source metadata: the core's result schema
 RESULT_KEYS = set(metadata_keys("result"))

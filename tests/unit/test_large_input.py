@@ -11,9 +11,9 @@ import time
 import numpy as np
 
 from hseg.chunking import clustering
-from tests.support.checks import check_chunking
-from tests.support.chunkers import hashing_chunker
-from tests.support.fakes import synthetic_book
+from hseg_testing.checks import check_chunking
+from hseg_testing.chunkers import hashing_chunker
+from hseg_testing.fakes import synthetic_book
 
 
 def test_300kb_document_chunks_in_bounded_time_and_memory():

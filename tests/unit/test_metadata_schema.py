@@ -41,13 +41,13 @@ from hseg.chunking.records import (  # noqa: E402
 from hseg.retrieval.hits import SearchHit  # noqa: E402
 from hseg.retrieval.results import result_for  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore  # noqa: E402
+from hseg_testing.chunkers import SMALL, hashing_chunker  # noqa: E402
+from hseg_testing.fakes import HashingEncoder, synthetic_book  # noqa: E402
 from langchain_hseg import HierarchicalSegmentRetriever as LCRetriever  # noqa: E402
 from langchain_hseg import HierarchicalSegmentTextSplitter  # noqa: E402
 from llama_index_hseg import HierarchicalSegmentNodeParser  # noqa: E402
 from llama_index_hseg import HierarchicalSegmentRetriever as LIRetriever  # noqa: E402
 from tests.support import REPO
-from tests.support.chunkers import SMALL, hashing_chunker  # noqa: E402
-from tests.support.fakes import HashingEncoder, synthetic_book  # noqa: E402
 
 DOCS = (REPO / "README.md", REPO / "docs" / "api.md")
 USER = {"source": "book.md", "year": 2024, "lang": "en"}

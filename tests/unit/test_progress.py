@@ -11,8 +11,8 @@ import pytest
 
 import hseg.progress
 from hseg.progress import Progress
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import synthetic_book
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import synthetic_book
 
 
 class Lines(logging.Handler):
@@ -94,7 +94,7 @@ def test_rebuilding_a_stores_indexes_logs_how_far_it_is(monkeypatch, progress_li
     import chromadb
 
     from hseg.store import HierarchicalStore
-    from tests.support.fakes import HashingEncoder
+    from hseg_testing.fakes import HashingEncoder
 
     monkeypatch.setattr(hseg.progress, "INTERVAL_S", 0.0)  # every line, for the test
     chunkings = [small_chunker().chunk(synthetic_book(800, seed=i), f"book{i}.md") for i in range(2)]

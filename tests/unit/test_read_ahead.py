@@ -56,8 +56,8 @@ def test_a_rebuild_that_fails_stops_its_reading_thread_at_once(monkeypatch):
 
     import hseg.store.lexical.index as index
     from hseg.store import HierarchicalStore
-    from tests.support.chunkers import small_chunker
-    from tests.support.fakes import HashingEncoder, synthetic_book
+    from hseg_testing.chunkers import small_chunker
+    from hseg_testing.fakes import HashingEncoder, synthetic_book
 
     store = HierarchicalStore(f"ahead-{uuid.uuid4().hex[:8]}", client=chromadb.EphemeralClient(),
                               encoder=HashingEncoder(64))

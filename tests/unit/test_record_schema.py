@@ -15,9 +15,9 @@ from hseg.chunking.schema import (
     ClusterMeta,
     SegmentMeta,
 )
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import synthetic_book
 from tests.support import REPO
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import synthetic_book
 
 #: how many raw ``"hseg_*"`` strings the code outside the schema module may still hold (docstring
 #: examples only): a key is named by its constant

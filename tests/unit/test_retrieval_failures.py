@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import retrieval
 from benchmarks.harness.evaluation import Chunk
-from tests.support.fakes import HashingEncoder, fake_encoder_factory
+from hseg_testing.fakes import HashingEncoder, fake_encoder_factory
 
 CORPORA = {
     "alpha": "Rivers carry silt to the delta. Floods spread it on the plain.\n\nTides mix the estuary.",

@@ -17,7 +17,7 @@ from hseg.cli.options import search_option_docs
 from hseg.encoders import DEFAULT_MODEL, factory
 from hseg.retrieval.settings import DEFAULT_K, SearchSettings
 from hseg.store import HierarchicalStore
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 TIDES = ("The tide is the rise and fall of the sea. Tides are caused by the gravity of the moon and the sun. "
          "High tide and low tide alternate twice a day on most coasts.\n\n")

@@ -35,12 +35,12 @@ from hseg.chunking.records import (
 )
 from hseg.cli.options import add_chunker_options
 from hseg.text.structure import Heading, cluster_breaks, find_headings, reads_markdown, section_level, source_name
-from tests.support import chunkers
-from tests.support.checks import check_chunk_invariants
-from tests.support.chunkers import hashing_chunker, small_chunker
-from tests.support.fakes import HashingEncoder, ephemeral_store
+from hseg_testing import chunkers
+from hseg_testing.checks import check_chunk_invariants
+from hseg_testing.chunkers import hashing_chunker, small_chunker
+from hseg_testing.fakes import HashingEncoder, ephemeral_store
 
-#: the settings of :func:`~tests.support.chunkers.small_chunker`, for the adapters too
+#: the settings of :func:`~hseg_testing.chunkers.small_chunker`, for the adapters too
 SMALL = {**chunkers.SMALL, "segmenter": "texttiling"}
 
 # --------------------------------------------------------------------------- a markdown generator
