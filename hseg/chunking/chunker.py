@@ -47,6 +47,7 @@ from hseg.encoders import CachingEncoder, Encoder, as_encoder
 from hseg.progress import Progress
 from hseg.segmentation.cohesion import adjacent_similarity
 from hseg.segmentation.segmenters import Segmenter, enforce_length_limits, get_segmenter
+from hseg.text.binary import check_not_binary
 from hseg.text.provenance import SourceMap
 from hseg.text.sentences import split_sentences
 from hseg.text.spans import Span
@@ -128,7 +129,8 @@ class HierarchicalChunker:
         ``source_maps`` (one per text, or ``None``) its ``source_map``. A text that is not valid
         Unicode (a lone surrogate, e.g. from ``errors="surrogateescape"``) raises ``ValueError`` naming
         its index, its document id and the offset, before any work; so does a source map of another
-        length than its text.
+        length than its text, and a text that looks like a file's raw bytes
+        (:class:`~hseg.errors.UnreadableDocumentError`, :func:`hseg.text.binary.binary_reason`).
         """
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
@@ -191,6 +193,8 @@ class HierarchicalChunker:
             # checked here, before any work: the model's tokenizer fails on a lone surrogate with a bare
             # TypeError that names no document, and Chroma could not store the text either
             check_unicode(f"texts[{i}] (document {d!r})", t, why="encoders and Chroma take valid Unicode only")
+            # a file's raw bytes (a PDF a loader did not convert) would be stored as pages of noise
+            check_not_binary(f"texts[{i}] (document {d!r})", t)
         return ids
 
     @staticmethod
