@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, create_model, field_validator, model_val
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
+from hseg.text.pages import loader_page_key
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 __all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
@@ -37,7 +38,8 @@ def hit_to_document(hit: SearchHit) -> Document:
     ``id`` is the cluster id for a whole parent, else the stable passage id; ``page_content`` is the
     hit's text; metadata is the stored user metadata plus the result keys of the metadata table of
     ``docs/api.md`` (``hseg_score``, ``hseg_start``/``hseg_end``, ``hseg_matched_text``, ...), exactly what
-    the LlamaIndex retriever puts on its nodes.
+    the LlamaIndex retriever puts on its nodes; a hit of a paged document (``hseg_page_start``/``hseg_page_end``)
+    also has LangChain's own ``page`` (0-based) of its first page.
 
     Example:
         >>> doc = hit_to_document(store.search("what causes tides?", k=1)[0])  # doctest: +SKIP
@@ -45,7 +47,7 @@ def hit_to_document(hit: SearchHit) -> Document:
         (True, 0.61)
     """
     result_id, meta = result_for(hit)
-    return Document(id=result_id, page_content=hit.text, metadata=meta)
+    return Document(id=result_id, page_content=hit.text, metadata={**meta, **loader_page_key("page", hit.pages)})
 
 
 def _search_settings_fields() -> Any:

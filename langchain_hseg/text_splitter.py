@@ -10,6 +10,13 @@ Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose
 (``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
 markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.chunking.schema.heading_path`) names the
 headings it lies under.
+
+Page Documents (``PyPDFLoader``, ``PyMuPDFLoader``: ``source`` and a 0-based ``page``): consecutive pages
+of one source are joined into one text before chunking (the ``pages`` setting,
+:func:`hseg.text.pages.join_documents`: running headers and footers dropped, hyphenated words
+rejoined), so a cluster may cross a page break; every chunk carries the pages it spans
+(``hseg_page_start``/``hseg_page_end``, from 1) and LangChain's own ``page`` (0-based, its first page).
+Offsets are into the joined text, which is what the store keeps.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from langchain_text_splitters import TextSplitter
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.chunking.chunks import Chunking, Cluster, Segment
 from hseg.chunking.config import ChunkerConfig
-from hseg.chunking.schema import chunk_metadata, source_metadata
+from hseg.chunking.schema import chunk_metadata, chunk_pages, source_metadata
+from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
 from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
@@ -39,7 +47,8 @@ def _meta(source: Mapping[str, Any] | None, chunking: Chunking, chunk: Cluster |
     except ValueError as exc:
         raise ValueError(f"document {chunking.doc_id!r}: {exc}") from None
     # deep copy: chunks of one document must not share mutable metadata values
-    meta = {**copy.deepcopy(user), **chunk_metadata(chunking, chunk)}
+    meta = {**copy.deepcopy(user), **chunk_metadata(chunking, chunk),
+            **loader_page_key("page", chunk_pages(chunking, chunk))}
     if add_start_index:  # LangChain's TextSplitter key, on request as there (always == hseg_start)
         meta["start_index"] = chunk.start
     return meta
@@ -96,6 +105,10 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
             ``show_progress``, ``backend``, ``device``, ``batch_size``: the same names, defaults and checks as
             :class:`hseg.chunking.chunker.HierarchicalChunker`), which replace the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
+        pages: what to do with page Documents (:data:`hseg.text.pages.PAGE_MODES`): ``"clean"`` (the
+            default) joins consecutive pages of one source and drops their running headers and
+            footers and rejoins hyphenated words, ``"exact"`` joins them as they are, ``"separate"``
+            chunks each page alone; each chunk says its pages in every mode.
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
             ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
             clusters never overlap. ``chunk_size`` is not used (sizes come from ``target_tokens``
@@ -120,8 +133,12 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         config: ChunkerConfig | None = None,
         chunker: HierarchicalChunker | None = None,
         chunk_overlap: int = 0,
+        pages: str = DEFAULT_PAGE_MODE,
         **kwargs: Any,
     ) -> None:
+        if pages not in PAGE_MODES:
+            raise ValueError(f"pages must be one of {PAGE_MODES}, got {pages!r}")
+        self.pages = pages
         settings = {name: kwargs.pop(name) for name in ChunkerConfig.field_names() if name in kwargs}
         length_function = kwargs.get("length_function")
         if length_function is not None:
@@ -175,12 +192,22 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
     def chunk_documents(self, documents: Iterable[Document]) -> list[Chunking]:
         """Chunk documents once; ``Document.id`` (when set) becomes the hseg document id and the
         ``source`` metadata (:func:`hseg.text.structure.source_name`) names it for ``structure="auto"``.
+        Consecutive pages of one source are one document (see ``pages``): one chunking for them, whose
+        id is the first page's ``Document.id`` (or a hash of the joined text).
 
         The retriever's builders use this, so a corpus is embedded a single time.
         """
+        return [ch for _, ch in self.chunk_joined(documents)]
+
+    def chunk_joined(self, documents: Iterable[Document]) -> list[tuple[JoinedDocument, Chunking]]:
+        """:meth:`chunk_documents` with what each chunking was made of: the Documents it joined, their
+        metadata (without the page keys) and the source map of their pages."""
         docs = list(documents)
-        return self.chunk_texts([d.page_content for d in docs], [d.id or None for d in docs],
-                                [source_name(d.metadata) for d in docs])
+        joined = join_documents([(d.page_content, d.metadata) for d in docs], self.pages)
+        chunkings = self.chunker.chunk_many([j.text for j in joined], [docs[j.indices[0]].id or None for j in joined],
+                                            sources=[source_name(j.metadata) for j in joined],
+                                            source_maps=[j.source_map for j in joined])
+        return list(zip(joined, chunkings))
 
     # ------------------------------------------------------------------ TextSplitter API
     def split_text(self, text: str) -> list[str]:
@@ -199,8 +226,11 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
         ``ids`` are optional document ids (default: a hash of each text).
         """
         metas = _metadatas(metadatas, len(texts))
-        return [d for ch, md in zip(self.chunk_texts(texts, ids, [source_name(m) for m in metas]), metas)
-                for d in cluster_documents(ch, md, add_start_index=self._add_start_index)]
+        if ids is not None and len(ids) != len(texts):
+            raise ValueError(f"ids: got {len(ids)} for {len(texts)} texts")
+        ids = list(ids) if ids is not None else [None] * len(texts)
+        return self.split_documents([Document(page_content=t, metadata=dict(m or {}), id=i)
+                                     for t, m, i in zip(texts, metas, ids)])
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Cluster ``Document`` objects; source metadata kept, ``Document.id`` becomes ``hseg_doc_id``."""
@@ -218,12 +248,11 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
             >>> {c.metadata["hseg_cluster_id"] for c in children} <= {p.id for p in parents}  # doctest: +SKIP
             True
         """
-        docs = list(documents)
         clusters: list[Document] = []
         segments: list[Document] = []
-        for ch, doc in zip(self.chunk_documents(docs), docs):
-            clusters += cluster_documents(ch, doc.metadata, add_start_index=self._add_start_index)
-            segments += segment_documents(ch, doc.metadata, add_start_index=self._add_start_index)
+        for joined, ch in self.chunk_joined(documents):
+            clusters += cluster_documents(ch, joined.metadata, add_start_index=self._add_start_index)
+            segments += segment_documents(ch, joined.metadata, add_start_index=self._add_start_index)
         return clusters, segments
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
@@ -253,10 +282,9 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
                 raise ValueError(
                     f"store must be a HierarchicalStore or a langchain_chroma.Chroma, got {type(store).__name__}")
             store = HierarchicalStore.from_collection(collection, encoder=self.encoder)
-        docs = list(documents)
-        chunkings = self.chunk_documents(docs)
-        store.add(chunkings, [d.metadata for d in docs])
-        return [c.id for ch in chunkings for c in ch.clusters]
+        pairs = self.chunk_joined(documents)
+        store.add([ch for _, ch in pairs], [joined.metadata for joined, _ in pairs])
+        return [c.id for _, ch in pairs for c in ch.clusters]
 
 
 def _metadatas(metadatas: Sequence[Mapping[str, Any] | None] | None, n: int) -> list[Mapping[str, Any] | None]:

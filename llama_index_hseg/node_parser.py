@@ -6,6 +6,12 @@ node ids, texts, embeddings and ``hseg_*`` metadata are exactly the records that
 LangChain splitter's Documents), so a ``ChromaVectorStore`` collection filled with these nodes is
 searchable by :class:`hseg.store.HierarchicalStore` (and by our retriever) like one filled by the
 core store.
+
+Page Documents (``SimpleDirectoryReader``'s PDF pages: ``file_path`` and ``page_label``; LangChain's
+``source`` and ``page``): consecutive pages of one source are joined into one text before chunking (the
+``pages`` field, :func:`hseg.text.pages.join_documents`), and every node carries the pages it spans
+(``hseg_page_start``/``hseg_page_end``) and LlamaIndex's own ``page_label`` (its first page). The nodes'
+SOURCE is the joined document, whose id is the first page's.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
 from llama_index.core.schema import (
     BaseNode,
+    Document,
     MetadataMode,
     NodeRelationship,
     RelatedNodeInfo,
@@ -52,8 +59,10 @@ from hseg.chunking.schema import (
     encode_segment_ids,
     hidden_from_model,
     listed_segment_ids,
+    page_range,
 )
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
+from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
 from hseg.text.structure import source_name
 
 __all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
@@ -122,6 +131,9 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         default=None, exclude=True, description="Optional encoder object; overrides encoder_name (not serialised)."
     )
     include_segments: bool = Field(default=True, description="Emit segment nodes (needed for retrieval).")
+    pages: str = Field(default=DEFAULT_PAGE_MODE, description=(
+        "Page Documents of one source: 'clean' joins them, dropping running headers/footers and rejoining "
+        "hyphenated words; 'exact' joins them as they are; 'separate' chunks each page alone."))
     hseg_version: str = Field(default=HSEG_VERSION, description="hseg version (part of the cache key).")
 
     _chunker: HierarchicalChunker | None = PrivateAttr(default=None)
@@ -162,6 +174,8 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
     @model_validator(mode="after")
     def _check_settings(self) -> HierarchicalSegmentNodeParser:
         _ = self.chunker_config  # fail at construction, not at the first document (pure: loads nothing)
+        if self.pages not in PAGE_MODES:
+            raise ValueError(f"pages must be one of {PAGE_MODES}, got {self.pages!r}")
         return self
 
     @field_serializer("segmenter", "tokenizer")
@@ -209,9 +223,11 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         # one chunk_many call: sentences of all documents share encoder batches. Progress bars
         # follow the `show_progress` field (the chunker is shared between calls, so no per-call flag)
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        chunkings = self.chunker.chunk_many(texts, [n.node_id for n in nodes],
-                                            sources=[source_name(n.metadata) for n in nodes])
-        return [out for node, ch in zip(nodes, chunkings) for out in self._nodes_for(node, ch)]
+        joined = join_documents([(t, n.metadata) for t, n in zip(texts, nodes)], self.pages)
+        chunkings = self.chunker.chunk_many([j.text for j in joined], [nodes[j.indices[0]].node_id for j in joined],
+                                            sources=[source_name(j.metadata) for j in joined],
+                                            source_maps=[j.source_map for j in joined])
+        return [out for j, ch in zip(joined, chunkings) for out in self._nodes_for(_source(nodes, j), ch)]
 
     async def _aparse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
@@ -254,6 +270,7 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         nodes: dict[str, TextNode] = {}
         for r in records:
             meta = _remap_ids(r.metadata, ids)
+            meta.update(loader_page_key("page_label", page_range(meta)))  # LlamaIndex's own key, as PDFReader's
             hidden = hidden_from_model(meta)  # the core's one rule of what a model sees
             nodes[r.id] = TextNode(
                 id_=ids[r.id],
@@ -289,6 +306,19 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
                 nodes[cluster.id].relationships[NodeRelationship.CHILD] = [infos[s.id] for s in cluster.segments]
                 for s in cluster.segments:
                     nodes[s.id].relationships[NodeRelationship.PARENT] = infos[cluster.id]
+
+
+def _source(nodes: Sequence[BaseNode], joined: JoinedDocument) -> BaseNode:
+    """The document the nodes of ``joined`` come from: the one given, or its pages joined (a
+    ``Document`` of the joined text and metadata under the first page's id and settings)."""
+    first = nodes[joined.indices[0]]
+    if joined.source_map is None:
+        return first
+    return Document(id_=first.node_id, text=joined.text, metadata=joined.metadata,
+                    excluded_embed_metadata_keys=list(first.excluded_embed_metadata_keys),
+                    excluded_llm_metadata_keys=list(first.excluded_llm_metadata_keys),
+                    metadata_template=first.metadata_template, metadata_separator=first.metadata_separator,
+                    text_template=getattr(first, "text_template", TextNode.model_fields["text_template"].default))
 
 
 def _remap_ids(meta: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
+from hseg.text.pages import loader_page_key
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
@@ -231,7 +232,7 @@ def _to_node(hit: SearchHit) -> TextNode:
     return TextNode(
         id_=node_id,
         text=hit.text,
-        metadata=meta,
+        metadata={**meta, **loader_page_key("page_label", hit.pages)},  # LlamaIndex's own page key too
         start_char_idx=hit.start,
         end_char_idx=hit.end,
         relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(ref))},

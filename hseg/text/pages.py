@@ -39,7 +39,8 @@ from typing import Any
 from hseg.text.provenance import SourceMap
 from hseg.text.structure import source_name
 
-__all__ = ["PAGE_KEYS", "PageGroup", "page_number", "group_pages", "join_pages", "repeated_edge_lines",
+__all__ = ["PAGE_KEYS", "PAGE_MODES", "DEFAULT_PAGE_MODE", "PageGroup", "JoinedDocument", "page_number",
+           "loader_page_key", "group_pages", "join_pages", "join_documents", "repeated_edge_lines",
            "rejoin_hyphenated"]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,11 @@ logger = logging.getLogger(__name__)
 #: ``page_label`` (1-based unless the PDF labels its pages). A joined text has pages of its own, so
 #: these keys are not its metadata: its chunks carry ``hseg_page_start``/``hseg_page_end``.
 PAGE_KEYS = ("page", "page_label")
+#: what the adapters do with page Documents (their ``pages`` setting): ``"clean"`` joins the pages of
+#: one source and cleans them (:func:`join_pages`), ``"exact"`` joins them as they are, ``"separate"``
+#: chunks each page alone (as before pages were joined), each still telling its page
+PAGE_MODES = ("clean", "exact", "separate")
+DEFAULT_PAGE_MODE = "clean"
 #: lines at the top or bottom of a page looked at for a running header or footer
 EDGE_LINES = 2
 #: the least number of pages on which a line must repeat to be dropped as a header or footer
@@ -80,6 +86,22 @@ def page_number(metadata: Mapping[str, Any] | None) -> int | None:
     if isinstance(label, str) and label.strip().isdigit() and int(label) >= 1:
         return int(label)
     return None
+
+
+def loader_page_key(key: str, pages: tuple[int, int] | None) -> dict[str, Any]:
+    """A loader's own page key (``key``: ``"page"`` or ``"page_label"``, :data:`PAGE_KEYS`) naming the
+    first of ``pages`` as that loader would: what the adapters put on chunks and results beside
+    ``hseg_page_start``/``hseg_page_end``, so code written for the loader's pages reads them.
+
+    Example:
+        >>> loader_page_key("page", (12, 13)), loader_page_key("page_label", (12, 13)), loader_page_key("page", None)
+        ({'page': 11}, {'page_label': '12'}, {})
+    """
+    if key not in PAGE_KEYS:
+        raise ValueError(f"key must be one of {PAGE_KEYS}, got {key!r}")
+    if pages is None:
+        return {}
+    return {"page": pages[0] - 1} if key == "page" else {"page_label": str(pages[0])}
 
 
 @dataclass(frozen=True)
@@ -261,3 +283,46 @@ def join_pages(pages: Sequence[str], numbers: Sequence[int] | None = None, *, cl
         at += len(page)
     text = "".join(parts)
     return text, SourceMap.from_spans(text, spans, unit=unit, markdown=markdown)
+
+
+@dataclass(frozen=True)
+class JoinedDocument:
+    """What an adapter chunks for the Documents at ``indices``: one Document as it is, or the pages of
+    one source joined (``text``, their metadata without the page keys, and the ``source_map``;
+    ``None`` for a Document that is not a page).
+    """
+
+    indices: tuple[int, ...]
+    text: str
+    metadata: dict[str, Any]
+    source_map: SourceMap | None
+
+
+def join_documents(documents: Sequence[tuple[str, Mapping[str, Any] | None]],
+                   pages: str = DEFAULT_PAGE_MODE) -> list[JoinedDocument]:
+    """The Documents (``(text, metadata)`` pairs) as the adapters chunk them, in order: the pages of
+    one source (:func:`group_pages`) joined as ``pages`` (:data:`PAGE_MODES`) says, every other
+    Document as it is.
+
+    Example:
+        >>> docs = [("One.", {"source": "a.pdf", "page": 0}), ("Two.", {"source": "a.pdf", "page": 1})]
+        >>> [(d.indices, d.text, d.metadata, d.source_map.spans) for d in join_documents(docs)]
+        [((0, 1), 'One.\\n\\nTwo.', {'source': 'a.pdf'}, ((0, 4, 1), (6, 10, 2)))]
+        >>> [d.text for d in join_documents(docs, pages="separate")]
+        ['One.', 'Two.']
+    """
+    if pages not in PAGE_MODES:
+        raise ValueError(f"pages must be one of {PAGE_MODES}, got {pages!r}")
+    out: list[JoinedDocument] = []
+    for group in group_pages(documents):
+        texts = [documents[i][0] for i in group.indices]
+        if group.numbers is None:
+            out.append(JoinedDocument(group.indices, texts[0], group.metadata, None))
+        elif pages == "separate":
+            for i, text, number in zip(group.indices, texts, group.numbers):
+                joined, source_map = SourceMap.from_pages([text], [number])
+                out.append(JoinedDocument((i,), joined, group.metadata, source_map))
+        else:
+            joined, source_map = join_pages(texts, group.numbers, clean=pages == "clean")
+            out.append(JoinedDocument(group.indices, joined, group.metadata, source_map))
+    return out
