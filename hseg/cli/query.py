@@ -212,8 +212,15 @@ def incomplete_parts(stats: dict[str, Any], location: str) -> list[str]:
         parts.append(f"{from_files} of files (an interrupted or failed write, or lost vectors): re-run 'hseg index' "
                      "on their paths")
     if unit_only:
-        parts.append(f"{unit_only} lack only unit-index rows (written around hseg, e.g. by a LlamaIndex "
-                     f"IngestionPipeline without store.sync_unit_index()): run 'hseg repair {location}'")
+        parts.append(f"{unit_only} lack only unit-index or lexical rows (written around hseg, e.g. by a LlamaIndex "
+                     f"IngestionPipeline into a ChromaVectorStore): run 'hseg repair {location}'")
+    mixed = stats.get("documents_mixed_versions", 0)
+    if mixed:
+        names = ", ".join(repr(d) for d in stats.get("mixed_documents", [])[:3])
+        parts.append(f"{mixed} hold records of two versions of their text ({names}; written again around hseg "
+                     "from an edited text, e.g. a ChromaVectorStore pipeline re-run): searches answer from both; "
+                     "add them again from their source through hseg (HierarchicalSegmentVectorStore, store.add), "
+                     "which replaces the old version")
     if without_path:
         parts.append(f"{without_path} miss records or vectors and came from no file (another writer): add them "
                      "again from their source")

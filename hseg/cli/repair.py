@@ -25,11 +25,11 @@ __all__ = ["register"]
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "repair",
-        help="build missing unit-index rows from a store's records (e.g. after a LlamaIndex pipeline)",
-        description="Build the unit-index (and lexical) rows of every document whose records are whole but "
-                    "whose unit-index rows are missing or out of step: what a LlamaIndex IngestionPipeline "
-                    "into a ChromaVectorStore leaves without store.sync_unit_index(). Loads no model. "
-                    "Documents that miss records or vectors are counted, not repaired (add them again from "
+        help="build missing unit-index and lexical rows from a store's records (e.g. after a LlamaIndex pipeline)",
+        description="Build the unit-index and lexical rows of every document whose records are whole but "
+                    "whose rows are missing or out of step: what a LlamaIndex IngestionPipeline into a "
+                    "ChromaVectorStore leaves. Loads no model. Documents that miss records or vectors, or hold "
+                    "records of two versions of their text, are named, not repaired (add them again from "
                     "their source, or re-run 'hseg index' on their paths); the exit code is then 1.",
         epilog="Example: hseg repair --db ./chroma-db",
     )
@@ -43,14 +43,20 @@ def run_repair(args: argparse.Namespace) -> int:
     store = existing_store(args)  # no encoder: the records' vectors are used
     with server_errors(args):
         done = store.maintenance.repair()
-    repair, rows, lost = done.repaired, done.rows, done.lost
+    repair, rows, lost, mixed = done.repaired, done.rows, done.lost, done.mixed
     where = f"collection {args.collection!r} at {location_label(args)}"
     if repair:
-        print(f"repaired   {len(repair)} documents of {where}: {rows} unit-index rows built from their records")
+        print(f"repaired   {len(repair)} documents of {where}: {rows} unit-index rows and their lexical rows built "
+              "from their records")
+    if mixed:
+        print(f"left       {len(mixed)} documents hold records of two versions of their text "
+              f"({', '.join(mixed[:3])}{', ...' if len(mixed) > 3 else ''}; written again around hseg from an edited "
+              "text), and only their source says which is current: add them again from it through hseg "
+              "(HierarchicalSegmentVectorStore, store.add), which replaces the old version")
     if lost:
         print(f"left       {len(lost)} documents miss records or vectors, which the store cannot give back "
               f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): re-run 'hseg index' on their paths, "
               "or add them again from their source")
-    if not repair and not lost:
+    if not repair and not lost and not mixed:
         print(f"nothing to repair: all {done.documents} documents of {where} are complete")
-    return 1 if lost else 0
+    return 1 if lost or mixed else 0

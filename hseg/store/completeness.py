@@ -21,7 +21,8 @@ from hseg.store.connection import remote_errors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["is_complete", "tiled_length", "completeness", "unit_rows_to_repair", "documents_missing_vectors"]
+__all__ = ["is_complete", "tiled_length", "segment_ids", "completeness", "mixed_versions", "unit_rows_to_repair",
+           "documents_missing_vectors"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
@@ -41,12 +42,12 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
         return False
-    segments = _segment_ids(records)
+    segments = segment_ids(records)
     return tiled_length(records) == length and (units is None or units == segments) and \
         (lexical is None or lexical == (segments, sha))
 
 
-def _segment_ids(records: Mapping[str, Mapping[str, Any]]) -> set[str]:
+def segment_ids(records: Mapping[str, Mapping[str, Any]]) -> set[str]:
     """The ids of the segment records among a document's records (``{id: metadata}``)."""
     return {rid for rid, m in records.items() if m.get(LEVEL_KEY) == SEGMENT}
 
@@ -64,7 +65,7 @@ def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
     """
     clusters = sorted((m for m in records.values() if m.get(LEVEL_KEY) == CLUSTER),
                       key=lambda m: m.get(CLUSTER_INDEX_KEY, -1))
-    segments = _segment_ids(records)
+    segments = segment_ids(records)
     pos, listed = 0, []
     for i, c in enumerate(clusters):
         if c.get(CLUSTER_INDEX_KEY) != i or c.get(START_KEY) != pos:
@@ -80,40 +81,72 @@ def tiled_length(records: Mapping[str, Mapping[str, Any]]) -> int | None:
 
 
 def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]] | None,
-                 vectorless: Collection[str] = (), indexed: Collection[str] = ()) -> dict[str, Any]:
+                 vectorless: Collection[str] = (), indexed: Collection[str] = (),
+                 lexical: Mapping[str, set[str]] | None = None) -> dict[str, Any]:
     """Whole and partial documents of a store (``records``: ``{doc id: {record id: metadata}}``;
     ``units``: the segment ids its unit index holds per document, ``None`` without one;
     ``vectorless``: the documents with a record or unit-index record whose vector is missing;
-    ``indexed``: the documents ``hseg index`` wrote, from files), as ``hseg stats`` reports them. A
-    partial document is one ``hseg index`` would redo. The partial ones by remedy:
+    ``indexed``: the documents ``hseg index`` wrote, from files; ``lexical``: the segment ids its
+    lexical index holds per document, ``None`` where writers do not keep one), as ``hseg stats``
+    reports them. A partial document is one ``hseg index`` would redo. The partial ones by remedy:
     ``documents_incomplete_from_files`` (a re-run of ``hseg index`` on their paths), and of those that
-    came from no file, ``documents_unit_rows_only``, which lack nothing but unit-index rows, built again
-    from their records (:func:`unit_rows_to_repair`, ``hseg repair``), and
-    ``documents_incomplete_without_path``, which lack records or vectors (only their source gives them back).
+    came from no file, ``documents_unit_rows_only``, which lack nothing but unit-index or lexical rows,
+    built again from their records (:func:`unit_rows_to_repair`, ``hseg repair``),
+    ``documents_mixed_versions``, which hold records of two versions of their text (:func:`mixed_versions`:
+    only their source says which is current), and ``documents_incomplete_without_path``, which lack
+    records or vectors (only their source gives them back).
 
     Example:
         >>> completeness({}, {})["documents_incomplete"]
         0
     """
-    incomplete, unit_rows_only = [], []
+    incomplete, unit_rows_only, mixed = [], [], []
     segments = covered = 0
     for doc, recs in records.items():
-        seg_ids = _segment_ids(recs)
+        seg_ids = segment_ids(recs)
         segments += len(seg_ids)
         held = (units or {}).get(doc, set())
         covered += len(held & seg_ids)
         whole = tiled_length(recs) is not None and doc not in vectorless
-        if not whole or (units is not None and held != seg_ids):
+        rows_off = (units is not None and held != seg_ids) or \
+            (lexical is not None and lexical.get(doc, set()) != seg_ids)
+        if not whole or rows_off:
             incomplete.append(doc)
             if whole:
                 unit_rows_only.append(doc)
+            elif doc not in indexed and mixed_versions(recs):
+                mixed.append(doc)
     from_files = [d for d in incomplete if d in indexed]
     unit_rows_only = [d for d in unit_rows_only if d not in indexed]
     return {"documents_complete": len(records) - len(incomplete), "documents_incomplete": len(incomplete),
             "incomplete_documents": sorted(incomplete)[:20], "documents_incomplete_from_files": len(from_files),
-            "documents_unit_rows_only": len(unit_rows_only),
-            "documents_incomplete_without_path": len(incomplete) - len(from_files) - len(unit_rows_only),
+            "documents_unit_rows_only": len(unit_rows_only), "documents_mixed_versions": len(mixed),
+            "mixed_documents": sorted(mixed)[:20],
+            "documents_incomplete_without_path": len(incomplete) - len(from_files) - len(unit_rows_only) - len(mixed),
             "unit_index_segments": None if units is None else covered, "segments_total": segments}
+
+
+def mixed_versions(records: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a document's records (``{id: metadata}``) hold two versions of it: two cluster records at
+    one position, or a cluster starting inside another. What a writer that neither replaces nor deletes
+    leaves when a document is written again from an edited text (a LlamaIndex ``IngestionPipeline`` into
+    a ``ChromaVectorStore`` without a docstore: Chroma's ``add`` keeps a stored id's old record), and
+    searches answer from both texts. Adding the document again through hseg replaces every record of
+    the old version; nothing in the store says which text is current.
+
+    Example:
+        >>> c = lambda i, s, e: {"hseg_level": "cluster", "hseg_cluster_index": i, "hseg_start": s, "hseg_end": e}
+        >>> mixed_versions({"a": c(0, 0, 9), "b": c(0, 0, 12)}), mixed_versions({"a": c(0, 0, 9), "b": c(1, 9, 12)})
+        (True, False)
+    """
+    clusters = sorted(((m.get(START_KEY), m.get(END_KEY), m.get(CLUSTER_INDEX_KEY)) for m in records.values()
+                       if m.get(LEVEL_KEY) == CLUSTER), key=lambda c: (c[2] if isinstance(c[2], int) else -1,
+                                                                        c[0] if isinstance(c[0], int) else -1))
+    positions = [c[2] for c in clusters]
+    if len(positions) != len(set(positions)):
+        return True
+    spans = sorted((s, e) for s, e, _ in clusters if isinstance(s, int) and isinstance(e, int))
+    return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
 
 
 def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]],
@@ -131,7 +164,7 @@ def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], 
     for doc, recs in sorted(records.items()):
         if tiled_length(recs) is None or doc in vectorless:
             lost.append(doc)
-        elif units.get(doc, set()) != _segment_ids(recs):
+        elif units.get(doc, set()) != segment_ids(recs):
             repair.append(doc)
     return repair, lost
 

@@ -19,12 +19,19 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.schema import DOC_ID_KEY
-from hseg.store.completeness import documents_missing_vectors, is_complete, unit_rows_to_repair
+from hseg.store.completeness import (
+    documents_missing_vectors,
+    is_complete,
+    mixed_versions,
+    segment_ids,
+    unit_rows_to_repair,
+)
 from hseg.store.connection import lexical_errors, remote_errors
 from hseg.store.reading import get_by_documents
 from hseg.store.remembered import (
@@ -40,6 +47,8 @@ if TYPE_CHECKING:  # annotations only
 __all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "Maintenance"]
 
 #: ``{doc id: {record id: metadata}}``
+logger = logging.getLogger(__name__)
+
 StoredRecords = dict[str, dict[str, dict[str, Any]]]
 
 
@@ -86,14 +95,17 @@ class Remembered:
 
 @dataclass(frozen=True)
 class Repaired:
-    """What :meth:`Maintenance.repair` did: the documents given unit-index (and lexical) rows from their
-    records, the rows written, and the documents that miss records or vectors (only their source gives
-    them back), of ``documents`` in the store."""
+    """What :meth:`Maintenance.repair` did: the documents given unit-index or lexical rows from their
+    records, the unit-index rows written, the documents that miss records or vectors (only their source
+    gives them back) and those that hold two versions (``mixed``), of ``documents`` in the store."""
 
     repaired: list[str]
     rows: int
     lost: list[str]
     documents: int
+    #: documents holding records of two versions of their text (:func:`hseg.store.completeness.mixed_versions`):
+    #: only their source says which is current, and adding them again through hseg replaces the other
+    mixed: list[str] = field(default_factory=list)
 
 
 class Maintenance:
@@ -172,6 +184,16 @@ class Maintenance:
             index.ensure_fresh()
             return dict(index.documents(doc_ids))
 
+    def lexical_segments(self, doc_ids: Sequence[str]) -> dict[str, set[str]] | None:
+        """``{doc id: segment ids}`` the lexical index holds for these documents (absent: none); ``None``
+        where writers keep no lexical index (a server's per-client cache is derived from the collection)."""
+        try:
+            held = self._lexical_documents(doc_ids)
+        except Exception as exc:  # an index that can be neither read nor built: stats says why (lexical_state)
+            logger.info("the lexical index cannot be read (%s): its rows are not counted per document", exc)
+            return None
+        return None if held is None else {d: segs for d, (segs, _) in held.items()}
+
     def _missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
         """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
         in the collection or in the unit index: metadata alone does not make a document searchable."""
@@ -193,11 +215,18 @@ class Maintenance:
         docs = store.doc_ids()
         records = self.records(docs)
         vectorless = self._missing_vectors({d: list(recs) for d, recs in records.items()})
-        repair, lost = unit_rows_to_repair(records, self._unit_segments(docs), vectorless)
-        rows = store.sync_unit_index(repair) if repair else 0
+        units, lost = unit_rows_to_repair(records, self._unit_segments(docs), vectorless)
+        lexical = self.lexical_segments(docs)
+        # written around hseg and then followed by an hseg write, a document can have its unit rows but
+        # none in the lexical index, whose counts no longer tell
+        lexical_off = [] if lexical is None else \
+            [d for d in sorted(records) if d not in lost and lexical.get(d, set()) != segment_ids(records[d])]
+        rows = store.sync_unit_index(units) if units else 0
+        repair = sorted({*units, *lexical_off})
         if repair and store.lexical_index is not None and store.lexical_index.maintained:
             store.sync_lexical_index(repair)
-        return Repaired(repair, rows, lost, len(records))
+        mixed = [d for d in lost if mixed_versions(records[d])]
+        return Repaired(repair, rows, [d for d in lost if d not in mixed], len(records), mixed)
 
     # ----------------------------------------------------------------- what the collection remembers
 

@@ -4,6 +4,7 @@ records name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hseg.chunking.schema import (
@@ -34,11 +35,14 @@ _PAGE = 5000
 _KEPT = (LEVEL_KEY, DOC_ID_KEY, TOKENS_KEY, CLUSTER_INDEX_KEY, START_KEY, END_KEY, SEGMENT_IDS_KEY)
 
 
-def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str, Any]:
+def collection_stats(collection: Any, unit_index: UnitIndex | None,
+                     lexical_of: Callable[[list[str]], Mapping[str, set[str]] | None] | None = None) -> dict[str, Any]:
     """The figures of :meth:`hseg.store.HierarchicalStore.stats` for ``collection`` and its unit
     index, read page by page; the vectors are read too, and a document with a record or unit-index
     record whose vector is missing (two processes that wrote an embedded store at once) is incomplete:
-    metadata alone does not make it searchable."""
+    metadata alone does not make it searchable. ``lexical_of(doc ids)`` gives the segment ids the
+    lexical index holds per document, where writers keep one: a document without its rows there
+    (written around hseg) is incomplete too."""
     by_doc: dict[str, dict[str, dict[str, Any]]] = {}
     metas = []
     encoders: dict[str, int] = {}
@@ -72,9 +76,10 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None) -> dict[str,
             if companion is not None:
                 unit_vectorless = ids_without_vectors(companion, list(owner))
         broken |= {owner[u] for u in unit_vectorless}
+    lexical = None if lexical_of is None else lexical_of(list(by_doc))
     meta = collection.metadata or {}
-    return {"collection": collection.name, "encoder": meta.get(ENCODER_KEY),
-            "schema": meta.get(SCHEMA_KEY), **level_stats(metas), **completeness(by_doc, units, broken, indexed),
+    return {"collection": collection.name, "encoder": meta.get(ENCODER_KEY), "schema": meta.get(SCHEMA_KEY),
+            **level_stats(metas), **completeness(by_doc, units, broken, indexed, lexical),
             "records_without_vectors": len(vectorless),
             "unit_records_without_vectors": None if unit_index is None else len(unit_vectorless),
             "record_encoders": encoders,

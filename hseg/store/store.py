@@ -621,7 +621,7 @@ class HierarchicalStore:
             5
         """
         with self._reading() as (collection, units):
-            stats = collection_stats(collection, units)
+            stats = collection_stats(collection, units, self.maintenance.lexical_segments)
         stats["lexical_index"] = None if self.lexical_index is None else lexical_state(self.lexical_index)
         return stats
 

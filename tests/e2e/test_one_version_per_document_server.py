@@ -1,7 +1,7 @@
 """Two clients of one ``chroma run`` server adding one document id at the same moment end with one
 version of it every round (issue 54, finding 2: before the per-document turn, 16 of 16 rounds left
 both versions mixed in one document). Real processes, the real model's chunkings; threads of one
-process: ``tests/store/test_one_version_per_document.py``."""
+process: ``tests/store/test_one_version_per_document.py``, whose tests run here over HTTP too."""
 
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
+from tests.store import test_one_version_per_document
 from tests.store.test_one_version_per_document import TEXTS, versions_of
 from tests.support import REPO
+from tests.support.clients import server_variants
 
 pytestmark = pytest.mark.integration
+
+globals().update(server_variants(test_one_version_per_document))
 
 ROUNDS = 20
 
