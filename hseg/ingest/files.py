@@ -63,13 +63,26 @@ def discover(
     paths: Iterable[str], suffixes: Sequence[str] = SUPPORTED_SUFFIXES, *, anchor: str | os.PathLike[str] | None = ".",
     skipped: Counter[str] | None = None,
 ) -> tuple[list[SourceFile], list[tuple[str, str]]]:
-    """Files to index and ``(argument, problem)`` pairs for arguments that name nothing usable.
+    """Files to index, and the arguments that name nothing usable.
 
     A file named explicitly is taken whatever its suffix; folders (recursively, skipping hidden
-    entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``, and
-    ``skipped`` (when given) counts the others they hold by suffix (``"(none)"`` for a name without
-    one), so that a caller can say what was left out. The result is sorted by document id, without
-    duplicates. Ids are made by :func:`doc_id_for` with ``anchor``.
+    entries) and glob patterns (``**`` allowed) contribute files with one of ``suffixes``. The files
+    are sorted by document id, without duplicates.
+
+    Args:
+        paths: files, folders and glob patterns.
+        suffixes: the suffixes of the files that folders and patterns contribute.
+        anchor: the folder document ids are relative to (:func:`doc_id_for`); ``None``: absolute paths.
+        skipped: when given, counts the other files folders and patterns hold, by suffix (``"(none)"``
+            for a name without one), so that a caller can say what was left out.
+
+    Returns:
+        ``(files, problems)``: the :class:`SourceFile` s, and ``(argument, problem)`` pairs for the
+        arguments that name nothing usable (no such path, a folder without such files, a FIFO, a name
+        that is not UTF-8).
+
+    Raises:
+        Nothing of its own: an argument that names nothing usable is a problem in the result.
     """
     found: dict[str, SourceFile] = {}
     problems: list[tuple[str, str]] = []
@@ -154,8 +167,19 @@ def _unusable(path: Path, doc_id: str) -> str | None:
 
 
 def read_text_file(path: Path) -> str:
-    """The file as UTF-8 text; ``ValueError`` for binary or undecodable content, a file that is not a
-    regular file or holds more than :data:`MAX_FILE_BYTES`, ``OSError`` if unreadable."""
+    """The file as UTF-8 text.
+
+    Args:
+        path: the file.
+
+    Returns:
+        Its text.
+
+    Raises:
+        ValueError: binary or undecodable content, a file that is not a regular file or one that holds
+            more than :data:`MAX_FILE_BYTES`.
+        OSError: the file cannot be opened or read.
+    """
     # O_NONBLOCK: opening a FIFO for reading would wait for a writer
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     with os.fdopen(fd, "rb") as fh:
@@ -214,7 +238,18 @@ def read_sources(files: Iterable[SourceFile], problem: Callable[[str, str], None
 
 def read_files(files: Iterable[SourceFile], problem: Callable[[str, str], None],
                on_read: Callable[[], None] | None = None) -> dict[str, str]:
-    """``{doc id: text}`` of the files :func:`read_source` reads (converted ones as their markdown,
-    without their page maps); each of the others is passed to ``problem(doc id, message)``.
-    ``on_read()`` is called after each file, read or not."""
+    """The texts of the files :func:`read_source` reads (converted ones as their markdown, without
+    their page maps).
+
+    Args:
+        files: the files to read.
+        problem: called as ``problem(doc id, message)`` for each file that cannot be read.
+        on_read: called after each file, read or not (a progress bar's step).
+
+    Returns:
+        ``{doc id: text}`` of the files read.
+
+    Raises:
+        Nothing of its own: a file that cannot be read goes to ``problem``.
+    """
     return {d: doc.text for d, doc in read_sources(files, problem, on_read).items()}
