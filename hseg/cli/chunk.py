@@ -16,7 +16,9 @@ from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.cli.options import add_chunker_options, chunker_from_args, quiet_model_loading
-from hseg.ingest import read_text_file
+from hseg.convert import Converted
+from hseg.errors import FormatSupportMissing
+from hseg.ingest import read_source as read_document
 
 __all__ = ["register", "read_source", "to_json", "to_markdown"]
 
@@ -28,8 +30,9 @@ def register(sub: Any) -> None:
         description="Chunk each FILE ('-' reads stdin) and print its segments and clusters.",
     )
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="UTF-8 text or markdown files; '-' for stdin. A file that cannot be read (binary, not "
-                        "UTF-8) is reported and skipped; the exit code is then 1")
+                   help="UTF-8 text or markdown files, or PDF, DOCX, PPTX and HTML files (converted to markdown; "
+                        "the formats extra); '-' for stdin. A file that cannot be read (binary, not UTF-8) is "
+                        "reported and skipped; the exit code is then 1")
     add_chunker_options(p)
     p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
     p.add_argument("--quiet", action="store_true",
@@ -38,18 +41,21 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def read_source(name: str) -> str:
-    """The text of FILE ``name`` (``'-'``: stdin), through :func:`hseg.ingest.read_text_file`, with
+def read_source(name: str) -> Converted:
+    """The document in FILE ``name`` (``'-'``: stdin), through :func:`hseg.ingest.read_source` (PDF, DOCX,
+    PPTX and HTML converted to markdown with their page map, any other file read as UTF-8 text), with
     errors that start with the name (the command reports several files)."""
     if name == "-":
-        return sys.stdin.read()
+        return Converted(sys.stdin.read(), None, "text")
     path = Path(name)
     if not path.exists():
         raise FileNotFoundError(f"{name}: no such file")
     if path.is_dir():
         raise IsADirectoryError(f"{name}: is a directory")
     try:
-        return read_text_file(path)
+        return read_document(path)
+    except FormatSupportMissing as exc:
+        raise FormatSupportMissing(f"{name}: {exc}", module=exc.module) from None
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
 
@@ -61,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.files:  # read everything first: report bad files before loading the model
         try:
             texts.append((name, read_source(name)))
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, FormatSupportMissing) as exc:
             print(f"hseg chunk: error: {exc}", file=sys.stderr)
             failed += 1
     if not texts:
@@ -71,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     chunker = chunker_from_args(args, progress=not args.quiet)
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("always", message=r"document .* is blank")
-        results = chunker.chunk_many([t for _, t in texts], [name for name, _ in texts])
+        results = chunker.chunk_many([d.text for _, d in texts], [name for name, _ in texts],
+                                     source_maps=[d.pages for _, d in texts])
     for w in caught:
         if "is blank" in str(w.message):
             print(f"hseg chunk: warning: {w.message}", file=sys.stderr)

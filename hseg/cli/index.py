@@ -37,10 +37,13 @@ __all__ = ["register"]
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "index",
-        help="chunk text/markdown files and write them into a Chroma index",
+        help="chunk text, markdown, PDF, DOCX, PPTX and HTML files and write them into a Chroma index",
         description="Read PATHs (files, folders searched recursively, or glob patterns such as 'docs/**/*.md'), "
                     "chunk them into segments and clusters and upsert both levels into Chroma. Folders and "
-                    "globs take .txt, .md and .markdown files; a file named explicitly is read whatever its "
+                    "globs take .txt, .md, .markdown, .pdf, .docx, .pptx, .html and .htm files (PDF, DOCX, PPTX and "
+                    "HTML are converted to markdown with their headings, and PDF pages and PPTX slides kept: "
+                    'pip install "hseg[formats]"; without it they are skipped and counted; files of other formats '
+                    "in folders are counted in the summary); a file named explicitly is read whatever its "
                     "suffix. The document id (and metadata 'source') is the path relative to the folder "
                     "that holds --db (absolute with --host). Documents already stored with the same text and "
                     "settings are skipped, so "

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the page of FILE to ``--html`` (or stdout) and print a summary line unless ``--quiet``."""
-    text = read_source(args.file)  # fail before loading the model
+    doc = read_source(args.file)  # fail before loading the model
     out = None if args.html == "-" else Path(args.html)
     if out is not None:
         if out.is_dir():
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         quiet_model_loading()
     chunker = chunker_from_args(args, progress=not args.quiet)
     doc_id = "stdin" if args.file == "-" else args.file
-    result = chunker.chunk(text, doc_id)
+    result = chunker.chunk(doc.text, doc_id, source_map=doc.pages)
     page = render_html(result, title=args.title)
     if out is None:
         sys.stdout.write(page)

@@ -127,3 +127,14 @@ def test_hseg_index_reads_named_html_and_pdf_files_and_lists_what_it_left_out(
     out, err = capsys.readouterr()
     assert 'skipped    1 .docx file: their format needs the formats extra (pip install "hseg[formats]")' in out
     assert err.count('pip install "hseg[formats]"') == 1
+
+
+def test_hseg_chunk_reads_a_presentation(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    write(fake / "deck.pptx", OUTLINE)
+    assert main(["chunk", "deck.pptx", "--format", "json", "--segmenter", "texttiling", "--quiet"]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    text = "".join(s["text"] for s in doc["segments"])
+    assert text.startswith("# Harbour Operations Manual") and PAGE_SENTENCES[3] in text
+    assert any(s["heading_path"] == ["Safety Rules"] for s in doc["segments"])
