@@ -20,7 +20,7 @@ from hseg.errors import CliError, DatabaseStorageError, HsegError
 
 __all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "location_options",
            "server_errors",
-           "client", "existing_store", "missing_collection"]
+           "client", "existing_store", "missing_collection", "store_names"]
 
 CONNECT_TIMEOUT_S = 5.0
 
@@ -157,9 +157,26 @@ def existing_store(args: argparse.Namespace) -> Any:
             raise missing_collection(args, exc) from None
 
 
+def store_names(names: list[str]) -> list[str]:
+    """The collections of ``names`` a ``--collection`` can name: without the unit index and write log
+    that hseg keeps beside each store (``docs_hseg_units`` and ``docs_hseg_writes`` of ``docs``).
+
+    Example:
+        >>> store_names(["docs", "docs_hseg_units", "docs_hseg_writes", "notes"])
+        ['docs', 'notes']
+    """
+    from hseg.retrieval.unit_vectors import COMPANION_SUFFIX
+    from hseg.store.lexical.journal import JOURNAL_SUFFIX
+
+    held = set(names)
+    return [n for n in names if not any(n.endswith(suffix) and n[:-len(suffix)] in held
+                                        for suffix in (COMPANION_SUFFIX, JOURNAL_SUFFIX))]
+
+
 def missing_collection(args: argparse.Namespace, exc: Any) -> CliError:
     """The one-line error of a ``--collection`` that is not there (``exc``: the store's
     :class:`~hseg.errors.CollectionNotFoundError`), naming the collections that are."""
-    have = f"collections there: {', '.join(exc.existing)}" if exc.existing else "it holds no collections"
+    names = store_names(exc.existing)
+    have = f"collections there: {', '.join(names)}" if names else "it holds no collections"
     return CliError(f"no collection {args.collection!r} at {location_label(args)} ({have}); "
                     + not_there_yet(args, "run 'hseg index' first"))

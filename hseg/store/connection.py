@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -163,10 +164,15 @@ def lexical_storage_error(path: Path | None, exc: BaseException) -> LexicalIndex
         return None
     folder = Path(path).parent
     filename = getattr(exc, "filename", None)
-    if not isinstance(exc, sqlite3.Error) and not (filename and Path(str(filename)).parent == folder):
+    if not isinstance(exc, sqlite3.Error) and not (filename and folder in (Path(str(filename)),
+                                                                           Path(str(filename)).parent)):
         return None
     text = f"{type(exc).__name__}: {exc}"
     code = getattr(exc, "errno", None)
+    if code in (errno.EEXIST, errno.ENOTDIR) and folder.exists() and not folder.is_dir():
+        return LexicalIndexStorageError(
+            f"the lexical index folder {folder} is a file, not a folder ({text}): move it away (mv {folder} "
+            f"{folder}.moved); the folder holds derived data only, which hseg builds again from the collection")
     if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly database" in text \
             or "unable to open database file" in text:
         return LexicalIndexStorageError(
@@ -192,9 +198,15 @@ def lexical_errors(path: Path | None) -> Iterator[None]:
 
 
 def _free_bytes(path: str) -> int | None:
+    """The bytes this process may still write on the disk of ``path`` (``None``: unknown)."""
     import shutil
 
     try:
+        if hasattr(os, "statvfs") and hasattr(os, "geteuid") and os.geteuid() == 0:
+            # root may write into the blocks the file system keeps back for it (5% on ext4), which
+            # disk_usage leaves out: it said "0 bytes free" while root had 1.8 MiB to write into
+            st = os.statvfs(path)
+            return st.f_bfree * st.f_frsize
         return shutil.disk_usage(path).free
     except OSError:
         return None

@@ -54,8 +54,9 @@ class SearchPlanner:
     search gives the lexical side a weight."""
 
     def __init__(self, collection_name: str, lexical_index: LexicalIndex | None, oversample: float) -> None:
-        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not oversample >= 1:
-            raise ValueError(f"oversample must be a number >= 1, got {oversample!r}")
+        # finite: Chroma is asked for ceil(oversample * k) records, which infinity cannot be
+        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not 1 <= oversample < np.inf:
+            raise ValueError(f"oversample must be a finite number >= 1, got {oversample!r}")
         self.collection_name = collection_name
         self.lexical_index = lexical_index
         self.oversample = oversample

@@ -5,6 +5,7 @@ indexed from, and small ones of ``hseg query``. Each is reported in one line, an
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, synthetic_book
+from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder, synthetic_book
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and byte file names are POSIX's")
@@ -108,3 +109,78 @@ def test_a_store_copied_below_a_folder_with_a_file_of_a_stored_name_is_still_ref
     assert "the store was copied or moved to another depth" in done.stderr, done.stderr
     assert f"mv sub/copydb {proj}/" in done.stderr, done.stderr
     assert chromadb.PersistentClient(path=str(proj / "sub" / "copydb")).get_collection("hseg").count() == held
+
+
+# --------------------------------------------------------------------------- finding 16, the small ones
+
+
+def _indexed(tmp_path: Path) -> Path:
+    work = tmp_path / "w"
+    _good_files(work / "docs")
+    done = _hseg(tmp_path, ["index", "docs", "--db", "db", *FAKE_CLI], work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return work
+
+
+def test_a_file_named_hseg_lexical_makes_query_answer_densely_with_one_warning(tmp_path):
+    """Was: ``hseg query: error: [Errno 17] File exists: '.../hseg-lexical'`` and no answer."""
+    work = _indexed(tmp_path)
+    shutil.rmtree(work / "db" / "hseg-lexical")
+    (work / "db" / "hseg-lexical").write_text("not a folder")
+    done = _hseg(tmp_path, ["query", "tide river sediment", "--db", "db", "-k", "2", "--json"], work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(json.loads(done.stdout)) == 2
+    assert done.stderr.count("WARNING") == 1, done.stderr
+    assert "hseg-lexical is a file, not a folder" in done.stderr and "by the dense side alone" in done.stderr
+
+
+def test_collection_choices_leave_out_the_unit_index(tmp_path):
+    """Was: ``(collections there: hseg, hseg_hseg_units)``, the unit index offered as a store to query."""
+    work = _indexed(tmp_path)
+    done = _hseg(tmp_path, ["query", "tide", "--db", "db", "--collection", "nope"], work)
+    assert done.returncode == 1
+    assert "(collections there: hseg);" in done.stderr, done.stderr
+
+
+def test_an_infinite_oversample_is_a_value_error_naming_it(tmp_path):
+    """Was: ``OverflowError: cannot convert float infinity to integer`` at the first search."""
+    from hseg.store import HierarchicalStore
+
+    for bad in (float("inf"), float("nan"), 0.5):
+        with pytest.raises(ValueError, match=r"oversample must be a finite number >= 1, got (inf|nan|0\.5)"):
+            HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder(), oversample=bad)
+
+
+@posix_only
+def test_a_full_disk_says_the_space_root_may_still_write(tmp_path):
+    """An ext4 file system (a loop device) filled until no block is left to other users: as root, hseg
+    may write into the blocks kept back for root. Was: "full, 0 bytes free" while 1.8 MiB were."""
+    from hseg.store.connection import disk_trouble
+
+    if os.geteuid() != 0 or shutil.which("mkfs.ext4") is None:
+        pytest.skip("needs root and mkfs.ext4 to mount a small ext4 file system")
+    image, mnt = tmp_path / "fs.img", tmp_path / "mnt"
+    with open(image, "wb") as fh:
+        fh.truncate(20 * 2**20)
+    mnt.mkdir()
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], capture_output=True, text=True)
+    mounted = made.returncode == 0 and subprocess.run(["mount", "-o", "loop", str(image), str(mnt)],
+                                                      capture_output=True, text=True).returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a loop device here")
+    try:
+        (mnt / "db").mkdir()
+        with open(mnt / "filler", "wb") as fh:  # as root: until the blocks left to others are taken
+            while os.statvfs(mnt).f_bavail > 0:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        st = os.statvfs(mnt)
+        assert st.f_bavail == 0 < st.f_bfree
+        trouble = disk_trouble(str(mnt / "db"), OSError(28, "No space left on device"))
+        assert trouble is not None and trouble.startswith("full, ") and trouble.endswith(" free"), trouble
+        number, unit = trouble.split()[1:3]
+        scale = {"bytes": 1, "KiB": 1024, "MiB": 2**20}[unit]
+        root_may_write = st.f_bfree * st.f_frsize
+        assert abs(float(number) * scale - root_may_write) <= 0.05 * scale, (trouble, root_may_write)
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)

@@ -9,6 +9,7 @@ read-only store opened by a child process are ``tests/e2e/test_cli_index_end_to_
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -334,9 +335,15 @@ class _DiskFills:
 
         monkeypatch.setattr(HierarchicalStore, "add", counting_add)
         monkeypatch.setattr(Collection, "upsert", upsert)
-        real_usage = shutil.disk_usage
+        real_usage, real_statvfs = shutil.disk_usage, os.statvfs
         monkeypatch.setattr(shutil, "disk_usage", lambda path: real_usage(path)._replace(free=0) if self.full
                             else real_usage(path))
+
+        def statvfs(path):  # what root reads (the blocks kept back for it are gone too)
+            st = real_statvfs(path)
+            return os.statvfs_result((*st[:3], 0, 0, *st[5:])) if self.full else st
+
+        monkeypatch.setattr(os, "statvfs", statvfs)
 
 
 def test_a_disk_filling_up_mid_batch_says_how_many_documents_are_written(fake, capsys, monkeypatch):
