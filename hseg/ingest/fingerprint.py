@@ -32,6 +32,15 @@ def chunk_settings(chunker: HierarchicalChunker | Fingerprinted) -> str:
     Deterministic JSON of the hseg version (an upgraded algorithm re-chunks), the encoder, the
     token counter, the segmenter's configuration (see :func:`segmenter_config`) and the sizes. A
     :class:`Fingerprinted` chunker gives its own.
+
+    Args:
+        chunker: the chunker whose chunks are fingerprinted.
+
+    Returns:
+        The fingerprint, a JSON string every record of a document chunked with it carries.
+
+    Raises:
+        Nothing of its own: it reads what the chunker already resolved.
     """
     import hseg
 
@@ -76,8 +85,18 @@ def settings_key(config: ChunkerConfig, encoder_name: str) -> str | None:
 
 
 def token_counter_name(counter: Any) -> str | None:
-    """What a chunker measures sizes in: ``tiktoken:<encoding>``, a counter's ``name``, or the
-    callable's qualified name (the best a plain function offers)."""
+    """What a chunker measures sizes in, by name.
+
+    Args:
+        counter: a token counter (a chunker's ``count_tokens``), or ``None``.
+
+    Returns:
+        ``tiktoken:<encoding>``, the counter's ``name``, or the callable's qualified name (the best a
+        plain function offers); ``None`` for no counter.
+
+    Raises:
+        Nothing of its own.
+    """
     if counter is None:
         return None
     encoding = getattr(counter, "encoding", None)
@@ -102,6 +121,15 @@ def segmenter_config(segmenter: Any) -> dict[str, Any]:
     dataclass segmenter, the known parameters in ``_SEGMENTER_PARAMS``, ``weights_sha256`` of a
     trained ``model`` (its state dict, so the same weights from another path compare equal), and the
     ``fallback`` segmenter's own configuration.
+
+    Args:
+        segmenter: any segmenter (a ``boundaries`` method; see :mod:`hseg.segmentation.segmenters`).
+
+    Returns:
+        ``{"name": ..., setting: value, ...}``, JSON-ready.
+
+    Raises:
+        Nothing of its own: attributes that are not JSON scalars are left out.
     """
     config: dict[str, Any] = {"name": getattr(segmenter, "name", type(segmenter).__name__)}
     fields = [f.name for f in dataclasses.fields(segmenter) if f.init and not f.name.startswith("_")] \
