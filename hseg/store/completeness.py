@@ -38,6 +38,21 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     document), the index must hold exactly the document's segments: a process killed after the
     records but before their unit-index records leaves the document incomplete. With ``lexical`` (the
     segment ids and text hash the lexical index holds for it), those must be its segments and hash.
+
+    Args:
+        records: the document's stored records, ``{id: metadata}``.
+        sha: the SHA-256 of the text (the ``content_sha256`` every record must carry).
+        settings: the settings fingerprint every record must carry (``chunk_settings``).
+        length: the length of the text the clusters must tile.
+        units: the segment ids the unit index holds for the document, or ``None`` to leave it unchecked.
+        lexical: ``(segment ids, text hash)`` the lexical index holds for it, or ``None`` to leave it
+            unchecked.
+
+    Returns:
+        Whether the document is stored whole, from this text and these settings.
+
+    Raises:
+        Nothing of its own: a record it cannot read makes the document incomplete.
     """
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
