@@ -117,9 +117,26 @@ def ingest(
     passed to ``report`` with its name and counted in ``summary.failed``; one whose format's library is
     not installed is counted in ``summary.skipped``, and ``report`` is told once per missing library
     with the install command. The rest go on. A batch is written only after
-    all of its chunking succeeded. ``force`` re-chunks documents already stored unchanged.
-    A failing write raises :class:`IngestWriteError` (what was written before stays complete).
-    Each batch goes through :func:`ingest_batch`.
+    all of its chunking succeeded. Each batch goes through :func:`ingest_batch`.
+
+    Args:
+        files: the files to index (:func:`hseg.ingest.files.discover`).
+        chunker: the chunker (a :class:`~hseg.ingest.lazy.LazyChunker` is built only if a document
+            needs chunking).
+        store: the store written to.
+        batch_docs: documents read, chunked and written together.
+        force: re-chunk documents already stored unchanged.
+        progress: tqdm bars per stage (only when stderr is a terminal).
+        report: called with one line per file that failed or was skipped, naming it.
+
+    Returns:
+        What was done: documents indexed, unchanged, empty, failed and skipped, and seconds per stage.
+
+    Raises:
+        ValueError: ``batch_docs`` below 1.
+        IngestWriteError: a write failed (what was written before stays complete; a re-run completes
+            the rest).
+        IngestInterrupted: Ctrl-C; it carries the summary of what was done until then.
     """
     from tqdm.auto import tqdm
 
@@ -216,6 +233,25 @@ def ingest_batch(
     ``progress(stage, n)`` is told as ``n`` documents pass the stage
     ``"chunking"`` or ``"writing"``, or are ``"skipped"`` (unchanged, empty, or their chunking failed) or
     ``"refused"`` (by the store's write). ``seconds["reading"]`` is the look-up of what is stored.
+
+    Args:
+        texts: the batch, ``{doc id: text}``.
+        chunker: the chunker.
+        store: the store written to.
+        settings: the settings fingerprint the records carry and unchanged documents are compared by
+            (default: :func:`chunk_settings` of ``chunker``).
+        metadata: ``{doc id: metadata}`` stored with each document's records.
+        force: re-chunk documents already stored unchanged.
+        report: called with one line per document that could not be chunked or was refused.
+        progress: called as ``progress(stage, n)`` as documents pass a stage.
+        source_maps: ``{doc id: page map}`` of the documents that have one.
+
+    Returns:
+        What was done with the batch.
+
+    Raises:
+        IngestWriteError: a write failed other than by the store refusing a document (a server gone
+            away); documents of the batch may be partly written, and a re-run redoes them.
 
     Example:
         >>> done = ingest_batch({"a.md": "Some text. More text."}, chunker, store)  # doctest: +SKIP
