@@ -29,6 +29,15 @@ def prune_scope(paths: Iterable[str]) -> Callable[[str], bool]:
     file or a missing path, covers that one path (so a folder that vanished, e.g. an unmounted
     disk, covers nothing). Paths compare as absolute paths from the current directory, the way
     document ids are made.
+
+    Args:
+        paths: the ``hseg index`` PATH arguments: files, folders and glob patterns.
+
+    Returns:
+        ``covers(source) -> bool``.
+
+    Raises:
+        Nothing of its own.
     """
     folders: list[str] = []
     exact: set[str] = set()
@@ -73,9 +82,19 @@ def _glob_match(pattern: Sequence[str], parts: Sequence[str]) -> bool:
 
 
 def stored_sources(store: HierarchicalStore, page: int = 5000) -> dict[str, set[str | None]]:
-    """``{doc id: the sources of its records}`` of every hseg document in the store, read page by
-    page (``None`` stands for a record without ``source``; records of other writers, without
-    ``hseg_doc_id``, are left out)."""
+    """The sources every hseg document's records name, read page by page.
+
+    Args:
+        store: the store.
+        page: records read per call.
+
+    Returns:
+        ``{doc id: the sources of its records}`` (``None`` stands for a record without ``source``;
+        records of other writers, without ``hseg_doc_id``, are left out).
+
+    Raises:
+        ServerUnreachableError: the Chroma server cannot be reached.
+    """
     out: dict[str, set[str | None]] = {}
     for _, meta in store.iter_metadatas(page=page):
         if meta.get(DOC_ID_KEY) is not None:
@@ -93,6 +112,18 @@ def stale_documents(store: HierarchicalStore, paths: Iterable[str], found: Itera
     that is no longer a file: its file was deleted or renamed. A document without ``source``, or
     with one elsewhere, is never stale. Relative sources and ids are paths from ``anchor`` (see
     :func:`hseg.ingest.files.doc_id_for`).
+
+    Args:
+        store: the store.
+        paths: the PATH arguments the run indexed.
+        found: the document ids the run discovered.
+        anchor: the folder relative sources and ids start from; ``None``: they are absolute.
+
+    Returns:
+        The ids of the stale documents, sorted.
+
+    Raises:
+        ServerUnreachableError: the Chroma server cannot be reached.
     """
     covers = prune_scope(paths)
     base = os.path.abspath("/" if anchor is None else anchor)
@@ -110,10 +141,21 @@ def stale_documents(store: HierarchicalStore, paths: Iterable[str], found: Itera
 
 def prune(store: HierarchicalStore, paths: Iterable[str], found: Iterable[str],
           report: Callable[[str], None] | None = None, anchor: str | os.PathLike[str] | None = ".") -> list[str]:
-    """Delete the :func:`stale_documents` from ``store``; returns their ids.
+    """Delete the :func:`stale_documents` from ``store``.
 
-    ``found`` holds every document id the indexing run of ``paths`` discovered (the files it could
-    not read included). ``report(doc_id)`` is called after each deletion.
+    Args:
+        store: the store.
+        paths: the PATH arguments the run indexed.
+        found: every document id the run discovered (the files it could not read included).
+        report: called as ``report(doc_id)`` after each deletion.
+        anchor: the folder relative sources and ids start from; ``None``: they are absolute.
+
+    Returns:
+        The ids of the documents deleted, sorted.
+
+    Raises:
+        ServerUnreachableError: the Chroma server cannot be reached.
+        WriterBusyError: another process holds an embedded store's writer lock too long.
     """
     stale = stale_documents(store, paths, found, anchor)
     for doc_id in stale:
