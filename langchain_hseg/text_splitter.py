@@ -62,7 +62,19 @@ def cluster_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
     as :func:`hseg.chunking.schema.source_metadata` says: a re-split chunk's dropped, a user's refused)
     plus the cluster keys of :data:`hseg.chunking.schema.METADATA_KEYS`, the same keys and values
     as the cluster's store record and LlamaIndex node (offsets ``hseg_start``/``hseg_end``, end
-    exclusive). ``add_start_index=True`` adds LangChain's ``start_index`` (equal to ``hseg_start``).
+    exclusive).
+
+    Args:
+        chunking: a chunking of one document (:meth:`hseg.chunking.chunker.HierarchicalChunker.chunk`).
+        metadata: the source document's metadata, copied to every ``Document``.
+        add_start_index: add LangChain's ``start_index`` (equal to ``hseg_start``).
+
+    Returns:
+        The cluster ``Document`` s.
+
+    Raises:
+        ValueError: ``metadata`` holds a key with the reserved ``hseg_`` prefix of its own (naming the
+            document and the key).
 
     Example:
         >>> docs = cluster_documents(chunker.chunk(text, "a"), {"source": "a.md"})  # doctest: +SKIP
@@ -80,6 +92,17 @@ def segment_documents(chunking: Chunking, metadata: Mapping[str, Any] | None = N
 
     ``Document.id`` is the segment id; metadata as in :func:`cluster_documents`, with the segment
     keys of :data:`hseg.chunking.schema.METADATA_KEYS` (``hseg_prev_id``/``hseg_next_id`` included).
+
+    Args:
+        chunking: a chunking of one document.
+        metadata: the source document's metadata, copied to every ``Document``.
+        add_start_index: add LangChain's ``start_index`` (equal to ``hseg_start``).
+
+    Returns:
+        The segment ``Document`` s, in document order.
+
+    Raises:
+        ValueError: ``metadata`` holds a key with the reserved ``hseg_`` prefix of its own.
 
     Example:
         >>> segs = segment_documents(chunker.chunk(text, "a"))  # doctest: +SKIP
@@ -105,17 +128,23 @@ class HierarchicalSegmentTextSplitter(TextSplitter):
             ``show_progress``, ``backend``, ``device``, ``batch_size``: the same names, defaults and checks as
             :class:`hseg.chunking.chunker.HierarchicalChunker`), which replace the config's.
         chunker: an already-built ``HierarchicalChunker`` (then leave the arguments above unset).
+        chunk_overlap: ``TextSplitter``'s overlap, 0: clusters never overlap.
         pages: what to do with page Documents (:data:`hseg.text.pages.PAGE_MODES`): ``"clean"`` (the
             default) joins consecutive pages of one source and drops their running headers and
             footers and rejoins hyphenated words, ``"exact"`` joins them as they are, ``"separate"``
             chunks each page alone; each chunk says its pages in every mode.
         **kwargs: ``TextSplitter`` arguments. ``length_function``, when given, is the chunker's
-            ``tokenizer`` (token counts for all size limits); ``chunk_overlap`` defaults to 0 and
-            clusters never overlap. ``chunk_size`` is not used (sizes come from ``target_tokens``
-            and ``max_cluster_tokens``). ``add_start_index=True`` adds LangChain's ``start_index``
-            (the offsets are always in ``hseg_start``/``hseg_end``); texts are never stripped.
+            ``tokenizer`` (token counts for all size limits). ``chunk_size`` is not used (sizes come
+            from ``target_tokens`` and ``max_cluster_tokens``; a warning says so). ``add_start_index=True``
+            adds LangChain's ``start_index`` (the offsets are always in ``hseg_start``/``hseg_end``);
+            texts are never stripped.
 
     The chunker, and so the model, is built on first use. Arguments are checked at construction.
+
+    Raises:
+        ValueError: an unknown ``pages`` mode, a setting out of range (as the chunker's), ``config``
+            that is not a ``ChunkerConfig``, ``chunker`` that is not a ``HierarchicalChunker`` or given
+            with settings, or both ``tokenizer`` and ``length_function``.
 
     Example:
         >>> splitter = HierarchicalSegmentTextSplitter(target_tokens=256)  # doctest: +SKIP
