@@ -41,6 +41,15 @@ def hit_to_document(hit: SearchHit) -> Document:
     the LlamaIndex retriever puts on its nodes; a hit of a paged document (``hseg_page_start``/``hseg_page_end``)
     also has LangChain's own ``page`` (0-based) of its first page.
 
+    Args:
+        hit: a hit of :meth:`hseg.store.HierarchicalStore.search`.
+
+    Returns:
+        The ``Document``.
+
+    Raises:
+        Nothing of its own.
+
     Example:
         >>> doc = hit_to_document(store.search("what causes tides?", k=1)[0])  # doctest: +SKIP
         >>> doc.id == doc.metadata["hseg_cluster_id"], doc.metadata["hseg_score"]  # doctest: +SKIP
@@ -200,7 +209,17 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
 
     # ------------------------------------------------------------------ ingestion
     def add_documents(self, documents: Iterable[Document]) -> list[str]:
-        """Chunk ``documents`` with :attr:`splitter` and upsert them into the store; returns cluster ids."""
+        """Chunk ``documents`` with :attr:`splitter` and upsert them into the store.
+
+        Args:
+            documents: the documents (``Document.id``, when set, is the hseg document id).
+
+        Returns:
+            The cluster ids written.
+
+        Raises:
+            ValueError: the retriever has no splitter, or the store refuses a document's metadata.
+        """
         if self.splitter is None:
             raise ValueError("add_documents needs a splitter: build the retriever with from_documents/"
                              "from_vectorstore or pass splitter=HierarchicalSegmentTextSplitter(...)")
@@ -233,14 +252,26 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
     ) -> HierarchicalSegmentRetriever:
         """Chunk ``documents`` once, store them in Chroma and return a retriever over them.
 
+        ``Document.id`` (when set) is the hseg document id; metadata is kept on every record.
+
         Args:
+            documents: the documents to chunk and store.
             splitter: a :class:`HierarchicalSegmentTextSplitter`, or a dict of its arguments.
             encoder: shorthand for ``splitter={"encoder": encoder}`` (not with a splitter instance).
-            collection_name, path, client, host, port: where the store lives (see
-                :class:`hseg.store.HierarchicalStore`; with none of path/client/host, in memory).
+            collection_name: the store's collection (see :class:`hseg.store.HierarchicalStore`).
+            path: an embedded store's folder (with none of path/client/host, the store is in memory).
+            client: a Chroma client to use.
+            host: a Chroma server's host.
+            port: that server's port.
             **retriever_kwargs: the retriever's fields (``k``, ``unit``, ``budget_tokens``, ...).
 
-        ``Document.id`` (when set) is the hseg document id; metadata is kept on every record.
+        Returns:
+            The retriever, its store holding ``documents``.
+
+        Raises:
+            ValueError: bad splitter or retriever settings (before anything is chunked), an encoder
+                given twice, or metadata the store refuses.
+            ServerUnreachableError: the Chroma server at ``host`` cannot be reached.
 
         Example:
             >>> r = HierarchicalSegmentRetriever.from_documents(docs, splitter={"target_tokens": 256},  # doctest: +SKIP
@@ -289,6 +320,20 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
         ``encoder`` defaults to the splitter's, then to the vector store's ``embeddings``, so hseg records
         and the store's own searches share one vector space.
         Fill it with :meth:`add_documents`; records of other writers in it are ignored.
+
+        Args:
+            vectorstore: a ``langchain_chroma.Chroma``.
+            encoder: the sentence encoder (default: the splitter's, then the vector store's ``embeddings``).
+            splitter: a :class:`HierarchicalSegmentTextSplitter`, or a dict of its arguments.
+            **retriever_kwargs: the retriever's fields (``k``, ``unit``, ``budget_tokens``, ...).
+
+        Returns:
+            The retriever on the vector store's collection.
+
+        Raises:
+            ValueError: ``vectorstore`` is not a ``langchain_chroma.Chroma``, its collection is not in the
+                cosine space, an encoder is given twice, or a setting is out of range.
+            EncoderMismatchError: the collection holds hseg records of another encoder.
 
         Example:
             >>> vs = Chroma("docs", embedding_function=emb,  # doctest: +SKIP
