@@ -151,7 +151,20 @@ class HierarchicalSegmentNodeParser(_ChunkerSettings):
         callback_manager: CallbackManager | None = None,
         **kwargs: Any,
     ) -> HierarchicalSegmentNodeParser:
-        """The constructor, with ``embed_model`` as a LlamaIndex-style alias of ``encoder``."""
+        """The constructor, with ``embed_model`` as a LlamaIndex-style alias of ``encoder``.
+
+        Args:
+            encoder: the sentence encoder (a name, an hseg encoder, a ``BaseEmbedding``, ...).
+            embed_model: LlamaIndex's name for ``encoder``.
+            callback_manager: LlamaIndex's callback manager (default: an empty one).
+            **kwargs: the parser's fields (the chunker settings, ...).
+
+        Returns:
+            The parser.
+
+        Raises:
+            ValueError: both ``encoder`` and ``embed_model``, or a setting out of range.
+        """
         if encoder is not None and embed_model is not None:
             raise ValueError("give encoder or embed_model, not both")
         kwargs.setdefault("callback_manager", callback_manager or CallbackManager([]))

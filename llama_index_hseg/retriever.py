@@ -75,9 +75,17 @@ class HierarchicalSegmentRetriever(BaseRetriever):
             ``Settings.embed_model`` is never used.
         similarity_top_k: parents (or passages) per query: LlamaIndex's name for ``k``.
         settings: a :class:`hseg.retrieval.settings.SearchSettings` for every query.
+        allow_encoder_mismatch: accept an encoder whose name differs from the one the collection records.
+        callback_manager: LlamaIndex's callback manager.
+        verbose: LlamaIndex's verbose flag.
         **search_fields: any field of :class:`~hseg.retrieval.settings.SearchSettings` (``budget_tokens``,
             ``unit``, ``mode``, ``cluster_weight``, ``neighbour_weight``, ``where``,
             ``where_document``), overriding ``settings``; its defaults otherwise.
+
+    Raises:
+        ValueError: a search setting out of range, or both ``similarity_top_k`` and ``k``.
+        EncoderMismatchError: the collection was written with another encoder (unless
+            ``allow_encoder_mismatch``).
 
     Each result is ``NodeWithScore(node=TextNode(id_=cluster id | passage id, text, start/end char
     idx, metadata=user metadata + the hseg_* result keys), score=hseg_score)``, best first: ids and
@@ -187,6 +195,25 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         (default: in memory). Re-adding a document replaces it as one unit: its new records are stored
         before the old ones it no longer has are deleted, and only the records hseg stored under its id
         (``hseg_doc_id``) are its own; a failed add leaves the old version as it was.
+
+        Args:
+            documents: the documents to parse and store.
+            parser: a :class:`~llama_index_hseg.HierarchicalSegmentNodeParser` (default: one with its defaults).
+            vector_store: where the nodes go (see above); not with ``path``, ``client`` or ``host``.
+            collection_name: the collection opened or created without ``vector_store``.
+            path: an embedded store's folder.
+            client: a Chroma client to use.
+            host: a Chroma server's host.
+            port: that server's port.
+            **retriever_kwargs: the retriever's arguments (``similarity_top_k``, search settings, ...).
+
+        Returns:
+            The retriever, its store holding the documents' nodes.
+
+        Raises:
+            ValueError: ``vector_store`` given with ``path``/``client``/``host``, a setting out of range,
+                or metadata the store refuses.
+            ServerUnreachableError: the Chroma server at ``host`` cannot be reached.
 
         Example:
             >>> retriever = HierarchicalSegmentRetriever.from_documents(docs, path="./chroma")  # doctest: +SKIP

@@ -32,8 +32,16 @@ __all__ = ["hseg_tools"]
 
 
 def hseg_tools(store: Any) -> list[FunctionTool]:
-    """The retrieval tools over ``store`` (an :class:`~hseg.store.HierarchicalStore`, or the
-    :class:`~hseg.tools.StoreTools` over one), in :data:`hseg.tools.TOOLS`' order.
+    """The retrieval tools over a store, in :data:`hseg.tools.TOOLS`' order.
+
+    Args:
+        store: an :class:`~hseg.store.HierarchicalStore`, or the :class:`~hseg.tools.StoreTools` over one.
+
+    Returns:
+        One ``FunctionTool`` per tool.
+
+    Raises:
+        Nothing of its own.
 
     Example:
         >>> [t.metadata.name for t in hseg_tools(store)]  # doctest: +SKIP
