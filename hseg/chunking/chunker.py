@@ -67,7 +67,12 @@ class HierarchicalChunker:
             ``min_segment_tokens``, ``max_segment_tokens``, ``tokenizer``, ``segment_vector``,
             ``segment_context``, ``cluster_vector``, ``clique_method``, ``structure``, ``cache``,
             ``show_progress``, ``backend``, ``device``, ``batch_size``; meanings and defaults there).
-            Keywords given with a config replace its fields.
+        **settings: those fields as keywords; given with a config, they replace its fields.
+
+    Raises:
+        ValueError: a setting out of range or of the wrong type (naming it), or a segmenter asked for by
+            name or instance that was trained on another encoder.
+        EncoderLoadError: an encoder given by name cannot be loaded.
 
     Example:
         >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
@@ -115,6 +120,18 @@ class HierarchicalChunker:
         ``structure="auto"`` a ``.txt`` source is read as plain text. Without it, ``doc_id`` is the name.
         ``source_map`` says which page (slide) each character of ``text`` is on
         (:meth:`hseg.text.provenance.SourceMap.from_pages`); every chunk then carries its pages.
+
+        Args:
+            text: the document.
+            doc_id: its id (default: a hash of the text).
+            source: where it came from (a file name, path or URL).
+            source_map: the page (slide) of each character, or ``None``.
+
+        Returns:
+            The chunking: segments and clusters with exact spans (``text[c.start:c.end] == c.text``).
+
+        Raises:
+            ValueError: as :meth:`chunk_many` says, for this one text.
         """
         return self.chunk_many([text], [doc_id] if doc_id is not None else None,
                                sources=None if source is None else [source],
@@ -131,6 +148,21 @@ class HierarchicalChunker:
         its index, its document id and the offset, before any work; so does a source map of another
         length than its text, and a text that looks like a file's raw bytes
         (:class:`~hseg.errors.UnreadableDocumentError`, :func:`hseg.text.binary.binary_reason`).
+
+        Args:
+            texts: the documents.
+            doc_ids: one id per text, or ``None`` for hashes of the texts.
+            sources: one name per text (or ``None``), as :meth:`chunk`'s ``source``.
+            source_maps: one page map per text (or ``None``), as :meth:`chunk`'s ``source_map``.
+
+        Returns:
+            One chunking per text, in order.
+
+        Raises:
+            ValueError: a text that is not a string or not valid Unicode, looks like raw bytes
+                (:class:`~hseg.errors.UnreadableDocumentError`); ids that are not one non-empty, unique
+                string per text; sources or source maps that are not one per text, or a source map of
+                another length than its text. Raised before any work.
         """
         texts = list(texts)
         ids = self._doc_ids(texts, doc_ids)
