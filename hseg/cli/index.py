@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,7 @@ def _index(args: argparse.Namespace, found: Any, report: Any, report_line: Any) 
     from hseg import ingest
     from hseg.encoders import factory
 
+    started = time.perf_counter()  # the summary's seconds: the model's load before the job included
     files = list(found.files)
     # with no files, only pruning is left to do: it needs an index already there
     chroma = client(args, must_exist=not files)
@@ -166,6 +168,7 @@ def _index(args: argparse.Namespace, found: Any, report: Any, report_line: Any) 
         if args.ray is not None:
             def ray(batch: list[Any]) -> Any:
                 return index_with_ray(args, batch, chunker.chunker, args.encoder or recorded, report)
+        ingest_started = time.perf_counter()
         try:
             summary = ingest.index_paths(
                 found, store, chunker, anchor=id_anchor(args), batch_docs=args.batch_docs, force=args.force,
@@ -191,13 +194,32 @@ def _index(args: argparse.Namespace, found: Any, report: Any, report_line: Any) 
                 raise
             fix = "make it writable first" if trouble == "read-only" else "free space first"
             raise CliError(f"{exc}. The disk of {args.db} is {trouble}: {fix}") from exc
-    _print_summary(args, summary, chunking_note(known.chunk_options, given, options))
+    timing = seconds_breakdown(time.perf_counter() - started, summary.seconds, encoder, ingest_started)
+    _print_summary(args, summary, chunking_note(known.chunk_options, given, options), timing)
     return 1 if summary.failures else 0
 
 
-def _print_summary(args: argparse.Namespace, summary: Any, note: str | None) -> None:
+def seconds_breakdown(total: float, seconds: dict[str, float], encoder: Any, ingest_started: float) -> str:
+    """The summary's seconds: the run's, the model's load apart (with its one-time ONNX export, when this run
+    made it), then reading, chunking (less a load that happened inside it) and writing.
+
+    Example:
+        >>> seconds_breakdown(30.0, {"reading": 0.5, "chunking": 9.0, "writing": 0.4}, None, 0.0)
+        '30.0 (reading 0.5, chunking 9.0, writing 0.4)'
+    """
+    chunking, parts = seconds["chunking"], []
+    load = getattr(encoder, "load_seconds", None)
+    if load is not None:
+        export = getattr(encoder.loaded, "export_seconds", None)
+        parts.append(f"model {load:.1f}" + (f", of which a one-time ONNX export {export:.1f};" if export else ","))
+        if encoder.loaded_at >= ingest_started:  # loaded by the first chunking: counted there too
+            chunking = max(0.0, chunking - load)
+    parts.append(f"reading {seconds['reading']:.1f}, chunking {chunking:.1f}, writing {seconds['writing']:.1f}")
+    return f"{total:.1f} ({' '.join(parts)})"
+
+
+def _print_summary(args: argparse.Namespace, summary: Any, note: str | None, timing: str) -> None:
     """The lines ``hseg index`` prints of an :class:`hseg.ingest.IndexSummary`."""
-    sec = summary.seconds
     extra = [f"{summary.unchanged} unchanged (skipped)"] + ([f"{summary.empty} empty"] if summary.empty else []) \
         + [f"{summary.failures} failed"]
     print(f"documents  {summary.documents} indexed, {', '.join(extra)}")
@@ -224,8 +246,7 @@ def _print_summary(args: argparse.Namespace, summary: Any, note: str | None) -> 
     print(f"clusters   {summary.clusters}")
     print(f"vectors    {summary.vectors} written; collection {args.collection!r} at {location_label(args)} "
           f"holds {summary.total}")
-    print(f"seconds    {summary.elapsed:.1f} (reading {sec['reading']:.1f}, "
-          f"chunking {sec['chunking']:.1f}, writing {sec['writing']:.1f})")
+    print(f"seconds    {timing}")
 
 
 def _some(ids: list[str], shown: int = 3) -> str:

@@ -5,6 +5,7 @@ way. The hashing encoder in the child; the progress interval set by the test (0:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,8 +131,15 @@ def test_a_first_run_says_it_exports_the_model_and_draws_no_bar_into_a_pipe(tmp_
     assert len(said) == 2 and said[0].startswith("hseg index: exporting ") and "once per model" in said[0], said
     assert said[1].startswith("hseg index: exported ") and said[1].endswith(" s"), said
     assert "Loading weights" not in first.stderr and "\r" not in first.stderr, first.stderr[-2000:]
+    # the summary's seconds hold the model's load and the export, which they left out
+    seconds = next(line for line in first.stdout.splitlines() if line.startswith("seconds "))
+    assert re.fullmatch(r"seconds +[\d.]+ \(model [\d.]+, of which a one-time ONNX export [\d.]+; reading [\d.]+, "
+                        r"chunking [\d.]+, writing [\d.]+\)", seconds), seconds
     again = index("db2")  # the export is cached: nothing to announce
     assert again.returncode == 0 and " to ONNX " not in again.stderr, again.stderr[-2000:]
+    seconds = next(line for line in again.stdout.splitlines() if line.startswith("seconds "))
+    assert re.fullmatch(r"seconds +[\d.]+ \(model [\d.]+, reading [\d.]+, chunking [\d.]+, writing [\d.]+\)",
+                        seconds), seconds
 
 
 def test_a_budget_smaller_than_the_best_result_is_said(work):
