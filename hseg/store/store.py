@@ -105,7 +105,8 @@ class HierarchicalStore:
         collection_name: the collection, created (cosine space) when absent.
         path: directory of a ``chromadb.PersistentClient`` (the embedded default).
         client: any chromadb client (``EphemeralClient()``, ``HttpClient(...)``, ...).
-        host, port: a Chroma server, through ``chromadb.HttpClient``.
+        host: a Chroma server, through ``chromadb.HttpClient``.
+        port: that server's port.
         encoder: embeds query strings (anything :func:`hseg.encoders.as_encoder` accepts); it must
             be the model that embedded the chunks. Default: all-MiniLM-L6-v2, loaded on first use.
         configuration: extra HNSW settings for a new collection, e.g. ``{"ef_search": 400}`` (or
@@ -128,6 +129,16 @@ class HierarchicalStore:
 
     Only one of ``path``, ``client`` and ``host`` may be given; with none, the store uses
     ``chromadb.EphemeralClient()`` (in memory; all ephemeral clients of a process share data).
+
+    Raises:
+        ValueError: more than one of ``path``/``client``/``host``, a ``lock_timeout`` below 0, a space
+            other than cosine (in ``configuration`` or the existing collection's).
+        EncoderMismatchError: ``encoder`` is not the model the collection records (unless
+            ``allow_encoder_mismatch``).
+        SchemaTooNewError: the collection was written by a newer hseg.
+        CollectionNotFoundError: with ``create=False``, no such collection (``StoreNotFoundError``: no
+            Chroma database at ``path``).
+        ServerUnreachableError: the Chroma server at ``host`` cannot be reached.
 
     Example:
         >>> import chromadb
@@ -191,6 +202,22 @@ class HierarchicalStore:
 
         The collection must use the cosine space; it may also hold records of other writers, which
         :meth:`search` ignores.
+
+        Args:
+            collection: a chromadb ``Collection``.
+            encoder: embeds query strings, as the constructor's.
+            oversample: as the constructor's.
+            allow_encoder_mismatch: as the constructor's.
+            lock_timeout: as the constructor's.
+
+        Returns:
+            The store over that collection.
+
+        Raises:
+            ValueError: the collection is not in the cosine space, or ``lock_timeout`` is below 0.
+            EncoderMismatchError: ``encoder`` is not the model the collection records (unless
+                ``allow_encoder_mismatch``).
+            SchemaTooNewError: the collection was written by a newer hseg.
 
         Example:
             >>> vs = langchain_chroma.Chroma("c", embedding_function=emb,  # doctest: +SKIP
@@ -383,7 +410,14 @@ class HierarchicalStore:
 
     def use_encoder(self, encoder: Any) -> None:
         """Embed queries with ``encoder`` from now on, checked against the collection's encoder as the
-        constructor checks it (:class:`hseg.errors.EncoderMismatchError`, unless ``allow_encoder_mismatch``).
+        constructor checks it.
+
+        Args:
+            encoder: anything :func:`hseg.encoders.as_encoder` accepts.
+
+        Raises:
+            EncoderMismatchError: ``encoder`` is not the model the collection records (unless
+                ``allow_encoder_mismatch``).
 
         Example:
             >>> store = HierarchicalStore("hseg", path="./chroma-db", create=False)  # doctest: +SKIP
@@ -442,9 +476,23 @@ class HierarchicalStore:
         records stored (their unit-index records follow at the end of the ``add``): what a caller
         needs to say what an ``add`` that failed half way had written.
 
-        ``stored``: the answer of :meth:`maintenance.incomplete <hseg.store.maintenance.Maintenance.incomplete>`
-        for these documents (``hseg index`` asks it first); what it read of their records is used instead
-        of reading them again, while the writer lock it was read under is still held.
+        Args:
+            chunkings: one chunking or several (one per document).
+            metadatas: one mapping per chunking, or a single mapping for all.
+            on_written: called as ``on_written(doc_ids)`` after each write call.
+            stored: the answer of :meth:`maintenance.incomplete <hseg.store.maintenance.Maintenance.incomplete>`
+                for these documents (``hseg index`` asks it first); what it read of their records is used
+                instead of reading them again, while the writer lock it was read under is still held.
+
+        Returns:
+            The number of records written.
+
+        Raises:
+            ValueError: metadata the store cannot keep, or one ``doc_id`` given twice with different
+                content (before anything is written).
+            EncoderMismatchError: vectors of another model or dimension than the collection's.
+            WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         Example:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
@@ -473,7 +521,21 @@ class HierarchicalStore:
         the number of records written. For adapters whose framework carries the records (a LlamaIndex
         node is one record: its id, vector, text and metadata): each document must be whole, as
         :func:`hseg.chunking.records.records_for` builds it (its cluster records tile its text and list
-        exactly its segment records), else ``ValueError`` naming it, before anything is written.
+        exactly its segment records).
+
+        Args:
+            documents: ``{doc id: records}``.
+            on_written: called as ``on_written(doc_ids)`` after each write call, as :meth:`add`'s.
+
+        Returns:
+            The number of records written.
+
+        Raises:
+            ValueError: ``documents`` is not a dict, or a document is not whole (naming it), before
+                anything is written.
+            EncoderMismatchError: vectors of another model or dimension than the collection's.
+            WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         Example:
             >>> store.add_records({"report": records_for(chunking, {"source": "r.md"})})  # doctest: +SKIP
@@ -540,7 +602,18 @@ class HierarchicalStore:
         logger.info("dropped collection %r, its unit index and its lexical index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:
-        """Remove every record of a document; returns how many were removed."""
+        """Remove every record of a document, and its unit-index and lexical rows.
+
+        Args:
+            doc_id: the document.
+
+        Returns:
+            How many records were removed (0 for a document the store does not hold).
+
+        Raises:
+            WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
+            ServerUnreachableError: the Chroma server cannot be reached.
+        """
         with self.turns.taking([doc_id], self.lock_timeout), self._writing(f"deleting document {doc_id!r}"):
             ids = self.collection.get(where=of_document(doc_id), include=[])["ids"]
             delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
@@ -548,8 +621,19 @@ class HierarchicalStore:
         return len(ids)
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
-        """Remove every record matching a Chroma ``where`` (e.g. another writer's document key);
-        returns how many were removed. The documents' unit-index records go first.
+        """Remove every record matching a Chroma ``where`` (e.g. another writer's document key). The
+        documents' unit-index records go first.
+
+        Args:
+            where: a non-empty Chroma ``where``.
+
+        Returns:
+            How many records were removed.
+
+        Raises:
+            ValueError: ``where`` is not a non-empty dict.
+            WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         Example:
             >>> store.delete_where({"document_id": "report"})  # doctest: +SKIP
@@ -573,6 +657,15 @@ class HierarchicalStore:
         """Number of records in the collection (both levels, and records of other writers), or of
         those matching a Chroma ``where``.
 
+        Args:
+            where: a Chroma ``where``, or ``None`` for every record.
+
+        Returns:
+            The number of records.
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
+
         Example:
             >>> store.count({"source": "notes/a.md"})  # doctest: +SKIP
             14
@@ -584,8 +677,18 @@ class HierarchicalStore:
 
     def iter_metadatas(self, where: Mapping[str, Any] | None = None, *, page: int = 5000
                        ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``(record id, metadata)`` of every record (or those matching ``where``), read page by page;
-        records of other writers sharing the collection included.
+        """Every record's metadata (or that of those matching ``where``), read page by page; records of
+        other writers sharing the collection included.
+
+        Args:
+            where: a Chroma ``where``, or ``None`` for every record.
+            page: records read per call.
+
+        Yields:
+            ``(record id, metadata)``.
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         Example:
             >>> clusters = store.iter_metadatas({"hseg_level": "cluster"})  # doctest: +SKIP
@@ -626,7 +729,18 @@ class HierarchicalStore:
         return stats
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
-        """A document's records in document order (each cluster record before its segments)."""
+        """A document's records in document order (each cluster record before its segments).
+
+        Args:
+            doc_id: the document.
+            include_embeddings: read the vectors too (else each record's ``embedding`` is empty).
+
+        Returns:
+            The records (``[]`` for a document the store does not hold).
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
+        """
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
         # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
         with self._reading() as (collection, _), remote_errors(self.collection, f"reading document {doc_id!r}"):
@@ -660,6 +774,18 @@ class HierarchicalStore:
                 query is its own text); needed only with ``lexical_weight`` > 0.
             fields: any of its fields (``budget_tokens``, ``unit``, ``mode``, ``cluster_weight``,
                 ``neighbour_weight``, ``lexical_weight``, ``where``, ``where_document``), overriding ``settings``.
+
+        Returns:
+            The hits, best first, each with its exact span of its document.
+
+        Raises:
+            ValueError: a setting out of range or unknown (naming it), or a vector query without
+                ``query_text`` where the lexical side needs one.
+            EncoderMismatchError: a query vector of another dimension than the collection's, or a hit
+                whose vectors another model made.
+            StoreNotFoundError: a store opened at a ``path`` that held none, and nothing written since.
+            IndexOutOfStepError: what the search read disagrees with the collection.
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         ``unit="cluster"`` (default) returns whole parents ranked by the max cosine over their vectors
         (paper eq. 2, :mod:`hseg.retrieval.parents`); ``"segment"`` and ``"auto"`` return passages of
@@ -700,8 +826,25 @@ class HierarchicalStore:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
         Chroma calls: the searches advance together and each step's reads go to Chroma as one
         ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
-        and batch jobs; a single question is :meth:`search`. ``query_texts`` gives the words of vector
-        queries for the lexical side (one per query; ``None`` for a string query).
+        and batch jobs; a single question is :meth:`search`.
+
+        Args:
+            queries: strings or query vectors.
+            k: results per query, as :meth:`search`'s.
+            settings: as :meth:`search`'s, for every query.
+            query_texts: the words of vector queries for the lexical side (one per query; ``None`` for a
+                string query).
+            fields: as :meth:`search`'s.
+
+        Returns:
+            One list of hits per query, in order.
+
+        Raises:
+            ValueError: ``queries`` is not a list, ``query_texts`` not one per query, or as :meth:`search`.
+            EncoderMismatchError: as :meth:`search`.
+            StoreNotFoundError: as :meth:`search`.
+            IndexOutOfStepError: as :meth:`search`.
+            ServerUnreachableError: the Chroma server cannot be reached.
 
         Example:
             >>> hits = store.search_many(["what causes tides?", "who saw Jupiter's moons?"], budget_tokens=1024,
