@@ -246,6 +246,9 @@ def _print_summary(args: argparse.Namespace, summary: Any, note: str | None, tim
     print(f"clusters   {summary.clusters}")
     print(f"vectors    {summary.vectors} written; collection {args.collection!r} at {location_label(args)} "
           f"holds {summary.total}")
+    if summary.documents and args.host is None:  # ids like '../book/ch1.md' puzzle without it
+        print(f"sources    paths relative to {id_anchor(args)}, the folder that holds --db (so a file keeps its id "
+              "from any working directory)")
     print(f"seconds    {timing}")
 
 

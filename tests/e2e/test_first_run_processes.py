@@ -153,3 +153,14 @@ def test_a_budget_smaller_than_the_best_result_is_said(work):
         "returns at least one result, whole (its smallest unit is a segment)\n")
     roomy = hseg(work, "query", "orbit", "--db", "db", "--budget-tokens", "4000")
     assert roomy.returncode == 0 and roomy.stderr == "", roomy.stderr
+
+
+def test_the_summary_says_what_sources_are_relative_to(work):
+    # issue 57 item 11: a store in a subfolder gave sources like '../docs/ch0.md' with no word of why
+    done = hseg(work, "index", "docs", "--db", "stores/db", *FAKE)
+    assert done.returncode == 0, done.stderr
+    assert f"sources    paths relative to {work / 'stores'}, the folder that holds --db" in done.stdout
+    hit = hseg(work, "query", "orbit", "--db", "stores/db", "-k", "1")
+    assert hit.returncode == 0 and "  ../docs/ch" in hit.stdout, hit.stdout
+    unchanged = hseg(work, "index", "docs", "--db", "stores/db", *FAKE)  # nothing new to name
+    assert unchanged.returncode == 0 and "sources " not in unchanged.stdout
