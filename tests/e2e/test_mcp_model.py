@@ -170,3 +170,17 @@ def test_bind_needs_http_and_a_missing_store_is_one_line(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "hseg.cli", "mcp", "--db", str(tmp_path / "none")], env=_env(),
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+@pytest.mark.model
+def test_mcp_latency_benchmark_smoke(indexed, tmp_path):
+    out = tmp_path / "mcp_latency.md"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.mcp_latency", "--db", str(indexed / "db"), "--searches",
+                           "10", "--rounds", "1", "--cold-runs", "1", "--out", str(out)], cwd=REPO, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = out.read_text(encoding="utf-8")
+    assert report in done.stdout
+    for row in ("| in-process `StoreTools.search` |", "| through `hseg mcp` (stdio, SDK client) |",
+                "| cold `hseg query` (fresh process) |", "Ratios: MCP / in-process"):
+        assert row in report
