@@ -8,14 +8,13 @@ The search itself is :meth:`hseg.store.HierarchicalStore.search` on the vector s
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 try:  # the vector-store integration is optional: a bare chromadb collection works too
     from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -23,18 +22,12 @@ except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
 from hseg.chunking.records import check_unicode
-from hseg.chunking.schema import hidden_from_model
-from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
-from hseg.text.pages import loader_page_key
+from llama_index_hseg.nodes import hit_to_node
 
 __all__ = ["HierarchicalSegmentRetriever"]
 
-#: formatting fields of the stored node that the returned parent keeps
-_FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", "metadata_template",
-                  "metadata_separator", "text_template")
 
 
 def _hseg_store_of(store: Any) -> HierarchicalStore | None:
@@ -166,7 +159,7 @@ class HierarchicalSegmentRetriever(BaseRetriever):
         # the lexical side (lexical_weight > 0) reads the question's words, whatever was embedded
         text = None if isinstance(query, str) else query_bundle.query_str
         hits = self._store.search(query, settings=self._settings, query_text=text)
-        return [NodeWithScore(node=_to_node(hit), score=float(hit.score)) for hit in hits]
+        return [NodeWithScore(node=hit_to_node(hit), score=float(hit.score)) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # encoder and Chroma calls block: run them in a worker thread
@@ -241,39 +234,3 @@ def _checked_query(query: Any) -> Any:
         return query
     hint = "; decode it first (query.decode('utf-8'))" if isinstance(query, (bytes, bytearray)) else ""
     raise ValueError(f"str_or_query_bundle must be a str or a QueryBundle, got {type(query).__name__}{hint}")
-
-
-def _to_node(hit: SearchHit) -> TextNode:
-    """A parent (or passage) hit as a TextNode: id and metadata from :func:`hseg.retrieval.results.result_for`
-    (as on LangChain's Documents), formatting fields of the stored node, SOURCE the document."""
-    node_id, meta = result_for(hit)
-    stored = _stored_node_fields(hit.metadata)
-    # the core's one rule of what a model sees: ids, offsets and scores are for code, not prompts
-    hidden = hidden_from_model(meta)
-    for key in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
-        kept = list(stored.get(key) or [])
-        stored[key] = kept + [k for k in hidden if k not in kept]
-    ref = hit.metadata.get("ref_doc_id") if "_node_content" in hit.metadata else None  # a ChromaVectorStore's
-    if not ref or ref == "None":  # ChromaVectorStore writes "None" for a node without SOURCE
-        ref = hit.doc_id
-    return TextNode(
-        id_=node_id,
-        text=hit.text,
-        metadata={**meta, **loader_page_key("page_label", hit.pages)},  # LlamaIndex's own page key too
-        start_char_idx=hit.start,
-        end_char_idx=hit.end,
-        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(ref))},
-        **stored,
-    )
-
-
-def _stored_node_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Formatting fields of the node ChromaVectorStore serialised in ``_node_content`` (if any)."""
-    raw = meta.get("_node_content")
-    if not isinstance(raw, str):
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return {}
-    return {k: data[k] for k in _FORMAT_FIELDS if data.get(k) is not None}

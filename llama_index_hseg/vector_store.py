@@ -34,6 +34,7 @@ from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
 from hseg.store.reading import where_in
+from llama_index_hseg.nodes import hit_to_node
 
 __all__ = ["HierarchicalSegmentVectorStore"]
 
@@ -141,8 +142,6 @@ class HierarchicalSegmentVectorStore(BasePydanticVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The best parents (or passages, per ``settings``) for ``query``: :meth:`hseg.store.HierarchicalStore.search`,
         with the query's ``similarity_top_k``, ``filters`` and ``doc_ids``."""
-        from llama_index_hseg.retriever import _to_node  # the retriever's translation of a hit
-
         where = _where(query)
         if query.query_embedding is not None:
             hits = self._store.search(np.asarray(query.query_embedding, dtype=np.float32), settings=self._settings,
@@ -151,7 +150,7 @@ class HierarchicalSegmentVectorStore(BasePydanticVectorStore):
             hits = self._store.search(query.query_str, settings=self._settings, k=query.similarity_top_k, where=where)
         else:
             raise ValueError("query: give query_str or query_embedding")
-        nodes = [_to_node(h) for h in hits]
+        nodes = [hit_to_node(h) for h in hits]
         return VectorStoreQueryResult(nodes=list(nodes), similarities=[float(h.score) for h in hits],
                                       ids=[n.node_id for n in nodes])
 
