@@ -221,7 +221,7 @@ def test_an_entry_stamped_long_before_it_landed_is_found_by_the_next_sweep(tmp_p
     """A check looks NEAR_MARGIN_S back, a sweep every SWEEP_S looks MARGIN_S back: an entry of a writer
     whose clock runs behind (stamped earlier than the near margin before it became visible) is
     applied by the next sweep, and the metadata of entries read once is not asked for again."""
-    from hseg.store.lexical import follow, journal
+    from hseg.store.lexical import journal
 
     writer = open_store(tmp_path / "db", chroma_collection_name)
     writer.add(chunker.chunk(book(1), doc_id="a"))
@@ -230,7 +230,7 @@ def test_an_entry_stamped_long_before_it_landed_is_found_by_the_next_sweep(tmp_p
     follower = index.follower
     assert follower is not None
     now = [time.time()]
-    monkeypatch.setattr(follow.time, "time", lambda: now[0])
+    monkeypatch.setattr(Journal, "now", lambda self: now[0])  # the server's clock, for every journal
     index.ensure_fresh()  # a sweep: the next checks look NEAR_MARGIN_S back until SWEEP_S has passed
     writer.add(chunker.chunk("Zyzzogeton beetles live in Peru. " * 20, doc_id="z"))
     late = Journal.open(writer.collection)

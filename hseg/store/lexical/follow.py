@@ -4,7 +4,8 @@ what every client writes, at a cost that grows with the documents written, not w
 One check (:meth:`Follower.follow`, before each search that reads the index):
 
 1. Read the log's entries since the cache's *position* (the time of its last complete read of the
-   log) minus :data:`~hseg.store.lexical.journal.NEAR_MARGIN_S`, or minus
+   log, on the server's clock: :class:`~hseg.store.lexical.journal.ServerClock`) minus
+   :data:`~hseg.store.lexical.journal.NEAR_MARGIN_S`, or minus
    :data:`~hseg.store.lexical.journal.MARGIN_S` when the last such sweep is
    :data:`~hseg.store.lexical.journal.SWEEP_S` old: one ``get`` of those records (a sweep: their ids,
    then the metadata of those this object has not read, :meth:`~hseg.store.lexical.journal.Journal.read`).
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import TYPE_CHECKING
 
 from hseg.store.lexical.journal import MARGIN_S, NEAR_MARGIN_S, OPEN_STALE_S, OPEN_WRITE_TTL_S, SWEEP_S, Entry, LogRead
@@ -57,7 +57,7 @@ class Follower:
         assert index.journal is not None
         self.index = index
         self.journal = index.journal
-        self._position = -math.inf  # this object's last complete read of the log (its own clock)
+        self._position = -math.inf  # this object's last complete read of the log (the server's clock)
         self._swept = -math.inf  # its last read MARGIN_S back
         self._reread: dict[str, float] = {}  # open entries whose documents this object re-read, and when
         self.rebuilds = 0  #: full rebuilds this object made (for tests and logs)
@@ -72,7 +72,7 @@ class Follower:
         index = self.index
         meta = index.meta()
         position = self.position(meta)
-        started = time.time()
+        started = self.journal.now()
         if not (index.belongs(meta) and meta.get("built") == "1" and math.isfinite(position)):
             self._rebuild_locked("no cache of this collection yet", meta)
             return
@@ -142,7 +142,7 @@ class Follower:
     def rebuild(self) -> None:
         """Every row again from the collection, the log's recent entries noted as applied (their writes
         ended before the collection was read). Call with the writer lock held."""
-        started = time.time()
+        started = self.journal.now()
         log = self.journal.read(since=started - 2 * MARGIN_S)
         # with a write under way the count holds part of it: known again at the next rest
         self.index.rebuild(**{_POSITION: repr(started), **({"synced_count": ""} if log.opens else {})})

@@ -11,16 +11,19 @@ shares), one record per entry, each with a one-dimensional vector nobody searche
   :data:`OPEN_STALE_S` may be a dead writer's, whose documents will never change again: those are
   re-read then (what Chroma holds is all there is), at most once a :data:`OPEN_STALE_S`.
 * ``done-<uuid>`` (``kind="done"``): a write that finished, written after its last record and before
-  its ``open`` entry is deleted (a reader between the two sees both). ``at`` is the writer's clock
-  when it finished.
+  its ``open`` entry is deleted (a reader between the two sees both). ``at`` is when it finished.
 * ``horizon`` (``kind="horizon"``): compaction's mark. A writer deletes ``done`` entries older than
   :data:`KEEP_S` and raises the horizon to the time it deleted up to.
+
+Every time in the log, and every reader's position, is the server's clock (:class:`ServerClock`: its
+heartbeat, carried forward on this process's monotonic clock), never a client's: a writer whose clock
+ran 10 minutes slow stamped its entries before every reader's window, and no reader ever saw them.
 
 Why a reader needs no order: re-reading a document reads what Chroma holds *now*, so applying
 entries in any order, or twice, leaves the same rows. What a reader needs is never to miss an entry.
 It reads the entries at or after its last read minus :data:`NEAR_MARGIN_S`, and at least every
 :data:`SWEEP_S` minus :data:`MARGIN_S` (an entry becomes visible a little after its writer's clock
-stamped it, and clocks of client machines differ a little), skips those it has applied (the cache's
+stamped it), skips those it has applied (the cache's
 ``applied`` table), and rebuilds from scratch only when the horizon passed its last read minus
 :data:`MARGIN_S`: compaction may have deleted an entry it never saw.
 
@@ -42,8 +45,8 @@ from hseg.chunking.schema import SCHEMA_KEY
 from hseg.store.connection import created_concurrently
 
 __all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "NEAR_MARGIN_S", "SWEEP_S",
-           "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "Entry",
-           "LogRead", "Journal", "journal_name"]
+           "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "CLOCK_REFRESH_S", "Entry",
+           "LogRead", "Journal", "ServerClock", "journal_name"]
 
 #: the journal collection of collection ``name`` is ``name + JOURNAL_SUFFIX``
 JOURNAL_SUFFIX = "_hseg_writes"
@@ -51,7 +54,7 @@ JOURNAL_SUFFIX = "_hseg_writes"
 #: A check reads only the entries since its last one, so a longer log costs a check nothing
 KEEP_S = 3 * 3600.0
 #: how far before its last read a reader looks again, at least every :data:`SWEEP_S`: more than an
-#: entry's trip to the server plus the clock difference between two client machines
+#: entry's trip to the server plus what two clients' readings of the server's clock may differ by
 MARGIN_S = 120.0
 #: how far before its last read a reader looks at its other checks: an entry's trip to the server plus
 #: the clock difference of machines kept in time (NTP); an entry stamped earlier than that before it
@@ -69,7 +72,38 @@ OPEN_WRITE_TTL_S = 3600.0
 #: open entries of dead writers older than this are deleted by the next writer
 OPEN_KEEP_S = 7 * 24 * 3600.0
 
+#: seconds between two readings of the server's clock by one client (carried forward on its monotonic
+#: clock in between, which drifts by microseconds in that time)
+CLOCK_REFRESH_S = 60.0
+
 _OPEN, _DONE, _HORIZON = "open", "done", "horizon"
+
+
+class ServerClock:
+    """The time on the clock of the server of ``api`` (a Chroma client's API object), in seconds since
+    the epoch: its heartbeat, read again every :data:`CLOCK_REFRESH_S` and carried forward on this
+    process's monotonic clock in between (a heartbeat per check would cost a request per search).
+    One clock for every client of a server, whatever their own clocks say; an embedded or in-memory
+    client's is this machine's.
+
+    Example:
+        >>> ServerClock(chromadb.HttpClient()._server).now()  # doctest: +SKIP
+        1765000000.123
+    """
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self._read: tuple[float, float] | None = None  # (the server's time, this process's monotonic time)
+
+    def now(self) -> float:
+        mono = time.monotonic()
+        if self._read is None or mono - self._read[1] >= CLOCK_REFRESH_S:
+            before = time.monotonic()
+            server = self.api.heartbeat() / 1e9
+            mono = time.monotonic()
+            self._read = (server, (before + mono) / 2)  # the heartbeat was read half-way, within the trip
+        return self._read[0] + (mono - self._read[1])
+
 
 
 def journal_name(collection_name: str) -> str:
@@ -114,6 +148,7 @@ class Journal:
 
     def __init__(self, collection: Any) -> None:
         self.collection = collection
+        self.clock = ServerClock(collection._client)
         # entries this object has read (they never change: a write makes new ones), by id: a read asks
         # the server for the ids in its window, then for the metadata of the ids it does not know
         self._known: dict[str, tuple[str, Entry]] = {}
@@ -137,15 +172,19 @@ class Journal:
     def name(self) -> str:
         return str(self.collection.name)
 
+    def now(self) -> float:
+        """The server's time, the clock of every time in the log (:class:`ServerClock`)."""
+        return self.clock.now()
+
     def begin(self, doc_ids: Sequence[str]) -> str:
         """Record a write of these documents as under way; returns its ``open`` entry's id."""
         rid = f"{_OPEN}-{uuid.uuid4().hex}"
-        self._put(rid, _OPEN, time.time(), doc_ids)
+        self._put(rid, _OPEN, self.now(), doc_ids)
         return rid
 
     def end(self, open_id: str, doc_ids: Sequence[str]) -> None:
         """Record the write ``open_id`` of these documents as finished, then compact the log."""
-        now = time.time()
+        now = self.now()
         self._put(f"{_DONE}-{uuid.uuid4().hex}", _DONE, now, doc_ids)
         self.collection.delete(ids=[open_id])
         self.compact(now)
