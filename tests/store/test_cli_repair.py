@@ -43,8 +43,8 @@ def _complete_line(capsys) -> str:
 def test_stats_names_the_repair_a_pipeline_store_needs_and_repair_does_it(fake, capsys):  # noqa: F811
     _pipeline_store(fake)
     line = _complete_line(capsys)
-    assert line == ("complete   0 documents; 3 INCOMPLETE: 3 lack only unit-index rows (written around hseg, e.g. by "
-                    "a LlamaIndex IngestionPipeline without store.sync_unit_index()): run 'hseg repair --db db'")
+    assert line == ("complete   0 documents; 3 INCOMPLETE: 3 lack only unit-index or lexical rows (written around hseg, "
+                    "e.g. by a LlamaIndex IngestionPipeline into a ChromaVectorStore): run 'hseg repair --db db'")
     assert "hseg index" not in line  # they have no paths to re-run it on
     before = sys.modules.copy()
     assert main(["repair", "--db", "db"]) == 0
@@ -66,7 +66,7 @@ def test_what_the_store_cannot_give_back_is_counted_with_the_remedy_that_applies
         seg = col.get(where={"$and": [{"hseg_doc_id": doc}, {"hseg_level": "segment"}]}, limit=1)["ids"]
         col.delete(ids=seg)
     line = _complete_line(capsys)
-    assert "4 INCOMPLETE: 1 of files" in line and "2 lack only unit-index rows" in line
+    assert "4 INCOMPLETE: 1 of files" in line and "2 lack only unit-index or lexical rows" in line
     assert "run 'hseg repair --db db'" in line
     assert "1 of files (an interrupted or failed write, or lost vectors): re-run 'hseg index' on their paths" in line
     assert "1 miss records or vectors and came from no file (another writer): add them again from their source" \
