@@ -44,6 +44,8 @@ class StoredCluster:
     tokens: int
     heading_path: tuple[str, ...]
     text: str
+    #: its first and last page (the schema's page range), ``None`` for a document without pages
+    pages: tuple[int, int] | None = None
 
 
 def document_clusters(store: Any, doc_id: str) -> list[StoredCluster]:
@@ -59,7 +61,7 @@ def document_clusters(store: Any, doc_id: str) -> list[StoredCluster]:
     for text, meta in zip(got["documents"], got["metadatas"]):
         view = ClusterMeta.of(meta or {})
         clusters.append(StoredCluster(view.cluster_id, view.start, view.end, view.tokens, view.heading_path,
-                                      text or ""))
+                                      text or "", view.pages))
     clusters.sort(key=lambda c: c.start)
     at = 0
     for c in clusters:

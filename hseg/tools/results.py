@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Passage", "SearchAnswer", "SpanText", "Span", "ClusterText", "LexicalHit", "LexicalAnswer",
-           "DocumentInfo", "DocumentList", "as_json", "json_schema"]
+           "DocumentInfo", "DocumentList", "as_json", "json_schema", "page_list"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class Passage:
     id: str
     #: the document's own metadata as stored (hseg's keys left out)
     metadata: dict[str, Any]
-    #: the page (or slide) numbers the passage lies on, where the document has them
+    #: the page (or slide) numbers the passage lies on, from 1, where the document has pages (a PDF,
+    #: a presentation); ``None`` otherwise
     pages: list[int] | None = None
 
 
@@ -93,6 +94,8 @@ class ClusterText:
     #: the cluster before and after in the document (``None`` at its edges): ``expand`` them to read on
     previous: Span | None
     next: Span | None
+    #: the page (or slide) numbers the text lies on, where the document has pages
+    pages: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class LexicalHit:
     heading_path: list[str]
     cluster_id: str
     segment_id: str
+    #: the page (or slide) numbers the segment lies on, where the document has pages
+    pages: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,17 @@ class DocumentList:
     total: int
     offset: int
     documents: list[DocumentInfo]
+
+
+def page_list(pages: tuple[int, int] | None) -> list[int] | None:
+    """Every page of a ``(first, last)`` range (the schema's :func:`~hseg.chunking.schema.page_range`),
+    or ``None`` for text on no known page.
+
+    Example:
+        >>> page_list((4, 6)), page_list(None)
+        ([4, 5, 6], None)
+    """
+    return None if pages is None else list(range(pages[0], pages[1] + 1))
 
 
 def as_json(result: Any) -> dict[str, Any]:

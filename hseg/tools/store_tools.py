@@ -30,7 +30,7 @@ from typing import Annotated, Any, get_type_hints
 
 from pydantic import BaseModel, Field, create_model
 
-from hseg.chunking.schema import SegmentMeta, user_metadata
+from hseg.chunking.schema import SegmentMeta, joined_pages, user_metadata
 from hseg.errors import HsegError
 from hseg.store.connection import lexical_errors, remote_errors
 from hseg.text.structure import common_prefix
@@ -45,6 +45,7 @@ from hseg.tools.results import (
     SearchAnswer,
     Span,
     SpanText,
+    page_list,
 )
 
 __all__ = ["ToolInputError", "ToolLimits", "LIMITS", "ToolDeclaration", "TOOLS", "StoreTools", "arguments_model"]
@@ -175,7 +176,7 @@ class StoreTools:
             passages.append(Passage(
                 source=str(hit.doc_id), start=int(hit.start), end=int(hit.end), text=hit.text,
                 score=round(float(hit.score), 6), tokens=int(hit.token_count), heading_path=list(hit.heading_path),
-                cluster_id=str(hit.cluster_id), id=rid, metadata=_user(hit.metadata)))
+                cluster_id=str(hit.cluster_id), id=rid, metadata=_user(hit.metadata), pages=page_list(hit.pages)))
         return SearchAnswer(question, budget, sum(p.tokens for p in passages), passages)
 
     def read(self, source: Annotated[str, _SOURCE], start: Annotated[int, _START],
@@ -212,7 +213,8 @@ class StoreTools:
         return ClusterText(source, first.start, last.end, text_of(clusters, first.start, last.end),
                            sum(c.tokens for c in held), list(common_prefix(c.heading_path for c in held)),
                            [c.id for c in held], None if before is None else Span(before.start, before.end),
-                           None if after is None else Span(after.start, after.end))
+                           None if after is None else Span(after.start, after.end),
+                           page_list(joined_pages(c.pages for c in held)))
 
     def lexical_search(self, terms: Annotated[str, _TERMS], limit: Annotated[int, _LIMIT] = 10) -> LexicalAnswer:
         """The ``limit`` best segments for the words of ``terms`` by BM25, from the lexical index."""
@@ -239,7 +241,7 @@ class StoreTools:
             if view is None or text_ is None:
                 continue  # removed between the two reads of the index: not a hit any more
             hits.append(LexicalHit(str(row.doc_id), view.start, view.end, text_, round(float(score), 6),
-                                   list(view.heading_path), view.cluster_id, row.segment_id))
+                                   list(view.heading_path), view.cluster_id, row.segment_id, page_list(view.pages)))
         return LexicalAnswer(words, hits)
 
     def list_documents(self, limit: Annotated[int, _DOCS] = 100, offset: Annotated[int, _OFFSET] = 0

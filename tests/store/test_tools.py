@@ -157,6 +157,33 @@ def test_a_filter_chroma_refuses_names_where(tool_store):
         tools.search("tides", where={"$bad": 1})
 
 
+def test_pages_of_a_paged_document(chroma_client, chroma_collection_name, example_text):
+    """A document chunked with a source map (a PDF's pages): each passage, expanded cluster and lexical
+    hit names the pages its text lies on."""
+    from hseg.text.provenance import SourceMap
+
+    paragraphs = [p for p in example_text.split("\n\n") if p.strip()][:60]
+    text, pages = SourceMap.from_pages(["\n\n".join(paragraphs[i:i + 6]) for i in range(0, 60, 6)],
+                                       list(range(3, 13)))
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(64))
+    store.add(small_chunker().chunk(text, doc_id="book.pdf", source_map=pages), {"source": "book.pdf"})
+    tools = StoreTools(store)
+
+    def on(start, end):
+        found = pages.pages_of(text, start, end)
+        return list(range(found[0], found[-1] + 1)) if found else None
+
+    passages = tools.search(QUESTIONS[0], budget_tokens=600).passages
+    assert passages and any(p.pages for p in passages)
+    for p in passages:
+        assert p.pages == on(p.start, p.end)
+        cluster = tools.expand(p.source, p.start, p.end)
+        assert cluster.pages is not None and set(p.pages or []) <= set(cluster.pages)
+    for hit in tools.lexical_search("telescope Galileo").hits:
+        assert hit.pages == on(hit.start, hit.end)
+    assert tools.search(QUESTIONS[0], budget_tokens=100, where={"source": "none"}).passages == []
+
+
 def test_no_tool_writes(tool_store):
     tools, _, texts = tool_store
     collection = tools.store.collection
@@ -203,7 +230,7 @@ def test_mcp_server_in_process(tool_store):
             found = await client.call_tool("search", {"question": QUESTIONS[0], "budget_tokens": 200})
             assert not found.is_error
             p = found.structured_content["passages"][0]
-            assert texts[p["source"]][p["start"]:p["end"]] == p["text"]
+            assert texts[p["source"]][p["start"]:p["end"]] == p["text"] and p["pages"] is None
             assert json.loads(found.content[0].text) == found.structured_content
             read = await client.call_tool("read", {"source": p["source"], "start": p["start"], "end": p["end"]})
             assert read.structured_content["text"] == p["text"]
