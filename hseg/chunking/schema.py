@@ -35,7 +35,7 @@ __all__ = [
     # the keys of chunks, records and results
     "LEVEL_KEY", "DOC_ID_KEY", "CLUSTER_ID_KEY", "INDEX_KEY", "CLUSTER_INDEX_KEY", "START_KEY", "END_KEY",
     "TOKENS_KEY", "CLUSTER_TOKENS_KEY", "N_SEGMENTS_KEY", "SEGMENT_IDS_KEY", "PREV_ID_KEY", "NEXT_ID_KEY",
-    "CUTS_KEY", "HEADING_PATH_KEY", "PAGE_START_KEY", "PAGE_END_KEY",
+    "CUTS_KEY", "HEADING_PATH_KEY", "PAGE_START_KEY", "PAGE_END_KEY", "PAGE_BREAKS_KEY",
     "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
     "MATCHED_LEVEL_KEY", "MATCHED_START_KEY", "MATCHED_END_KEY", "MATCHED_TEXT_KEY",
     # kept by hseg index, by the unit index and by collections
@@ -46,9 +46,10 @@ __all__ = [
     "CLUSTER", "SEGMENT", "level_of", "level_is", "of_document",
     # codecs
     "encode_heading_path", "heading_path", "encode_cuts", "decode_cuts", "sentence_cuts", "encode_segment_ids",
-    "listed_segment_ids", "neighbour_ids", "page_range", "joined_pages", "page_metadata",
+    "listed_segment_ids", "neighbour_ids", "page_range", "encode_page_breaks", "decode_page_breaks", "joined_pages",
+    "page_metadata",
     # views and writers
-    "SegmentMeta", "ClusterMeta", "ResultMeta", "chunk_metadata", "chunk_pages",
+    "SegmentMeta", "ClusterMeta", "ResultMeta", "chunk_metadata", "chunk_pages", "page_breaks",
     # whose keys
     "user_metadata", "source_metadata", "hidden_from_model", "reserved_key",
 ]
@@ -82,6 +83,9 @@ HEADING_PATH_KEY = "hseg_heading_path"
 #: chunked with a :class:`hseg.text.provenance.SourceMap` (:func:`page_range` reads them)
 PAGE_START_KEY = "hseg_page_start"
 PAGE_END_KEY = "hseg_page_end"
+#: where in a segment each page after its first begins, a JSON list of ``[offset, page]`` pairs
+#: (:func:`encode_page_breaks`), so that a passage ending inside the segment knows its last page
+PAGE_BREAKS_KEY = "hseg_page_breaks"
 #: the schema version, on chunks and in a collection's metadata
 SCHEMA_KEY = "hseg_schema"
 #: the encoder that made a record's vector (the collection's own metadata uses the same name)
@@ -185,6 +189,10 @@ METADATA_KEYS: tuple[MetadataKey, ...] = (
                 "PPTX); leading and trailing whitespace is on no page", paged=True),
     MetadataKey(PAGE_END_KEY, KINDS, "last page (slide) the text is on (inclusive); with `hseg_page_start`",
                 paged=True),
+    MetadataKey(PAGE_BREAKS_KEY, ("segment",),
+                "JSON list of `[offset, page]` pairs, one per page after `hseg_page_start` the segment's text reaches: "
+                "the offset from `hseg_start` of that page's first character that is not whitespace (`\"[]\"`: "
+                "one page). A passage that ends inside the segment is on the pages before its end", paged=True),
     MetadataKey(SCHEMA_KEY, _CHUNKS, "version of this schema"),
     MetadataKey(ENCODER_KEY, _CHUNKS,
                 "the encoder (model name) that made the record's vector; only on what carries a vector (store "
@@ -387,6 +395,33 @@ def page_range(metadata: Mapping[str, Any] | None) -> tuple[int, int] | None:
     return first, last  # type: ignore[return-value]
 
 
+def encode_page_breaks(breaks: Iterable[tuple[int, int]]) -> str:
+    """The ``hseg_page_breaks`` value of a segment's page breaks.
+
+    Example:
+        >>> encode_page_breaks([(120, 13)])
+        '[[120,13]]'
+    """
+    return json.dumps([list(b) for b in breaks], separators=(",", ":"))
+
+
+def decode_page_breaks(value: Any) -> list[tuple[int, int]]:
+    """An ``hseg_page_breaks`` value as ``(offset, page)`` pairs (``[]`` for ``None``); ``ValueError``
+    naming the key when it is not a JSON list of int pairs.
+
+    Example:
+        >>> decode_page_breaks("[[120,13]]")
+        [(120, 13)]
+    """
+    if value is None:
+        return []
+    listed = _json_list(value)
+    if listed is None or not all(isinstance(b, list) and len(b) == 2 and all(isinstance(x, int) for x in b)
+                                 for b in listed):
+        raise ValueError(f"{PAGE_BREAKS_KEY}: expected a JSON list of [offset, page] pairs, got {value!r:.80}")
+    return [(b[0], b[1]) for b in listed]
+
+
 def joined_pages(ranges: Iterable[tuple[int, int] | None]) -> tuple[int, int] | None:
     """The pages of text made of units with these page ranges, in document order (``None``: a unit
     on no page): from the first unit's first page to the last one's last.
@@ -471,6 +506,8 @@ class SegmentMeta:
     stored_cuts: str | None = None
     #: its first and last page (:func:`page_range`), ``None`` for a document without a source map
     pages: tuple[int, int] | None = None
+    #: the stored ``hseg_page_breaks`` value, decoded by :meth:`pages_before`
+    stored_page_breaks: str | None = None
 
     @classmethod
     def of(cls, metadata: Mapping[str, Any]) -> SegmentMeta:
@@ -478,7 +515,7 @@ class SegmentMeta:
         return cls(str(_required(metadata, DOC_ID_KEY, SEGMENT)), str(_required(metadata, CLUSTER_ID_KEY, SEGMENT)),
                    int(_required(metadata, START_KEY, SEGMENT)), int(_required(metadata, END_KEY, SEGMENT)),
                    int(_required(metadata, TOKENS_KEY, SEGMENT)), heading_path(metadata), metadata.get(CUTS_KEY),
-                   page_range(metadata))
+                   page_range(metadata), metadata.get(PAGE_BREAKS_KEY))
 
     @classmethod
     def read(cls, metadata: Mapping[str, Any] | None) -> SegmentMeta | None:
@@ -488,6 +525,22 @@ class SegmentMeta:
             return cls.of(metadata or {})
         except (ValueError, TypeError):
             return None
+
+    def pages_before(self, offset: int) -> tuple[int, int] | None:
+        """The pages of the segment's text up to ``offset`` (from its start; a sentence cut, which
+        ends on a character that is not whitespace): from its first page to the last page that begins
+        before ``offset`` (:data:`PAGE_BREAKS_KEY`).
+
+        Example:
+            >>> seg = SegmentMeta("d", "c", 0, 300, 60, (), None, (12, 13), "[[120,13]]")
+            >>> seg.pages_before(100), seg.pages_before(200)
+            ((12, 12), (12, 13))
+        """
+        if self.pages is None:
+            return None
+        last = max((page for at, page in decode_page_breaks(self.stored_page_breaks) if at < offset),
+                   default=self.pages[0])
+        return self.pages[0], last
 
     def cuts(self) -> list[tuple[int, int]]:
         """The segment's sentence cuts as ``(offset, tokens)`` pairs (:func:`sentence_cuts`)."""
@@ -623,6 +676,8 @@ def chunk_metadata(chunking: Chunking, chunk: Cluster | Segment) -> dict[str, An
         meta[PREV_ID_KEY] = segs[chunk.index - 1].id if chunk.index > 0 else ""
         meta[NEXT_ID_KEY] = segs[chunk.index + 1].id if chunk.index + 1 < len(segs) else ""
         meta[CUTS_KEY] = encode_cuts(chunk.cuts)
+        if chunking.source_map is not None and PAGE_START_KEY in meta:
+            meta[PAGE_BREAKS_KEY] = encode_page_breaks(page_breaks(chunking, chunk))
     return meta
 
 
@@ -642,6 +697,25 @@ def chunk_pages(chunking: Chunking, chunk: Cluster | Segment) -> tuple[int, int]
         return joined_pages(chunk_pages(chunking, s) for s in chunk.segments)
     pages = source_map.pages_of(chunking.text, chunk.start, chunk.end)
     return (pages[0], pages[-1]) if pages else None
+
+
+def page_breaks(chunking: Chunking, segment: Segment) -> list[tuple[int, int]]:
+    """Where in ``segment`` each page after its first begins: ``(offset from its start, page)`` of
+    the first character of that page that is not whitespace (``[]`` on one page or without a map).
+
+    Example:
+        >>> page_breaks(chunking, chunking.segments[3])  # doctest: +SKIP
+        [(212, 5)]
+    """
+    pages = chunk_pages(chunking, segment)
+    if chunking.source_map is None or pages is None:
+        return []
+    out: list[tuple[int, int]] = []
+    for start, end, number in chunking.source_map.within(segment.start, segment.end):
+        piece = chunking.text[start:end]
+        if number > pages[0] and piece.strip() and (not out or out[-1][1] != number):
+            out.append((start + len(piece) - len(piece.lstrip()) - segment.start, number))
+    return out
 
 
 # --------------------------------------------------------------------------- whose keys

@@ -174,5 +174,6 @@ def _extended(hit: SearchHit, pieces: list[tuple[str, SegmentMeta, str, int]]) -
         token_count=hit.token_count + sum(tokens for *_, tokens in pieces),
         segment_ids=[*hit.segment_ids, *(sid for sid, *_ in pieces)],
         heading_path=common_prefix([hit.heading_path, *(view.heading_path for _, view, _, _ in pieces)]),
-        pages=joined_pages([hit.pages, *(view.pages for _, view, _, _ in pieces)]),
+        # a cut segment (its first sentences) is on the pages before the cut
+        pages=joined_pages([hit.pages, *(view.pages_before(len(text)) for _, view, text, _ in pieces)]),
     )

@@ -56,6 +56,7 @@ from hseg.chunking.schema import (
     HEADING_PATH_KEY,
     INDEX_KEY,
     LEVEL_KEY,
+    PAGE_BREAKS_KEY,
     PAGE_END_KEY,
     PAGE_START_KEY,
     RESERVED_PREFIX,
@@ -83,7 +84,7 @@ UNIT_LAYOUT = 3
 #: lexical table's record of a segment: what a passage, rules 5 and 6 (:mod:`hseg.retrieval.continuation`)
 #: and the encoder check read, and the text's hash for ``hseg index``, but for :data:`DERIVED_KEYS`
 UNIT_RECORD_KEYS = (DOC_ID_KEY, START_KEY, HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY, PAGE_START_KEY,
-                    PAGE_END_KEY)
+                    PAGE_END_KEY, PAGE_BREAKS_KEY)
 #: what a search reads of a segment record that is not stored with :data:`UNIT_RECORD_KEYS`: its cluster,
 #: its tokens (in a unit record's id, and in the lexical table's columns) and its end (its start plus its
 #: text's length); :func:`with_derived` puts them back

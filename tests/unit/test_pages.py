@@ -18,6 +18,7 @@ from hseg.chunking.records import records_for
 from hseg.chunking.schema import (
     PAGE_END_KEY,
     PAGE_START_KEY,
+    SegmentMeta,
     chunk_metadata,
     metadata_keys,
     page_range,
@@ -132,6 +133,18 @@ def test_every_chunk_reports_the_pages_its_text_is_on(paged):
         assert pages == (min(p for p in on if p), max(p for p in on if p))
         crossing += pages[0] != pages[1]
     assert crossing, "no chunk crosses a page break"
+
+
+def test_a_segment_knows_the_pages_before_each_of_its_cuts(paged):
+    text, source_map, chunking = paged
+    tried = 0
+    for seg in chunking.segments:
+        view = SegmentMeta.of(chunk_metadata(chunking, seg))
+        for offset in [c for c, _ in seg.cuts] + [len(seg.text)]:
+            pages = source_map.pages_of(text, seg.start, seg.start + offset)
+            assert view.pages_before(offset) == (pages[0], pages[-1])
+            tried += pages[0] != pages[-1]
+    assert tried
 
 
 def test_a_chunking_without_a_map_has_no_page_keys():
