@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hseg.chunking.schema import DOC_ID_KEY
 from hseg.store.completeness import (
@@ -42,9 +42,10 @@ from hseg.store.remembered import (
 )
 
 if TYPE_CHECKING:  # annotations only
-    from hseg.store.store import HierarchicalStore
+    from hseg.store.lexical.index import LexicalIndex
+    from hseg.store.unit_index import UnitIndex
 
-__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "Maintenance"]
+__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "MaintainedStore", "Maintenance"]
 
 #: ``{doc id: {record id: metadata}}``
 logger = logging.getLogger(__name__)
@@ -108,11 +109,31 @@ class Repaired:
     mixed: list[str] = field(default_factory=list)
 
 
+class MaintainedStore(Protocol):
+    """What :class:`Maintenance` reads and calls of the store it keeps (a
+    :class:`~hseg.store.HierarchicalStore`), named here so that this module does not import the store
+    that builds it."""
+
+    @property
+    def collection(self) -> Any: ...
+    @property
+    def unit_index(self) -> UnitIndex | None: ...
+    @property
+    def lexical_index(self) -> LexicalIndex | None: ...
+    @property
+    def encoder_name(self) -> str | None: ...
+    def writer_turn(self) -> object | None: ...
+    def doc_ids(self) -> list[str]: ...
+    def count(self, where: Mapping[str, Any] | None = None) -> int: ...
+    def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int: ...
+    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int: ...
+
+
 class Maintenance:
     """The upkeep of one store (:attr:`hseg.store.HierarchicalStore.maintenance`): what is incomplete,
     the repair of what its records can give back, and what it remembers between ``hseg index`` runs."""
 
-    def __init__(self, store: HierarchicalStore) -> None:
+    def __init__(self, store: MaintainedStore) -> None:
         self._store = store
 
     # ----------------------------------------------------------------- what is incomplete

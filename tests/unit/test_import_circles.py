@@ -34,9 +34,6 @@ PACKAGES = ("hseg", "langchain_hseg", "llama_index_hseg")
 #: circles that the store's backend refactor (issue 55 item 2: the derived indexes behind one
 #: contract, no helper holding its owner) removes; nothing may be added here
 ALLOWED = {
-    # Maintenance(self) holds its store and types against HierarchicalStore, which builds it
-    frozenset({"hseg.store.maintenance", "hseg.store.store"}):
-        "Maintenance holds its owner (issue 55: the derived indexes' one contract)",
     # Follower(self) and repair(self) hold the LexicalIndex that calls them and touch its private state
     frozenset({"hseg.store.lexical.follow", "hseg.store.lexical.index", "hseg.store.lexical.repair"}):
         "follow and repair hold the LexicalIndex that calls them (issue 55: one index contract)",
