@@ -27,7 +27,9 @@ def test_setup_takes_the_cpu_torch_and_says_how_long_the_tests_take():
     # issue 57 items 2 and 3: from PyPI, a bare torch pin pulled the CUDA build; the README did not say
     # that the test command runs for most of an hour, nor what a skip means
     setup = next(b for b in BLOCKS if "hseg index examples/data/example.md" in b)
-    assert setup.split("&&")[0].strip() == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
-    assert "pip install --quiet torch==2.13.0" in (REPO / ".ci" / "run").read_text()  # CI's pin is the same
+    assert setup.split("&&")[0].strip() == "pip install torch==2.13.0"  # first, as CI's
+    assert "pip install --quiet torch==2.13.0" in (REPO / ".ci" / "run").read_text()
+    set_up = " ".join(README[README.index("## Set-up"):README.index("**2. Run the tests**")].split())
+    assert "CUDA build" in set_up and "--index-url https://download.pytorch.org/whl/cpu" in set_up
     tests_part = README[README.index("**2. Run the tests**"):README.index("The two notebooks")]
     assert "minutes" in tests_part and "A skip says what it needs" in tests_part and "../shared" in tests_part
