@@ -43,8 +43,8 @@ def _complete_line(capsys) -> str:
 def test_stats_names_the_repair_a_pipeline_store_needs_and_repair_does_it(fake, capsys):  # noqa: F811
     _pipeline_store(fake)
     line = _complete_line(capsys)
-    assert line == ("complete   0 documents; 3 INCOMPLETE: 3 lack only unit-index or lexical rows (written around hseg, "
-                    "e.g. by a LlamaIndex IngestionPipeline into a ChromaVectorStore): run 'hseg repair --db db'")
+    assert line == ("complete   0 documents; 3 INCOMPLETE: 3 lack only unit-index or lexical rows (written around "
+                    "hseg, e.g. by a LlamaIndex IngestionPipeline into a ChromaVectorStore): run 'hseg repair --db db'")
     assert "hseg index" not in line  # they have no paths to re-run it on
     before = sys.modules.copy()
     assert main(["repair", "--db", "db"]) == 0
