@@ -24,31 +24,54 @@ __all__ = ["convert_docx"]
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
-def _outline_level(paragraph: Any) -> int | None:
-    """The paragraph's outline level (0 = top), from the paragraph, else its style chain; ``None``: body text."""
-    candidates = [paragraph._p.pPr]
-    style = paragraph.style
+class _Styles:
+    """The outline level and name of each paragraph style, read once per style (python-docx looks a
+    paragraph's style up anew on every access)."""
+
+    def __init__(self) -> None:
+        self._levels: dict[str | None, tuple[int | None, str]] = {}
+
+    def of(self, paragraph: Any) -> tuple[int | None, str]:
+        """``(outline level, style name)``: the level from the paragraph itself, else its style chain;
+        ``-1`` for ``Title``, ``None`` for body text."""
+        ppr = paragraph._p.pPr
+        style_id = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else None
+        if style_id not in self._levels:
+            style = paragraph.style
+            self._levels[style_id] = (_chain_level(style), style.name if style is not None else "")
+        level, name = self._levels[style_id]
+        own = _level(ppr)
+        return (own if own is not _UNSET else level), name
+
+
+_UNSET: Any = object()
+
+
+def _level(ppr: Any) -> Any:
+    """The outline level a ``w:pPr`` sets (``None``: body text), or ``_UNSET``."""
+    found = ppr.find(f"{_W}outlineLvl") if ppr is not None else None
+    if found is None:
+        return _UNSET
+    level = int(found.get(f"{_W}val"))
+    return None if level >= 9 else level  # 9: explicitly body text
+
+
+def _chain_level(style: Any) -> int | None:
     while style is not None:
-        candidates.append(style.element.pPr)
         if style.name == "Title":
             return -1
+        level = _level(style.element.pPr)
+        if level is not _UNSET:
+            return level
         style = style.base_style
-    for ppr in candidates:
-        if ppr is None:
-            continue
-        found = ppr.find(f"{_W}outlineLvl")
-        if found is not None:
-            level = int(found.get(f"{_W}val"))
-            return None if level >= 9 else level  # 9: explicitly body text
     return None
 
 
-def _is_list(paragraph: Any) -> bool:
+def _is_list(paragraph: Any, style_name: str) -> bool:
     ppr = paragraph._p.pPr
     if ppr is not None and ppr.find(f"{_W}numPr") is not None:
         return True
-    name = paragraph.style.name if paragraph.style is not None else ""
-    return name.startswith(("List Bullet", "List Number", "List Paragraph"))
+    return style_name.startswith(("List Bullet", "List Number", "List Paragraph"))
 
 
 def _table(table: Any) -> str:
@@ -67,20 +90,23 @@ def convert_docx(path: Path) -> Converted:
     from docx.table import Table
 
     document = docx.Document(str(path))
-    paragraphs = [p for p in document.iter_inner_content() if not isinstance(p, Table)]
-    has_title = any(_outline_level(p) == -1 for p in paragraphs if p.text.strip())
-    blocks: list[str] = []
+    styles = _Styles()
+    items: list[tuple[Any, str, int | None, str]] = []  # (item, text, level, style name)
     for item in document.iter_inner_content():
         if isinstance(item, Table):
+            items.append((item, "", None, ""))
+        else:
+            text = " ".join(item.text.split())
+            if text:
+                items.append((item, text, *styles.of(item)))
+    has_title = any(level == -1 for _, _, level, _ in items)
+    blocks: list[str] = []
+    for item, text, level, name in items:
+        if isinstance(item, Table):
             blocks.append(_table(item))
-            continue
-        text = " ".join(item.text.split())
-        if not text:
-            continue
-        level = _outline_level(item)
-        if level is not None:  # Title above Heading 1 when there is one
+        elif level is not None:  # Title above Heading 1 when there is one
             blocks.append("#" * min(6, level + 1 + has_title) + " " + text)
-        elif _is_list(item):
+        elif _is_list(item, name):
             if blocks and blocks[-1].startswith("- ") and "\n\n" not in blocks[-1]:
                 blocks[-1] += "\n- " + text
                 continue
