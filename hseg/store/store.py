@@ -32,7 +32,7 @@ from hseg.chunking.schema import (
     of_document,
 )
 from hseg.encoders.factory import as_encoder
-from hseg.errors import CollectionNotFoundError, StoreNotFoundError
+from hseg.errors import CollectionNotFoundError, IndexOutOfStepError, StoreNotFoundError
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import is_missing_vector, run_many, run_one
@@ -290,19 +290,28 @@ class HierarchicalStore:
     def _read(self, run: Callable[[Any, UnitIndex | None], T]) -> T:
         """``run(collection, unit index)`` on the view a search reads. A private view that another
         writer's save left torn (a kNN failing on a missing vector, :mod:`hseg.store.freshness`) is
-        discarded and ``run`` goes again on one opened later, a bounded number of times."""
+        discarded and ``run`` goes again on one opened later, a bounded number of times; so is a
+        search whose reads disagreed (:class:`IndexOutOfStepError`: another process deleted or
+        replaced documents between them, or after the view was opened), on any store."""
         for attempt in range(1, _TORN_VIEW_TRIES + 1):
             with self._reading(wait_s=None if attempt == 1 else self.lock_timeout) as view:
                 try:
                     return run(*view)
                 except Exception as exc:
-                    if self._fresh is None or attempt == _TORN_VIEW_TRIES or not is_missing_vector(exc) \
-                            or not self._fresh.discard(view):
+                    if attempt == _TORN_VIEW_TRIES or not self._read_again(view, exc):
                         raise
-                    logger.info("%s: a search met a view saved half way by another writer (%s); reading again "
-                                "through a newer one", self.collection.name, exc)
+                    logger.info("%s: a search met another writer's write half seen (%s); reading again",
+                                self.collection.name, exc)
             time.sleep(_TORN_VIEW_WAIT_S * attempt)  # the writer's save is under way: give it a moment
         raise AssertionError("unreachable")  # the last try returns or raises
+
+    def _read_again(self, view: tuple[Any, Any], exc: Exception) -> bool:
+        """Whether a search that failed with ``exc`` reading ``view`` goes again (see :meth:`_read`)."""
+        if isinstance(exc, IndexOutOfStepError):
+            if self._fresh is not None:
+                self._fresh.discard(view)  # the store's own collections are read again as they are
+            return True
+        return self._fresh is not None and is_missing_vector(exc) and self._fresh.discard(view)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
