@@ -184,3 +184,40 @@ def test_mcp_latency_benchmark_smoke(indexed, tmp_path):
     for row in ("| in-process `StoreTools.search` |", "| through `hseg mcp` (stdio, SDK client) |",
                 "| cold `hseg query` (fresh process) |", "Ratios: MCP / in-process"):
         assert row in report
+
+
+@pytest.mark.model
+@pytest.mark.integration
+def test_mcp_on_a_chroma_run_server(chroma_server, encoder, tmp_path):
+    """``hseg mcp --host/--port``: the store on a ``chroma run`` server, its lexical index a cache on this
+    machine that follows the server's write log, so a document another process writes while the
+    MCP server runs is found by its next search and lexical search."""
+    where = ["--host", chroma_server.host, "--port", str(chroma_server.port), "--collection", "mcp-server-test"]
+    first = tmp_path / "galileo.md"
+    text = (REPO / "examples" / "data" / "example.md").read_text(encoding="utf-8")
+    first.write_text(text[text.index("## Galileo"):][:6000], encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(factory, "load_encoder", lambda name=None, backend=None, threads=None: encoder)
+        assert main(["index", str(first), *where, "--quiet"]) == 0
+    params = StdioServerParameters(command=sys.executable, args=["-m", "hseg.cli", "mcp", *where], env=_env(),
+                                   cwd=str(tmp_path))
+
+    async def drive() -> None:
+        async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
+            found = (await client.call_tool("search", {"question": "What did Galileo see through his telescope?",
+                                                       "budget_tokens": 300})).structured_content
+            for p in found["passages"]:
+                assert Path(p["source"]).read_text(encoding="utf-8")[p["start"]:p["end"]] == p["text"]
+            second = tmp_path / "tides.md"
+            second.write_text(TIDES, encoding="utf-8")
+            child = subprocess.run([sys.executable, "-m", "hseg.cli", "index", str(second), *where, "--quiet"],
+                                   env=_env(), capture_output=True, text=True, timeout=300)
+            assert child.returncode == 0, child.stderr
+            hits = (await client.call_tool("lexical_search", {"terms": "oceans gravity"})).structured_content
+            assert Path(hits["hits"][0]["source"]) == second
+            found = (await client.call_tool("search", {"question": "Why do the tides rise twice a day?",
+                                                       "budget_tokens": 100})).structured_content
+            assert Path(found["passages"][0]["source"]) == second
+            assert (await client.call_tool("list_documents", {})).structured_content["total"] == 2
+
+    asyncio.run(drive())
