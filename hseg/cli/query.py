@@ -145,7 +145,11 @@ def format_hit(rank: int, hit: Any, *, tty: bool = False) -> str:
         matched = f"matched segment {hit.matched_start}-{hit.matched_end}"
     else:
         matched = "matched the cluster vector"
-    header = (f"#{rank}  score {hit.score:.4f}  {source}  chars {hit.start}-{hit.end}  "
+    from hseg.text.provenance import cite_pages  # here: the command's start imports no text module
+
+    # a paged document's hit cites its pages beside the source: "handbook.pdf p. 12–13"
+    pages = f" {cite_pages(hit.pages)}" if getattr(hit, "pages", None) else ""
+    header = (f"#{rank}  score {hit.score:.4f}  {source}{pages}  chars {hit.start}-{hit.end}  "
               f"({what}, {hit.token_count} tokens; {matched})")
     text = hit.text
     if hit.matched_level == "segment" and hit.start <= hit.matched_start < hit.matched_end <= hit.end:

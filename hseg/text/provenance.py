@@ -35,7 +35,7 @@ from typing import Any
 
 from hseg.text.structure import Heading, find_headings, path_at
 
-__all__ = ["UNITS", "SourceMap"]
+__all__ = ["UNITS", "SourceMap", "cite_pages"]
 
 #: what a span's number counts: the pages of a PDF or the slides of a presentation
 UNITS = ("page", "slide")
@@ -271,3 +271,21 @@ class SourceMap:
         if not isinstance(spans, list) or not all(isinstance(s, list) for s in spans):
             raise ValueError(f"value's spans must be a list of [start, end, number] lists, got {spans!r:.80}")
         return cls.from_spans(text, [tuple(s) for s in spans], unit=unit, markdown=markdown)
+
+
+def cite_pages(pages: tuple[int, int] | None, unit: str = "page") -> str:
+    """Pages as a reader cites them: ``"p. 12"``, ``"p. 12–13"`` (slides: ``"slide 4"``); ``""`` for none.
+
+    Example:
+        >>> cite_pages((12, 13)), cite_pages((7, 7)), cite_pages((4, 5), "slide"), cite_pages(None)
+        ('p. 12–13', 'p. 7', 'slides 4–5', '')
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    if pages is None:
+        return ""
+    first, last = pages
+    span = str(first) if first == last else f"{first}\u2013{last}"
+    if unit == "slide":
+        return ("slide " if first == last else "slides ") + span
+    return "p. " + span

@@ -182,3 +182,14 @@ def test_search_results_carry_the_pages_of_their_text(paged, unit, lexical_weigh
         assert page_range(meta) == (pages[0], pages[-1]), (unit, hit.start, hit.end)
     for record in records_for(chunking, {"source": "report.pdf"}):
         assert page_range(record.metadata) is not None
+
+
+def test_hseg_query_cites_the_pages_of_a_hit():
+    from hseg.cli.query import format_hit
+    from hseg.retrieval.hits import SearchHit
+
+    hit = SearchHit("clu-1", "handbook", "Spring tides.", 120, 133, 0.5, 3, "seg-1", "segment", 120, 133,
+                    metadata={"source": "handbook.pdf"}, pages=(12, 13))
+    assert format_hit(1, hit).splitlines()[0].startswith("#1  score 0.5000  handbook.pdf p. 12\u201313  chars 120-133")
+    hit.pages = None
+    assert format_hit(1, hit).splitlines()[0].startswith("#1  score 0.5000  handbook.pdf  chars 120-133")
