@@ -19,6 +19,7 @@ BUILT_IN = {
     "CollectionNotFoundError": ValueError, "StoreNotFoundError": ValueError,
     "LexicalIndexStorageError": OSError, "LexicalIndexUnavailable": RuntimeError, "EncoderLoadError": RuntimeError,
     "IngestWriteError": RuntimeError, "CliError": ValueError,
+    "FormatSupportMissing": ImportError, "UnreadableDocumentError": ValueError,
 }
 
 
