@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hseg_testing.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder, synthetic_book
 from tests.support import REPO
-from tests.support.fakes import FAKE_CLI, HASHING_CLI_CHILD, HashingEncoder, synthetic_book
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, devices and byte file names are POSIX's")
@@ -71,7 +71,7 @@ def test_a_symlinked_writer_lock_is_refused_and_its_target_left_alone(tmp_path):
     from hseg.errors import DatabaseStorageError
     from hseg.store import HierarchicalStore
     from hseg.store.lock import LOCK_NAME
-    from tests.support.chunkers import hashing_chunker
+    from hseg_testing.chunkers import hashing_chunker
 
     work = tmp_path / "w"
     _good_files(work / "docs")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fakes import synthetic_book
+from hseg_testing.fakes import synthetic_book
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ hseg.progress.INTERVAL_S = float(os.environ.get("TEST_PROGRESS_INTERVAL_S", hseg
 from hseg.chunking import chunker
 from hseg.cli import main
 from hseg.encoders import factory
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 real = chunker.as_encoder
 chunker.as_encoder = lambda enc, **kw: HashingEncoder() if enc is None else real(enc, **kw)
@@ -80,7 +80,7 @@ import sys
 sys.path.insert(0, {repo!r})
 from hseg.store import HierarchicalStore
 from hseg.store.lock import writer_lock
-from tests.support.fakes import HashingEncoder
+from hseg_testing.fakes import HashingEncoder
 
 with writer_lock(sys.argv[1]):
     print("locked", flush=True)

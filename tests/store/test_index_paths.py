@@ -17,8 +17,8 @@ from hseg import ingest
 from hseg.chunking.schema import PAGE_END_KEY, PAGE_START_KEY
 from hseg.cli import main
 from hseg.store import HierarchicalStore
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import FAKE_CLI, HashingEncoder
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import FAKE_CLI, HashingEncoder
 
 pytest.importorskip("pypdf")
 pytest.importorskip("docx")

@@ -16,10 +16,10 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 
 from hseg.store import HierarchicalStore
+from hseg_testing.chunkers import SMALL
+from hseg_testing.fakes import HashingEncoder
 from llama_index_hseg import HierarchicalSegmentNodeParser, HierarchicalSegmentRetriever, HierarchicalSegmentVectorStore
 from tests.store.test_one_version_per_document import TEXTS, versions_of
-from tests.support.chunkers import SMALL
-from tests.support.fakes import HashingEncoder
 
 
 @pytest.fixture

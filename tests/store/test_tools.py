@@ -13,8 +13,8 @@ import pytest
 
 from hseg.store import HierarchicalStore
 from hseg.tools import LIMITS, TOOLS, StoreTools, ToolInputError, as_json
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder
 
 DOC = "example.md"
 QUESTIONS = ["What did Galileo see through his telescope?", "What is the ecliptic?", "Why do the planets wander?"]

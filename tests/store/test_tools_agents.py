@@ -11,8 +11,8 @@ import json
 import pytest
 
 from hseg.tools import TOOLS, StoreTools, arguments_model
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder, ephemeral_store
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder, ephemeral_store
 
 DOC = "example.md"
 QUESTION = "What did Galileo see through his telescope?"

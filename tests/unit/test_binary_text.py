@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from hseg.errors import UnreadableDocumentError
 from hseg.text.binary import binary_reason
-from tests.support.chunkers import small_chunker
-from tests.support.fakes import HashingEncoder
+from hseg_testing.chunkers import small_chunker
+from hseg_testing.fakes import HashingEncoder
 
 PROSE = "The tide rises twice a day. Sailors read the tables before they leave the harbour.\n\n" * 4
 
