@@ -347,6 +347,15 @@ class HierarchicalStore:
         return None if self._fresh is None else writer_turn(self._fresh.path)
 
     @contextlib.contextmanager
+    def _turn(self, doc_ids: Sequence[str]) -> Iterator[None]:
+        """The turns of these documents (:mod:`hseg.store.turns`) for the block; a server lost while they
+        are taken is named in the error, as in every write."""
+        with contextlib.ExitStack() as held:
+            with remote_errors(self.collection, f"taking the write turn of {len(doc_ids)} documents"):
+                held.enter_context(self.turns.taking(doc_ids, self.lock_timeout))
+            yield
+
+    @contextlib.contextmanager
     def _writing(self, action: str) -> Iterator[None]:
         """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
         its fresh reads must not take it for another process's, and a lost server is named in the error."""
@@ -570,7 +579,7 @@ class HierarchicalStore:
         """The one write of whole documents: their turns, then the writer lock, then what the store
         holds of them, their records and index rows, and the old records they no longer have."""
         binding = self.encoder_binding
-        with self.turns.taking(doc_ids, self.lock_timeout), self._writing(f"writing {len(doc_ids)} documents"):
+        with self._turn(doc_ids), self._writing(f"writing {len(doc_ids)} documents"):
             old = self._existing(doc_ids, stored)
             binding.adopt_if_empty(enc_name)
             stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
@@ -623,7 +632,7 @@ class HierarchicalStore:
             WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
             ServerUnreachableError: the Chroma server cannot be reached.
         """
-        with self.turns.taking([doc_id], self.lock_timeout), self._writing(f"deleting document {doc_id!r}"):
+        with self._turn([doc_id]), self._writing(f"deleting document {doc_id!r}"):
             ids = self.collection.get(where=of_document(doc_id), include=[])["ids"]
             delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
         logger.info("delete: %d records of document %r", len(ids), doc_id)
@@ -654,7 +663,7 @@ class HierarchicalStore:
             found = self.collection.get(where=dict(where), include=["metadatas"])
         docs = sorted({str(m[DOC_ID_KEY]) for m in found["metadatas"] if m and DOC_ID_KEY in m})
         # read again in the documents' turns: a write of one of them may have been under way
-        with self.turns.taking(docs, self.lock_timeout), self._writing(f"deleting records where {dict(where)}"):
+        with self._turn(docs), self._writing(f"deleting records where {dict(where)}"):
             got = self.collection.get(where=dict(where), include=["metadatas"])
             docs = sorted({str(m[DOC_ID_KEY]) for m in got["metadatas"] if m and DOC_ID_KEY in m})
             delete_documents(self.collection, self._indexes, docs, got["ids"], self.max_batch_size())
