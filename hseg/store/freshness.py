@@ -294,7 +294,12 @@ class FreshReads:
         try:
             opened = [reopen(collection.name)]
             if units is not None and units.existing is not None:  # an absent unit index stays absent in the view
-                opened.append(reopen(units.name))
+                try:
+                    opened.append(reopen(units.name))
+                except Exception as exc:
+                    if not units.gone(exc):
+                        raise
+                    units.forget()  # another process deleted it: absent in this view, and in the store's own
         except BaseException:
             _stop(system)
             raise

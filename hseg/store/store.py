@@ -307,11 +307,14 @@ class HierarchicalStore:
 
     def _read_again(self, view: tuple[Any, Any], exc: Exception) -> bool:
         """Whether a search that failed with ``exc`` reading ``view`` goes again (see :meth:`_read`)."""
-        if isinstance(exc, IndexOutOfStepError):
-            if self._fresh is not None:
-                self._fresh.discard(view)  # the store's own collections are read again as they are
-            return True
-        return self._fresh is not None and is_missing_vector(exc) and self._fresh.discard(view)
+        units = self.unit_index
+        if units is not None and units.gone(exc):
+            units.forget()  # deleted by another client: absent until a write makes it again
+        elif not isinstance(exc, IndexOutOfStepError):
+            return self._fresh is not None and is_missing_vector(exc) and self._fresh.discard(view)
+        if self._fresh is not None:
+            self._fresh.discard(view)  # the store's own collections are read again as they are
+        return True
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:

@@ -89,6 +89,21 @@ class UnitIndex:
     def name(self) -> str:
         return companion_name(self.records.name)
 
+    def forget(self) -> None:
+        """Look the companion collection up again at its next use, and decide its coverage again:
+        another client deleted it (:meth:`gone`), or may have."""
+        self._companion = None
+        self._complete = None
+
+    def gone(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is Chroma saying this index's companion collection does not exist (another
+        client deleted it; the name, or on a server the id, of the collection this object held)."""
+        from chromadb.errors import NotFoundError
+
+        held = self._companion
+        return isinstance(exc, NotFoundError) and (
+            self.name in str(exc) or (held is not None and str(getattr(held, "id", "")) in str(exc)))
+
     @property
     def weights(self) -> tuple[float, float]:
         """``(cluster_weight, neighbour_weight)`` the index was built with (the defaults, which a new
