@@ -69,7 +69,8 @@ class Incomplete:
     stored whole as expected, in the order asked; ``records``, what the collection held for every
     document asked about when it was read (``{doc id: {record id: metadata}}``, absent: none), which
     :meth:`~hseg.store.HierarchicalStore.add` takes instead of reading them again while the writer
-    lock it was read under is still held (any time on a server or an in-memory store)."""
+    lock it was read under is still held (never on a server or an in-memory store, which hold none:
+    there another writer may have written them since, and the add reads them again in their turns)."""
 
     doc_ids: tuple[str, ...]
     records: Mapping[str, Mapping[str, Mapping[str, Any]]]

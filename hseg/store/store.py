@@ -595,8 +595,11 @@ class HierarchicalStore:
     def _existing(self, doc_ids: list[str], stored: Incomplete | None = None) -> Mapping[str, Mapping[str, Any]]:
         """``{record id: metadata}`` of the records the collection holds for these documents: as
         ``stored`` read them when it asked about them all under this hold of the writer lock (no other
-        process can have written them since), else read now."""
-        if stored is None or stored.turn is not self.writer_turn() or not stored.asked.issuperset(doc_ids):
+        process can have written them since), else read now, in the documents' turns: an answer read
+        with no lock held (a server's client, an in-memory store) may be older than another writer's
+        version, which this write must replace too."""
+        if stored is None or stored.turn is None or stored.turn is not self.writer_turn() \
+                or not stored.asked.issuperset(doc_ids):
             held: Mapping[str, Mapping[str, Mapping[str, Any]]] = self.maintenance.records(doc_ids)
         else:
             held = {d: stored.records[d] for d in doc_ids if d in stored.records}

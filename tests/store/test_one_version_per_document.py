@@ -113,3 +113,20 @@ def test_overlapping_sets_of_documents_never_wait_on_each_other(chroma_client, c
     errors = at_once([lambda order=order: store.add(order) for order in (docs, docs[::-1])])
     assert not errors, errors
     assert store.doc_ids() == [f"d{i}" for i in range(n_docs)]
+
+
+def test_what_hseg_index_read_before_its_turn_is_read_again_in_it(chroma_client, chroma_collection_name):
+    """``hseg index`` asks which documents are incomplete, then adds them with what it read (``stored=``).
+    Read outside a hold of the writer lock (a server's client, an in-memory store, a library caller), that
+    answer may be older than another writer's version of the document: the add reads the document's
+    records again in its turn, and replaces that version too."""
+    from hseg.store.maintenance import Expected
+
+    chunker = small_chunker()
+    store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder())
+    mine, theirs = (chunker.chunk(t, doc_id="report") for t in TEXTS)
+    answer = store.maintenance.incomplete({"report": Expected("sha", "settings", len(TEXTS[0]))})
+    assert answer.doc_ids == ("report",) and not answer.holds("report")
+    store.add(theirs)  # another writer, between the question and the add
+    store.add(mine, stored=answer)
+    assert versions_of(store, "report") == {0}
