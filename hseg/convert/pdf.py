@@ -4,8 +4,9 @@ has them and from font sizes when it has none, and each page's text mapped to it
 - **Lines.** pypdf hands over the text runs of a page with their font size and position; runs on one
   baseline make a line, and a line's size is the size most of its characters have.
 - **Headings.** A PDF with an outline (bookmarks) names its headings and their levels: a bookmark's
-  title found as a line (or consecutive lines) of the page it points to becomes a heading of the
-  bookmark's depth. Without an outline, a short line set larger than the body text (the size most
+  title found as a line (or consecutive lines, or after a section number such as ``2.1``) of the page
+  it points to becomes a heading of the bookmark's depth. Without an outline, or when fewer than half
+  of its titles are found, a short line set larger than the body text (the size most
   characters of the document have) by 15% or more is a heading, the largest size level 1.
 - **Paragraphs.** Consecutive body lines join into one paragraph until a vertical gap wider than the
   page's usual line spacing; a word hyphenated at a line end is joined again.
@@ -146,23 +147,37 @@ def _outline(reader: Any) -> list[tuple[int, str, int]]:
     return out
 
 
-def _headings_from_outline(pages: list[list[_Line]], outline: list[tuple[int, str, int]]) -> None:
+#: a section number in front of a heading ("2.1 ", "A.3. ", "IV "), which a bookmark's title often leaves out
+_NUMBER = re.compile(r"^(?:[0-9]+|[A-Z]|[IVXLC]+)(?:\.[0-9]+)*\.?\s+")
+
+
+def _headings_from_outline(pages: list[list[_Line]], outline: list[tuple[int, str, int]]) -> int:
+    """Mark the lines each bookmark's title names on its page (or the lines that, joined, name it; a
+    section number before the title allowed); returns how many bookmarks were found."""
+    found = 0
     for depth, title, index in outline:
         if index >= len(pages):
             continue
         want = _norm(title)
         lines = pages[index]
         for i, line in enumerate(lines):
-            if line.heading or not want.startswith(_norm(line.text)):
+            first = _norm(line.text)
+            number = _NUMBER.match(first)
+            if number and not want.startswith(first) and want.startswith(first[number.end():]):
+                first = first[number.end():]
+            if line.heading or not first or not want.startswith(first):
                 continue
-            joined, j = _norm(line.text), i
+            joined, j = first, i
             while joined != want and j + 1 < len(lines) and want.startswith(joined + " " + _norm(lines[j + 1].text)):
                 j += 1
                 joined += " " + _norm(lines[j].text)
             if joined == want:
-                line.text, line.heading = title, depth
+                line.text = " ".join(" ".join(x.text for x in lines[i : j + 1]).split())
+                line.heading = depth
                 del lines[i + 1 : j + 1]
+                found += 1
                 break
+    return found
 
 
 def _headings_from_sizes(pages: list[list[_Line]], body: float) -> None:
@@ -226,9 +241,12 @@ def convert_pdf(path: Path) -> Converted:
                                       "first (e.g. ocrmypdf)")
     body = _body_size(pages)
     _drop_running_lines(pages, body)
-    if outline:
-        _headings_from_outline(pages, outline)
-    else:
+    # bookmarks name the headings when they point at them; an outline whose titles are mostly not on
+    # their pages (a table of contents of other words) leaves the font sizes to tell
+    if not outline or _headings_from_outline(pages, outline) < len(outline) / 2:
+        for lines in pages:
+            for line in lines:
+                line.heading = 0
         _headings_from_sizes(pages, body)
     pieces = Pieces(unit="page")
     open_paragraph = False  # the previous page ended in a paragraph that its last sentence leaves open

@@ -172,3 +172,20 @@ def test_pieces_map_each_piece_to_its_page(parts: list[tuple[str, int | None, st
     for start, text, page in where:
         if text:
             assert done.pages.pages(start, start + len(text)) == ((page,) if page is not None else ())
+
+
+def test_pdf_bookmarks_without_the_section_number_still_find_their_heading(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    for level, number, title in ((0, "2", "Cargo Handling"), (1, "2.1", "Cranes"), (1, "2.2", "Forklifts")):
+        pdf.start_section(title, level=level)  # the bookmark says "Cranes", the page "2.1 Cranes"
+        pdf.set_font("Helvetica", "B", 16 - 2 * level)
+        pdf.cell(0, 10, f"{number} {title}", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("Helvetica", size=11)
+        pdf.multi_cell(0, 6, f"Text about {title.lower()} at the port, one ordinary sentence.")
+    pdf.output(str(tmp_path / "n.pdf"))
+    done = convert(tmp_path / "n.pdf")
+    assert [(h.level, h.title) for h in find_headings(done.text)] == [
+        (1, "2 Cargo Handling"), (2, "2.1 Cranes"), (2, "2.2 Forklifts")]
