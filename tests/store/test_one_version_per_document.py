@@ -130,3 +130,30 @@ def test_what_hseg_index_read_before_its_turn_is_read_again_in_it(chroma_client,
     store.add(theirs)  # another writer, between the question and the add
     store.add(mine, stored=answer)
     assert versions_of(store, "report") == {0}
+
+
+def test_a_dead_writers_lease_is_taken_after_it_stays_unchanged(monkeypatch):
+    """A client killed while it held a document's lease (on a server) leaves the lease record: the next
+    writer takes it once it has stayed unchanged for ``STALE_S`` on its own clock, and giving a lease back
+    never deletes another holder's."""
+    import time
+    import uuid
+
+    import chromadb
+
+    from hseg.errors import WriterBusyError
+    from hseg.store import turns
+
+    col = chromadb.EphemeralClient().create_collection(f"t-{uuid.uuid4().hex}", embedding_function=None)
+    leases = turns.Leases(col)
+    col.add(ids=[turns.lease_id("report")], embeddings=[[1.0]], metadatas=[{"kind": "turn", "holder": "dead"}])
+    with pytest.raises(WriterBusyError, match="report"):
+        leases.take(["report"], time.monotonic() + 0.3, "store 'x'")
+    monkeypatch.setattr(turns, "STALE_S", 0.2)
+    token = leases.take(["report", "other"], time.monotonic() + 10, "store 'x'")
+    held = col.get(ids=[turns.lease_id("report"), turns.lease_id("other")], include=["metadatas"])
+    assert [m["holder"] for m in held["metadatas"]] == [token, token]
+    leases._delete([turns.lease_id("report")], "dead")  # the dead writer's give-back, late: deletes nothing
+    assert len(col.get(ids=[turns.lease_id("report")])["ids"]) == 1
+    leases.give_back(token)
+    assert col.count() == 0
