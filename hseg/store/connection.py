@@ -162,6 +162,8 @@ def lexical_storage_error(path: Path | None, exc: BaseException) -> LexicalIndex
 
     if path is None:
         return None
+    if isinstance(exc, LexicalIndexStorageError):  # said already
+        return exc
     folder = Path(path).parent
     filename = getattr(exc, "filename", None)
     if not isinstance(exc, sqlite3.Error) and not (filename and folder in (Path(str(filename)),
@@ -192,7 +194,7 @@ def lexical_errors(path: Path | None) -> Iterator[None]:
         yield
     except Exception as exc:
         problem = lexical_storage_error(path, exc)
-        if problem is None:
+        if problem is None or problem is exc:
             raise
         raise problem from exc
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from hseg.errors import LexicalIndexStorageError
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import lexical_query
 from hseg.retrieval.parents import parents_plan
@@ -105,7 +106,7 @@ class SearchPlanner:
                 raise
             try:
                 self.lexical_index.repair(exc)
-            except LexicalIndexUnavailable as failed:
+            except (LexicalIndexUnavailable, LexicalIndexStorageError) as failed:  # cannot be built, or its disk
                 return run(self.dense(chosen, failed))
             return run(chosen)
         except OSError as exc:  # as in ready(), from a check beside the search

@@ -10,6 +10,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from hseg.errors import LexicalIndexUnavailable
+from hseg.store.connection import lexical_storage_error
 from hseg.store.lexical.database import drop_memory_database, file_inode, file_lock
 
 if TYPE_CHECKING:
@@ -24,7 +25,12 @@ def repair(index: LexicalIndex, problem: BaseException) -> None:
     """The index is derived data: a file SQLite cannot read (truncated, overwritten, damaged FTS5
     blocks) is set aside as ``<file>.damaged`` and built again from the collection, under the
     writer lock (a process that finds another already replaced it only opens the new file).
-    :class:`LexicalIndexUnavailable` when that fails too."""
+    :class:`LexicalIndexUnavailable` when that fails too. A file that failed for its disk (full, or
+    read-only) is not damaged: it stays as it is, and :class:`~hseg.errors.LexicalIndexStorageError`
+    says what to free or make writable."""
+    storage = lexical_storage_error(index.location.path, problem)
+    if storage is not None:  # setting the file aside would lose a good file (and overwrite the last one set aside)
+        raise storage from problem
     logger.warning("collection %r: the lexical index %s cannot be read (%s); building it again from the "
                    "collection", index.collection.name, index.location.path or "(in memory)", problem)
     seen = index._db
