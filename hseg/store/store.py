@@ -803,8 +803,9 @@ class HierarchicalStore:
             The hits, best first, each with its exact span of its document.
 
         Raises:
-            ValueError: a setting out of range or unknown (naming it), or a vector query without
-                ``query_text`` where the lexical side needs one.
+            ValueError: a setting out of range or unknown (naming it), a ``query_text`` that is not a
+                string or is given beside a string query, or ``lexical_weight`` > 0 on a store without
+                a lexical index (one wrapping an object that is not a chromadb collection).
             EncoderMismatchError: a query vector of another dimension than the collection's, or a hit
                 whose vectors another model made.
             StoreNotFoundError: a store opened at a ``path`` that held none, and nothing written since.
