@@ -72,7 +72,6 @@ class HierarchicalChunker:
     Raises:
         ValueError: a setting out of range or of the wrong type (naming it), or a segmenter asked for by
             name or instance that was trained on another encoder.
-        EncoderLoadError: an encoder given by name cannot be loaded.
 
     Example:
         >>> chunker = HierarchicalChunker(target_tokens=256)  # doctest: +SKIP
