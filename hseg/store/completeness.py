@@ -52,7 +52,7 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
         Whether the document is stored whole, from this text and these settings.
 
     Raises:
-        Nothing of its own: a record it cannot read makes the document incomplete.
+        ValueError: a cluster record whose ``hseg_segment_ids`` is not a JSON list of strings (naming the key).
     """
     if not records or any(m.get(CONTENT_HASH_KEY) != sha or m.get(SETTINGS_KEY) != settings
                           for m in records.values()):
