@@ -44,7 +44,7 @@ def hseg_tools(store: Any) -> list[StructuredTool]:
         One ``StructuredTool`` per tool; a tool's error comes back to the agent as its answer.
 
     Raises:
-        Nothing of its own.
+        ValueError: ``store`` is neither.
 
     Example:
         >>> [t.name for t in hseg_tools(store)]  # doctest: +SKIP

@@ -41,7 +41,7 @@ def hseg_tools(store: Any) -> list[FunctionTool]:
         One ``FunctionTool`` per tool.
 
     Raises:
-        Nothing of its own.
+        ValueError: ``store`` is neither.
 
     Example:
         >>> [t.metadata.name for t in hseg_tools(store)]  # doctest: +SKIP
