@@ -19,13 +19,17 @@ from hseg.convert.support import need
 __all__ = ["convert_pptx"]
 
 
-def _shapes(shapes: Iterable[Any]) -> Iterator[Any]:
-    """The shapes in reading order, groups opened."""
-    from pptx.enum.shapes import MSO_SHAPE_TYPE
+#: shapes whose tops differ by less than this (in EMU: 36,000 to the millimetre) are read as one row
+_ROW_EMU = 36000
 
-    ordered = sorted(shapes, key=lambda s: ((s.top or 0) // 10000, s.left or 0))  # rows of ~1 mm
+
+def _shapes(shapes: Iterable[Any]) -> Iterator[Any]:
+    """The shapes in reading order (rows top to bottom, each left to right), groups opened."""
+    from pptx.shapes.group import GroupShape
+
+    ordered = sorted(shapes, key=lambda s: ((s.top or 0) // _ROW_EMU, s.left or 0))
     for shape in ordered:
-        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        if isinstance(shape, GroupShape):
             yield from _shapes(shape.shapes)
         else:
             yield shape

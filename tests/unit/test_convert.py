@@ -189,3 +189,20 @@ def test_pdf_bookmarks_without_the_section_number_still_find_their_heading(tmp_p
     done = convert(tmp_path / "n.pdf")
     assert [(h.level, h.title) for h in find_headings(done.text)] == [
         (1, "2 Cargo Handling"), (2, "2.1 Cranes"), (2, "2.2 Forklifts")]
+
+
+def test_pptx_reads_groups_and_tables(tmp_path: Path) -> None:
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Grouped"
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text_frame.text = "Inside a group."
+    table = slide.shapes.add_table(2, 2, Inches(1), Inches(4), Inches(4), Inches(1)).table
+    table.cell(0, 0).text, table.cell(1, 1).text = "a", "d"
+    deck.save(str(tmp_path / "g.pptx"))
+    done = convert(tmp_path / "g.pptx")
+    assert done.text == "# Grouped\n\nInside a group.\n\n| a |  |\n| --- | --- |\n|  | d |"
+    assert done.pages is not None and done.pages.spans == ((0, len(done.text), 1),)
