@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hseg.convert.result import Converted, Pieces
 from hseg.convert.support import INSTALL_HINT
+from hseg.errors import HsegError, UnreadableDocumentError
 
 __all__ = ["CONVERTERS", "CONVERTED_SUFFIXES", "INSTALL_HINT", "Converted", "Pieces", "convert", "converter_for"]
 
@@ -74,7 +75,8 @@ def convert(path: str | os.PathLike[str]) -> Converted:
 
     Raises ``ValueError`` for another suffix, :class:`~hseg.errors.FormatSupportMissing` when the
     format's library is not installed, :class:`~hseg.errors.UnreadableDocumentError` for a file its
-    converter cannot read, and ``OSError`` when the file cannot be opened.
+    converter cannot read (damaged, encrypted, a PDF without a text layer), and ``OSError`` when the
+    file cannot be opened.
 
     Example:
         >>> convert("slides/kickoff.pptx").pages.unit  # doctest: +SKIP
@@ -84,4 +86,13 @@ def convert(path: str | os.PathLike[str]) -> Converted:
     if reader is None:
         raise ValueError(f"path {os.fspath(path)!r} is not a file hseg converts; give one ending in "
                          f"{', '.join(CONVERTED_SUFFIXES)} (text and markdown files are read as they are)")
-    return reader(Path(path))
+    if not Path(path).is_file():  # the libraries say "package not found" for a missing file
+        raise FileNotFoundError(f"{os.fspath(path)}: no such file")
+    try:
+        return reader(Path(path))
+    except (HsegError, OSError):
+        raise
+    except Exception as exc:  # a damaged file: each library fails in its own words and types
+        kind = Path(path).suffix.lstrip(".").upper()
+        raise UnreadableDocumentError(f"{os.fspath(path)}: not a readable {kind} file ({type(exc).__name__}: "
+                                      f"{exc})") from exc

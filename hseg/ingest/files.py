@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hseg.convert import CONVERTED_SUFFIXES, Converted, converter_for
+from hseg.convert import CONVERTED_SUFFIXES, Converted, convert, converter_for
 from hseg.errors import FormatSupportMissing, UnreadableDocumentError
 
 __all__ = ["TEXT_SUFFIXES", "SUPPORTED_SUFFIXES", "SourceFile", "discover", "doc_id_for", "read_text_file",
@@ -209,10 +209,9 @@ def read_source(path: str | os.PathLike[str]) -> Converted:
         >>> read_source("reports/annual.pdf").pages.unit  # doctest: +SKIP
         'page'
     """
-    convert = converter_for(path)
-    if convert is None:
+    if converter_for(path) is None:
         return Converted(read_text_file(Path(path)), None, "text")
-    return convert(Path(path))
+    return convert(path)
 
 
 def read_sources(files: Iterable[SourceFile], problem: Callable[[str, str], None],

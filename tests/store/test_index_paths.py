@@ -138,3 +138,13 @@ def test_hseg_chunk_reads_a_presentation(fake: Path, capsys: pytest.CaptureFixtu
     text = "".join(s["text"] for s in doc["segments"])
     assert text.startswith("# Harbour Operations Manual") and PAGE_SENTENCES[3] in text
     assert any(s["heading_path"] == ["Safety Rules"] for s in doc["segments"])
+
+
+def test_a_damaged_file_fails_alone(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    (docs / "broken.docx").write_bytes(b"PK\x03\x04 a damaged archive")
+    lines: list[str] = []
+    summary = ingest.index_paths([docs], _store(tmp_path), small_chunker(), anchor=tmp_path, report=lines.append,
+                                 progress=False)
+    assert summary.documents == 5 and summary.failures == 1
+    assert [d for d, _ in summary.failed] == ["docs/broken.docx"] and "not a readable DOCX file" in lines[0]

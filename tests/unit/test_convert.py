@@ -140,6 +140,12 @@ def test_unreadable_files_are_refused_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(exc.value) and isinstance(exc.value, (HsegError, ValueError))
     with pytest.raises(ValueError, match="is not a file hseg converts"):
         convert(tmp_path / "notes.md")
+    for suffix in (".docx", ".pptx"):
+        (tmp_path / f"bad{suffix}").write_bytes(b"PK\x03\x04 a damaged archive")
+        with pytest.raises(UnreadableDocumentError, match=f"not a readable {suffix[1:].upper()} file"):
+            convert(tmp_path / f"bad{suffix}")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        convert(tmp_path / "gone.pdf")
 
 
 @pytest.mark.parametrize("suffix,module", [(".pdf", "pypdf"), (".docx", "docx"), (".pptx", "pptx"),
