@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from .evaluation import Chunk, Query, query_vectors
+from .vector_cache import MemoSegmenter
 
 TARGETS = (256, 512, 1024)
 #: the lexical weight of the ``_hybrid`` methods (docs/decisions.md, "Hybrid search and the defaults")
@@ -75,7 +76,15 @@ def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, 
 
     options = {k: v for f in (flavour.split("~") if flavour else ()) for k, v in FLAVOURS[f].items()}
     chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter, **options)
+    # every method of a run (and, with a vector cache, of later runs) segments a document once with the
+    # default segmenter (other weights may share its name)
+    memo = MemoSegmenter(chunker.segmenter, getattr(getattr(encoder, "path", None), "parent", None)) \
+        if segmenter is None else None
+    if memo is not None:
+        chunker.segmenter = memo
     chunkings = chunker.chunk_many([t for _, t in corpora_key], [c for c, _ in corpora_key])
+    if memo is not None:
+        memo.save()
     store = HierarchicalStore(f"bench-{uuid.uuid4().hex[:12]}", client=chromadb.EphemeralClient(), encoder=encoder)
     store.add(chunkings)
     return store, chunkings

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import pickle
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ import numpy as np
 
 from hseg.encoders import CachingEncoder
 
-__all__ = ["DiskCachingEncoder"]
+__all__ = ["DiskCachingEncoder", "MemoSegmenter"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,3 +82,55 @@ class DiskCachingEncoder(CachingEncoder):
         keys = np.array(list(self._disk), dtype="U40")
         np.savez(tmp, keys=keys, vectors=np.stack(list(self._disk.values())).astype(np.float32))
         os.replace(tmp, self.path)
+
+
+class MemoSegmenter:
+    """A segmenter whose answers (boundaries, gap scores) are kept by the text of the sentences, so
+    that every hseg method of a run, and with a :class:`DiskCachingEncoder` every later run, segments
+    a document once: the segmenter's answer depends on the sentences and their vectors alone, and the
+    vectors on the sentences and the run's encoder. Anything else is the wrapped segmenter's."""
+
+    def __init__(self, inner: Any, directory: str | os.PathLike[str] | None = None) -> None:
+        self.inner = inner
+        name = re.sub(r"[^\w.+-]", "_", str(getattr(inner, "name", type(inner).__name__)))
+        self.path = Path(directory) / f"segmenter-{name}.pkl" if directory is not None else None
+        self.memo: dict[tuple[str, str], Any] = _MEMOS.setdefault(str(self.path) if self.path else name, {})
+        if self.path is not None and self.path.exists() and not self.memo:
+            with open(self.path, "rb") as fh:
+                self.memo.update(pickle.load(fh))
+        self.added = False
+
+    def _key(self, kind: str, sentences: Sequence[str], vectors: Any) -> tuple[str, str]:
+        digest = hashlib.sha1("\0".join(sentences).encode("utf-8", "surrogatepass"))
+        digest.update(str(np.shape(vectors)).encode())
+        return kind, digest.hexdigest()
+
+    def _call(self, kind: str, fn: Any, sentences: Sequence[str], vectors: Any) -> Any:
+        key = self._key(kind, sentences, vectors)
+        if key not in self.memo:
+            self.memo[key] = fn(sentences, vectors)
+            self.added = True
+        return self.memo[key]
+
+    def boundaries(self, sentences: Sequence[str], vectors: Any) -> Any:
+        return self._call("boundaries", self.inner.boundaries, sentences, vectors)
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self.inner, attr)
+        if attr == "gap_scores":
+            return lambda sentences, vectors: self._call("gap_scores", value, sentences, vectors)
+        return value
+
+    def save(self) -> None:
+        if self.path is None or not self.added:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(self.memo, fh)
+        os.replace(tmp, self.path)
+        self.added = False
+
+
+#: one memo per file (or segmenter name), shared by the run's chunkers
+_MEMOS: dict[str, dict[tuple[str, str], Any]] = {}
