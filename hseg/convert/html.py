@@ -35,7 +35,10 @@ def html_to_markdown(html: str | bytes) -> str:
     for tag in soup.find_all(DROPPED):
         tag.decompose()
     root = soup.body or soup
-    converter = markdownify.MarkdownConverter(heading_style="ATX", bullets="-", strip=["a", "img"])
+    # no backslashes before _ and *: the stored text is what the page says ("snake_case", "2*3"), which
+    # the encoder, BM25 and a reader's citation all want; only headings, lists and tables are markup
+    converter = markdownify.MarkdownConverter(heading_style="ATX", bullets="-", strip=["a", "img"],
+                                              escape_underscores=False, escape_asterisks=False, escape_misc=False)
     text = converter.convert_soup(root)
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

@@ -86,6 +86,10 @@ def test_html_drops_navigation_scripts_and_styles(tmp_path: Path) -> None:
     assert done.pages is None
     for noise in ("NAVIGATION_TEXT", "SCRIPT_TEXT", "navy", "Home"):
         assert noise not in done.text
+    from hseg.convert.html import html_to_markdown
+
+    # the page's own characters are kept, not escaped; links keep their text only
+    assert html_to_markdown("<p>Set <a href='/x'>max_depth</a> to 2*3.</p>") == "Set max_depth to 2*3."
 
 
 def test_docx_title_style_and_lists(tmp_path: Path) -> None:
