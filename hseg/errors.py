@@ -28,6 +28,7 @@ __all__ = [
     "DatabaseReadOnlyError",
     "WriterBusyError",
     "StoreMovedError",
+    "StoreReplacedError",
     "CollectionNotFoundError",
     "StoreNotFoundError",
     "LexicalIndexStorageError",
@@ -80,6 +81,12 @@ class WriterBusyError(HsegError, RuntimeError):
 
 class StoreMovedError(HsegError, ValueError):
     """The store's document ids are relative to another folder than the one that holds it now."""
+
+
+class StoreReplacedError(HsegError, RuntimeError):
+    """The folder of an embedded store was renamed or replaced after the store object opened it: its
+    parts that follow the path and those that follow the open files would read two stores. Open the
+    store again in a new process (chromadb keeps one client per folder and process)."""
 
 
 class CollectionNotFoundError(HsegError, ValueError):

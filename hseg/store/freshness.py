@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -44,6 +45,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from hseg.errors import StoreReplacedError
 
 __all__ = ["LogPosition", "FreshReads", "persist_directory", "current_writes"]
 
@@ -69,6 +72,15 @@ def persist_directory(collection: Any) -> str | None:
         return None
     path = getattr(settings, "persist_directory", None)
     return str(path) if path else None
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path`` (``None`` where there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class LogPosition:
@@ -162,6 +174,8 @@ class FreshReads:
         self._view: _View | None = None  # None: the store's own collections are current
         self._loading: _Load | None = None
         self._closed = False
+        # the database this store opened: a folder renamed or replaced since is refused, not mixed in
+        self._database = _file_identity(self.log.file)
         self._seen = self.log.read()  # the log position the current view holds
         self._placed = -math.inf  # when the current private view was put in place
         self._rest_until = -math.inf  # no view is opened before then (_REST_PER_LOAD), but for a retry
@@ -171,6 +185,7 @@ class FreshReads:
     def reading(self, wait_s: float = VIEW_WAIT_S) -> Iterator[tuple[Any, Any]]:
         """The collections to read: current as of this call's look at the write log when a view
         opened after it is ready within ``wait_s`` seconds, else the latest view loaded."""
+        self.check_same_database()
         position = self.log.read()
         with self._lock:
             load = self._loading
@@ -204,6 +219,7 @@ class FreshReads:
         the store reads through its own collections, they hold the write, so the log position it
         leaves is seen (a write of another process landing during this one is then seen only after
         the next write of another process)."""
+        self.check_same_database()
         before = self.log.read()
         try:
             yield
@@ -211,6 +227,18 @@ class FreshReads:
             with self._lock:
                 if self._view is None and self._loading is None and before is not None and before == self._seen:
                     self._seen = self.log.read()
+
+    def check_same_database(self) -> None:
+        """:class:`StoreReplacedError` when the database file at the store's path is no longer the one
+        it opened (the folder was renamed, or another put in its place): the Chroma client reads the
+        files it opened, the lexical index, the write log and new views read the path."""
+        now = _file_identity(self.log.file)
+        if self._database is not None and now != self._database:
+            raise StoreReplacedError(
+                f"{self.path}: the store's folder was renamed or replaced after this store opened it ("
+                f"{'no database is there now' if now is None else 'another database is there now'}); "
+                "open it again in a new process to read what is there (re-run the command; chromadb keeps this "
+                "process's client of the old folder)")
 
     def discard(self, collections: tuple[Any, Any]) -> bool:
         """Retire the view whose collections a search found torn (a kNN failed on a missing vector),
