@@ -1,0 +1,52 @@
+"""Which shape a collection's client has: the one place that looks at a Chroma client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hseg.store.backends.base import Backend
+from hseg.store.backends.embedded import EmbeddedBackend, check_chromadb_version
+from hseg.store.backends.foreign import ForeignBackend
+from hseg.store.backends.memory import MemoryBackend
+from hseg.store.backends.server import ServerBackend
+from hseg.store.connection import server_address
+
+__all__ = ["choose_backend"]
+
+#: the class of chromadb's embedded engine, the one that never reloads its vector index by itself
+_EMBEDDED_ENGINE = "RustBindingsAPI"
+
+
+def choose_backend(collection: Any) -> Backend:
+    """The backend of ``collection``'s client, chosen from what the client is (chromadb's
+    ``ServerAPI`` behind the collection, ``collection._client``): a server's (it has an API address),
+    an embedded one (persistent, with a folder), an in-memory one, else a foreign one. A store
+    chooses once, when it opens; an embedded client of chromadb's own engine outside
+    :data:`~hseg.store.backends.embedded.CHROMADB_RANGE` is refused here
+    (:class:`~hseg.store.backends.embedded.ChromaVersionError`).
+
+    Example:
+        >>> choose_backend(object()).kind
+        'foreign'
+        >>> import chromadb, uuid
+        >>> collection = chromadb.EphemeralClient().create_collection(f"c-{uuid.uuid4().hex}", embedding_function=None)
+        >>> choose_backend(collection).kind
+        'memory'
+    """
+    api = getattr(collection, "_client", None)
+    units = api is not None and hasattr(api, "get_or_create_collection")
+    address = server_address(collection)
+    if api is None or not hasattr(api, "get_settings"):
+        return ForeignBackend(address=address, units=units)
+    settings = api.get_settings()
+    folder = getattr(settings, "persist_directory", None)
+    if address is None and getattr(settings, "is_persistent", False) and folder:
+        engine = type(api).__name__ == _EMBEDDED_ENGINE
+        if engine:
+            import chromadb
+
+            check_chromadb_version(str(chromadb.__version__))
+        return EmbeddedBackend(str(folder), engine=engine, units=units)
+    if address is None and not getattr(settings, "is_persistent", True):
+        return MemoryBackend(units=units)
+    return ServerBackend(address=address, units=units)  # no address: a client of some server, cached as one

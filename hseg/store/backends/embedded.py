@@ -1,0 +1,99 @@
+"""The embedded shape: a ``PersistentClient`` on a folder that processes of one machine share, one
+writer at a time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hseg.errors import HsegError
+from hseg.store.backends.base import Backend
+from hseg.store.freshness import FreshReads, current_writes
+from hseg.store.lexical.location import FOLDER, Location
+from hseg.store.lock import writer_lock, writer_turn
+
+__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "ChromaVersionError", "check_chromadb_version"]
+
+#: the chromadb releases, ``[low, high)`` by (major, minor), whose embedded internals this backend
+#: relies on (:mod:`hseg.store.freshness`: the engine's ``start()``, ``System`` outside the client
+#: cache, the ``embeddings_queue`` table of ``chroma.sqlite3``); pyproject.toml allows the same
+CHROMADB_RANGE = ((1, 3), (2, 0))
+
+
+class ChromaVersionError(HsegError, RuntimeError):
+    """The installed chromadb is outside :data:`CHROMADB_RANGE`, whose embedded internals hseg relies on."""
+
+
+def check_chromadb_version(version: str) -> None:
+    """Refuse (:class:`ChromaVersionError`) a chromadb ``version`` outside :data:`CHROMADB_RANGE`.
+
+    Example:
+        >>> check_chromadb_version("1.5.9")
+        >>> check_chromadb_version("2.0.1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        hseg.store.backends.embedded.ChromaVersionError: chromadb 2.0.1: ...
+    """
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+    low, high = CHROMADB_RANGE
+    if len(parts) == 2 and low <= (parts[0], parts[1]) < high:
+        return
+    want = f">={low[0]}.{low[1]},<{high[0]}.{high[1]}"
+    raise ChromaVersionError(
+        f"chromadb {version}: an embedded store (path=, a PersistentClient) needs chromadb{want}, whose "
+        f"internals hseg relies on to see other processes' writes; install it (pip install 'chromadb{want}') "
+        "or serve the folder with 'chroma run --path FOLDER' and connect with host=")
+
+
+class EmbeddedBackend(Backend):
+    """A ``PersistentClient`` on the folder ``path``: its lexical index lives beside Chroma's files
+    (``<path>/hseg-lexical/``), kept by every writer; writers take turns through the writer lock on
+    the folder (:mod:`hseg.store.lock`), and searches read through views that see other processes'
+    writes (:class:`~hseg.store.freshness.FreshReads`). ``engine``: the client runs Chroma's embedded
+    engine, which never reloads its vector index by itself (views and lock); another engine keeps
+    only the lexical index beside the files.
+
+    Example:
+        >>> EmbeddedBackend("./chroma-db").lexical_location(collection).path  # doctest: +SKIP
+        PosixPath('chroma-db/hseg-lexical/docs.sqlite')
+    """
+
+    kind: ClassVar[str] = "embedded"
+
+    def __init__(self, path: str, *, engine: bool = True, units: bool = True) -> None:
+        super().__init__(units=units)
+        self._path = path
+        self.engine = engine
+        self.fresh: FreshReads | None = None
+
+    @property
+    def path(self) -> str | None:
+        return self._path
+
+    def lexical_location(self, collection: Any) -> Location | None:
+        name = str(collection.name)
+        return Location("embedded", Path(self._path) / FOLDER / f"{name}.sqlite", name)
+
+    def open_reads(self, shared: Callable[[], tuple[Any, Any]],
+                   build: Callable[[Any, Any], tuple[Any, Any]]) -> FreshReads | None:
+        if self.engine and self.fresh is None:
+            self.fresh = FreshReads(self._path, shared, build)
+        return self.fresh
+
+    @contextmanager
+    def writing(self, collection: Any, timeout_s: float) -> Iterator[None]:
+        """The writer lock on the folder, and the client's engine started anew when another process
+        wrote since this one's client last wrote (:func:`~hseg.store.freshness.current_writes`)."""
+        fresh = self.fresh
+        if fresh is None:
+            yield
+            return
+        with writer_lock(fresh.path, timeout_s=timeout_s), current_writes(collection, fresh.log) as new:
+            if new is not None:
+                fresh.current(new)
+            yield
+
+    def writer_turn(self) -> object | None:
+        return None if self.fresh is None else writer_turn(self.fresh.path)

@@ -1,0 +1,25 @@
+"""The in-memory shape: an ``EphemeralClient``, read and written by its own process only."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hseg.store.backends.base import Backend
+from hseg.store.lexical.location import Location
+
+__all__ = ["MemoryBackend"]
+
+
+class MemoryBackend(Backend):
+    """An in-memory client: its lexical index is a SQLite database in memory, kept by its writes; no
+    other process reads or writes it, so there is no writer lock and no view to refresh.
+
+    Example:
+        >>> MemoryBackend().path is None
+        True
+    """
+
+    kind: ClassVar[str] = "memory"
+
+    def lexical_location(self, collection: Any) -> Location | None:
+        return Location("memory", None, f"{collection.id}")

@@ -1,0 +1,28 @@
+"""The server shape: a client of ``chroma run`` (``HttpClient``), one of any number of readers and writers."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hseg.store.backends.base import Backend
+from hseg.store.lexical.location import Location, cache_root
+
+__all__ = ["ServerBackend"]
+
+
+class ServerBackend(Backend):
+    """A client of a Chroma server: its lexical index is a cache per client machine under
+    :func:`~hseg.store.lexical.location.cache_root`, following the write log its writers keep; its
+    errors name the server. A server serves any number of writers: no writer lock.
+
+    Example:
+        >>> ServerBackend(address="10.1.2.3:8000").address
+        '10.1.2.3:8000'
+    """
+
+    kind: ClassVar[str] = "server"
+
+    def lexical_location(self, collection: Any) -> Location | None:
+        name, tenant, database = str(collection.name), str(collection.tenant), str(collection.database)
+        where = (self.address or "client").replace(":", "_").replace("/", "_")
+        return Location("cache", cache_root() / "lexical" / where / tenant / database / f"{name}.sqlite", name)

@@ -1,0 +1,100 @@
+"""The store's backends (issue 55 item 1): one per shape of Chroma client, chosen once when a store
+opens, the only place that looks at the client; the in-memory one is the store's fast test fixture."""
+
+from __future__ import annotations
+
+import uuid
+
+import chromadb
+import pytest
+
+from hseg.errors import ServerUnreachableError
+from hseg.store.backends import (
+    ChromaVersionError,
+    EmbeddedBackend,
+    ForeignBackend,
+    MemoryBackend,
+    ServerBackend,
+    choose_backend,
+)
+
+
+def fresh_collection(client):
+    return client.create_collection(f"t-{uuid.uuid4().hex}", embedding_function=None)
+
+
+class _Settings:
+    is_persistent = False
+    persist_directory = "./chroma"
+
+
+class _HttpApi:
+    """A client of a server, as far as hseg looks: its API address and its settings."""
+
+    def get_api_url(self):
+        return "http://10.1.2.3:8123/api/v2"
+
+    def get_settings(self):
+        return _Settings()
+
+    def get_or_create_collection(self, *args, **kwargs):
+        raise AssertionError("not called")
+
+
+class _Collection:
+    name, tenant, database, id = "docs", "default_tenant", "default_database", "c-1"
+
+    def __init__(self, api):
+        self._client = api
+
+
+def test_each_shape_gets_its_backend(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "cache"))
+    memory = choose_backend(fresh_collection(chromadb.EphemeralClient()))
+    embedded = choose_backend(fresh_collection(chromadb.PersistentClient(path=str(tmp_path / "db"))))
+    server = choose_backend(_Collection(_HttpApi()))
+    foreign = choose_backend(object())
+    assert [type(b) for b in (memory, embedded, server, foreign)] == [MemoryBackend, EmbeddedBackend, ServerBackend,
+                                                                      ForeignBackend]
+    assert [b.kind for b in (memory, embedded, server, foreign)] == ["memory", "embedded", "server", "foreign"]
+    assert (memory.path, embedded.path, server.path) == (None, str(tmp_path / "db"), None)
+    assert (memory.address, embedded.address, server.address) == (None, None, "10.1.2.3:8123")
+    assert memory.units and embedded.units and server.units and not foreign.units
+
+    col = _Collection(None)
+    assert memory.lexical_location(col).kind == "memory" and memory.lexical_location(col).key == "c-1"
+    assert embedded.lexical_location(col).path == tmp_path / "db" / "hseg-lexical" / "docs.sqlite"
+    assert server.lexical_location(col).path == (tmp_path / "cache" / "lexical" / "10.1.2.3_8123" / "default_tenant"
+                                                 / "default_database" / "docs.sqlite")
+    assert foreign.lexical_location(col) is None
+
+
+def test_only_the_servers_backend_names_the_server_in_its_errors():
+    with pytest.raises(ServerUnreachableError, match=r"^Chroma server at 10\.1\.2\.3:8123: search failed "
+                                                     r"\(ConnectionError: reset\)$"):
+        with ServerBackend(address="10.1.2.3:8123").errors("search"):
+            raise ConnectionError("reset")
+    with pytest.raises(ConnectionError, match="^reset$") as err:
+        with MemoryBackend().errors("search"):
+            raise ConnectionError("reset")
+    assert not isinstance(err.value, ServerUnreachableError)
+    with pytest.raises(ValueError, match="^bad$"):  # not a lost connection: passed on as it is
+        with ServerBackend(address="10.1.2.3:8123").errors("search"):
+            raise ValueError("bad")
+
+
+@pytest.mark.parametrize("version", ["1.2.9", "2.0.0", "0.6.3", "dev"])
+def test_an_embedded_store_refuses_a_chromadb_outside_its_range(tmp_path, monkeypatch, version):
+    collection = fresh_collection(chromadb.PersistentClient(path=str(tmp_path / "db")))
+    monkeypatch.setattr(chromadb, "__version__", version)
+    with pytest.raises(ChromaVersionError, match=rf"^chromadb {version}: an embedded store .* needs "
+                                                 r"chromadb>=1\.3,<2\.0"):
+        choose_backend(collection)
+    assert choose_backend(fresh_collection(chromadb.EphemeralClient())).kind == "memory"  # only the embedded
+
+
+@pytest.mark.parametrize("version", ["1.3.0", "1.5.9", "1.99.1rc1"])
+def test_an_embedded_store_accepts_a_chromadb_inside_its_range(tmp_path, monkeypatch, version):
+    collection = fresh_collection(chromadb.PersistentClient(path=str(tmp_path / "db")))
+    monkeypatch.setattr(chromadb, "__version__", version)
+    assert choose_backend(collection).kind == "embedded"
