@@ -88,9 +88,11 @@ def recall(refs: Sequence[str], retrieved: Sequence[str]) -> float:
 
 
 def page_right(text: str, meta: dict[str, Any], pages: Sequence[str]) -> bool:
-    flat = " ".join(text.split())
+    """Whether the start of the text's first line is on its first page and the end of its last line on
+    its last page (a page break always falls between lines, so neither can straddle one)."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
     first, last = meta["hseg_page_start"], meta["hseg_page_end"]
-    return flat[:24] in " ".join(pages[first - 1].split()) and flat[-24:] in " ".join(pages[last - 1].split())
+    return lines[0][:24] in " ".join(pages[first - 1].split()) and lines[-1][-24:] in " ".join(pages[last - 1].split())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
