@@ -54,8 +54,12 @@ FLAVOURS: dict[str, dict[str, Any]] = {
     "ctx": {"segment_context": "heading"},
     "ctxenc": {"segment_context": "heading", "segment_vector": "encode"},
     "cenc": {"cluster_vector": "encode"},
-    # issue 56: the relatedness graph off (parents from neighbour-joining and the cap alone)
+    # issue 56: the relatedness graph off (parents from neighbour-joining and the cap alone); parents of
+    # the paper's larger sizes (``hseg_default~t1024~seg128``: the default search over 1024-token parents
+    # of the default's segments)
     "nograph": {"clique_method": "none"},
+    "t512": {"target_tokens": 512},
+    "t1024": {"target_tokens": 1024},
 }
 
 #: search flavours a method name can ask for with ``~<flavour>``, each a documented search setting
@@ -75,7 +79,8 @@ def _store(corpora_key: tuple[tuple[str, str], ...], target: int, encoder: Any, 
     from hseg.store import HierarchicalStore
 
     options = {k: v for f in (flavour.split("~") if flavour else ()) for k, v in FLAVOURS[f].items()}
-    chunker = HierarchicalChunker(encoder=encoder, target_tokens=target, segmenter=segmenter, **options)
+    # a flavour's setting wins over the method's target (``t1024``)
+    chunker = HierarchicalChunker(**{"encoder": encoder, "target_tokens": target, "segmenter": segmenter, **options})
     # every method of a run (and, with a vector cache, of later runs) segments a document once with the
     # default segmenter (other weights may share its name)
     memo = MemoSegmenter(chunker.segmenter, getattr(getattr(encoder, "path", None), "parent", None)) \
