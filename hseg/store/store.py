@@ -37,6 +37,7 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import is_missing_vector, run_many, run_one
 from hseg.retrieval.settings import SearchSettings
+from hseg.store.backends import choose_backend
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_schema,
@@ -44,7 +45,6 @@ from hseg.store.connection import (
     connect_errors,
     drop_unit_index,
     get_or_create_collection,
-    has_unit_index,
     holds_database,
     lexical_errors,
     open_client,
@@ -54,9 +54,7 @@ from hseg.store.connection import (
 )
 from hseg.store.documents import Indexes, checked_document, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
-from hseg.store.freshness import FreshReads, current_writes, persist_directory
 from hseg.store.lexical import LexicalIndex, lexical_state
-from hseg.store.lock import writer_lock, writer_turn
 from hseg.store.maintenance import Incomplete, Maintenance
 from hseg.store.reading import pages
 from hseg.store.searching import SearchPlanner, search_settings
@@ -245,18 +243,17 @@ class HierarchicalStore:
         self._made_by_opening = None
         self.oversample = oversample
         self.allow_encoder_mismatch = allow_mismatch
+        self._backend = choose_backend(collection)  # the one look at the client: every shape question asks it
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
         hnsw = dict(hnsw)
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size, lambda: drop_unit_index(collection)) \
-            if has_unit_index(collection) else None
+            if self._backend.units else None
         self.lexical_index = LexicalIndex.open(collection)
         self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
         self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
         # an embedded client never reloads its vector index: searches must notice other processes' writes
-        path = persist_directory(collection)
-        self._fresh = None if path is None else FreshReads(path, lambda: (self.collection, self.unit_index),
-                                                           self._reader_of)
+        self._fresh = self._backend.open_reads(lambda: (self.collection, self.unit_index), self._reader_of)
         journal = None if self.lexical_index is None else self.lexical_index.journal
         self.turns = DocumentTurns(str(getattr(collection, "id", None) or f"object-{id(collection)}"),
                                    None if journal is None else Leases(journal.collection),
@@ -335,19 +332,13 @@ class HierarchicalStore:
             ...     chroma_vector_store.add(nodes)
             ...     store.sync_unit_index(doc_ids)
         """
-        fresh = self._fresh
-        if fresh is None:
-            yield
-            return
-        with writer_lock(fresh.path, timeout_s=self.lock_timeout), current_writes(self.collection, fresh.log) as new:
-            if new is not None:
-                fresh.current(new)
+        with self._backend.writing(self.collection, self.lock_timeout):
             yield
 
     def writer_turn(self) -> object | None:
         """This process's present hold of the embedded store's writer lock (:func:`hseg.store.lock.writer_turn`;
         ``None``: not held, or a server or in-memory store, which has none)."""
-        return None if self._fresh is None else writer_turn(self._fresh.path)
+        return self._backend.writer_turn()
 
     @contextlib.contextmanager
     def _turn(self, doc_ids: Sequence[str]) -> Iterator[None]:

@@ -40,7 +40,7 @@ def test_stats_counts_a_document_whose_vectors_are_lost_as_incomplete(tmp_path, 
 def test_only_an_embedded_store_takes_the_writer_lock(chroma_client, chroma_collection_name, monkeypatch):
     """An in-memory store and a server's clients have no vector index of their own to overwrite: their
     writes take no lock (a server serves any number of writers); an embedded store's all do."""
-    import hseg.store.store as store_module
+    import hseg.store.backends.embedded as store_module  # the embedded backend takes the lock
 
     taken: list[str] = []
     real = store_module.writer_lock

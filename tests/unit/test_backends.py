@@ -8,7 +8,9 @@ import uuid
 import chromadb
 import pytest
 
+from hseg.chunking.chunker import HierarchicalChunker
 from hseg.errors import ServerUnreachableError
+from hseg.store import HierarchicalStore
 from hseg.store.backends import (
     ChromaVersionError,
     EmbeddedBackend,
@@ -17,6 +19,7 @@ from hseg.store.backends import (
     ServerBackend,
     choose_backend,
 )
+from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 
 def fresh_collection(client):
@@ -98,3 +101,45 @@ def test_an_embedded_store_accepts_a_chromadb_inside_its_range(tmp_path, monkeyp
     collection = fresh_collection(chromadb.PersistentClient(path=str(tmp_path / "db")))
     monkeypatch.setattr(chromadb, "__version__", version)
     assert choose_backend(collection).kind == "embedded"
+
+
+@pytest.fixture
+def fresh_store():
+    """A store on the memory backend, new for each test (sqlite-utils' ``fresh_db``): no folder, no server."""
+    return HierarchicalStore(f"t-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+
+
+def test_the_memory_backend_is_a_fast_store_fixture(fresh_store):
+    enc = fresh_store.encoder
+    chunking = HierarchicalChunker(encoder=enc, segmenter="texttiling").chunk(synthetic_book(1_500, seed=4), "a.md")
+    assert fresh_store.add(chunking) > 0
+    hits = fresh_store.search(chunking.segments[2].text, k=2)
+    assert hits and hits[0].doc_id == "a.md"
+    assert fresh_store._backend.kind == "memory" and fresh_store.writer_turn() is None and fresh_store._fresh is None
+    assert fresh_store.lexical_index.location.kind == "memory" and fresh_store.unit_index is not None
+
+
+def test_a_store_chooses_its_backend_once(tmp_path, monkeypatch):
+    import hseg.store.store as store_module
+
+    chosen = []
+
+    def counting(collection):
+        chosen.append(collection.name)
+        return choose_backend(collection)
+
+    monkeypatch.setattr(store_module, "choose_backend", counting)
+    enc = HashingEncoder()
+    chunking = HierarchicalChunker(encoder=enc, segmenter="texttiling").chunk(synthetic_book(1_500, seed=5), "b.md")
+    for client in (chromadb.EphemeralClient(), chromadb.PersistentClient(path=str(tmp_path / "db"))):
+        chosen.clear()
+        store = HierarchicalStore(f"t-{uuid.uuid4().hex}", client=client, encoder=enc)
+        store.add(chunking)
+        store.search(chunking.segments[1].text, k=2)
+        store.sync_unit_index()
+        store.stats()
+        store.delete("b.md")
+        assert chosen == [store.collection.name]
+        wrapped = HierarchicalStore.from_collection(store.collection, enc)
+        wrapped.search("tides", k=1)
+        assert chosen == [store.collection.name] * 2 and type(wrapped._backend) is type(store._backend)
