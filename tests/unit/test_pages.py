@@ -26,7 +26,7 @@ from hseg.chunking.schema import (
 from hseg.retrieval.results import result_for
 from hseg.text.pages import group_pages, join_pages, page_number, rejoin_hyphenated, repeated_edge_lines
 from hseg.text.provenance import SourceMap
-from hseg_testing.chunkers import small_chunker
+from hseg_testing.chunkers import SMALL, small_chunker
 from hseg_testing.fakes import HashingEncoder, ephemeral_store
 
 WORDS = "tide moon orbit river delta glacier court judge bread yeast engine piston market price".split()
@@ -193,3 +193,63 @@ def test_hseg_query_cites_the_pages_of_a_hit():
     assert format_hit(1, hit).splitlines()[0].startswith("#1  score 0.5000  handbook.pdf p. 12\u201313  chars 120-133")
     hit.pages = None
     assert format_hit(1, hit).splitlines()[0].startswith("#1  score 0.5000  handbook.pdf  chars 120-133")
+
+
+# --------------------------------------------------------------------------- the adapters
+
+
+def _page_documents(n: int = 6) -> list[tuple[str, dict[str, Any]]]:
+    return [(text, {"source": "report.pdf", "page": i, "total_pages": n}) for i, text in enumerate(book_pages(n))]
+
+
+@pytest.mark.parametrize("mode", ["clean", "exact", "separate"])
+def test_the_langchain_splitter_joins_the_pages_of_one_source(mode):
+    from langchain_core.documents import Document
+
+    from langchain_hseg import HierarchicalSegmentTextSplitter
+
+    pages = _page_documents()
+    docs = [Document(page_content=t, metadata=m) for t, m in pages] + [Document("Notes. " * 20, metadata={"x": 1})]
+    splitter = HierarchicalSegmentTextSplitter(chunker=small_chunker(), pages=mode)
+    clusters, segments = splitter.split_documents_hierarchical(docs)
+    paged = [d for d in clusters + segments if "hseg_page_start" in d.metadata]
+    assert len(paged) == len(clusters + segments) - sum(1 for d in clusters + segments if d.metadata.get("x") == 1)
+    for d in paged:
+        assert d.metadata["page"] == d.metadata["hseg_page_start"] - 1 and d.metadata["total_pages"] == 6
+        assert d.metadata["source"] == "report.pdf"
+    doc_ids = {d.metadata["hseg_doc_id"] for d in paged}
+    if mode == "separate":
+        assert len(doc_ids) == 6 and all(page_range(d.metadata)[0] == page_range(d.metadata)[1] for d in paged)
+    else:
+        assert len(doc_ids) == 1 and any(page_range(d.metadata)[0] != page_range(d.metadata)[1] for d in clusters)
+    (joined,) = {ch.text for ch in splitter.chunk_documents(docs[:6])} if mode != "separate" else {None}
+    if mode == "exact":
+        assert all(t in joined for t, _ in pages)
+    elif mode == "clean":
+        assert "Annual Report" not in joined
+    # the same pages through create_documents, as LangChain's TextSplitter API takes them
+    again = splitter.create_documents([t for t, _ in pages], [m for _, m in pages])
+    assert [d.id for d in again] == [d.id for d in clusters if d.metadata.get("source") == "report.pdf"]
+
+
+def test_the_llama_index_parser_joins_the_pages_of_one_source():
+    from llama_index.core import Document
+
+    from llama_index_hseg import HierarchicalSegmentNodeParser
+
+    docs = [Document(text=t, id_=f"report.pdf_part_{m['page']}",
+                     metadata={"file_path": "report.pdf", "page_label": str(m["page"] + 1)})
+            for t, m in _page_documents()]
+    parser = HierarchicalSegmentNodeParser(encoder=HashingEncoder(), **{**SMALL, "segmenter": "texttiling"})
+    nodes = parser.get_nodes_from_documents(docs)
+    assert {n.ref_doc_id for n in nodes} == {"report.pdf_part_0"}
+    assert {n.metadata["hseg_doc_id"] for n in nodes} == {"report.pdf_part_0"}
+    assert all(n.metadata["page_label"] == str(n.metadata["hseg_page_start"]) for n in nodes)
+    assert any(page_range(n.metadata)[0] != page_range(n.metadata)[1] for n in nodes)
+    assert "page_label" not in nodes[0].excluded_llm_metadata_keys and "hseg_page_start" in \
+        nodes[0].excluded_llm_metadata_keys
+    with pytest.raises(ValueError, match="pages must be one of"):
+        HierarchicalSegmentNodeParser(pages="joined")
+    from langchain_hseg import HierarchicalSegmentTextSplitter
+    with pytest.raises(ValueError, match="pages must be one of"):
+        HierarchicalSegmentTextSplitter(pages="joined")
