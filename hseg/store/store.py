@@ -249,7 +249,7 @@ class HierarchicalStore:
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
                                     self.max_batch_size, lambda: drop_unit_index(collection)) \
             if self._backend.units else None
-        self.lexical_index = LexicalIndex.open(collection)
+        self.lexical_index = LexicalIndex.open(collection, self._backend.lexical_location(collection))
         self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
         self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
         # an embedded client never reloads its vector index: searches must notice other processes' writes

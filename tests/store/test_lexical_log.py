@@ -31,12 +31,12 @@ def as_cache(monkeypatch, tmp_path):
     made: list[int] = []
     state = {"same_file": False}
 
-    def location(collection):
+    def location(backend, collection):
         made.append(1)
         n = 0 if state["same_file"] else len(made)
         return Location("cache", tmp_path / f"cache-{n}.sqlite", str(collection.name))
 
-    monkeypatch.setattr("hseg.store.lexical.index.lexical_location", location)
+    monkeypatch.setattr("hseg.store.backends.embedded.EmbeddedBackend.lexical_location", location)
     return state
 
 

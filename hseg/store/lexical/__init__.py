@@ -41,10 +41,10 @@ following it).
 
 from hseg.store.lexical.index import LexicalIndex
 from hseg.store.lexical.journal import JOURNAL_SUFFIX, Journal, journal_name
-from hseg.store.lexical.location import FOLDER, Location, cache_root, lexical_location
+from hseg.store.lexical.location import FOLDER, Location, cache_root
 from hseg.store.lexical.repair import LexicalIndexUnavailable
 from hseg.store.lexical.repair import state as lexical_state
 from hseg.store.lexical.tables import TOKENIZER
 
 __all__ = ["LexicalIndex", "LexicalIndexUnavailable", "Journal", "JOURNAL_SUFFIX", "journal_name", "FOLDER",
-           "Location", "cache_root", "lexical_location", "TOKENIZER", "lexical_state"]
+           "Location", "cache_root", "TOKENIZER", "lexical_state"]

@@ -20,7 +20,7 @@ from hseg.progress import Progress
 from hseg.store.lexical import follow
 from hseg.store.lexical.database import Database, drop_memory_database, memory_database
 from hseg.store.lexical.journal import Journal
-from hseg.store.lexical.location import Location, lexical_location
+from hseg.store.lexical.location import Location
 from hseg.store.lexical.reads import TableReads
 from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
 from hseg.store.reading import get_by_documents, pages, read_ahead
@@ -40,7 +40,7 @@ class LexicalIndex(TableReads):
     log's entries around its writes.
 
     Example:
-        >>> index = LexicalIndex.open(collection)  # doctest: +SKIP
+        >>> index = LexicalIndex.open(collection, store._backend.lexical_location(collection))  # doctest: +SKIP
         >>> index.ensure_fresh(); index.top(["tides"], 3)  # doctest: +SKIP
         [(LexicalRow(segment_id='seg-...', ...), 7.91), ...]
     """
@@ -58,11 +58,11 @@ class LexicalIndex(TableReads):
         self._pending = threading.local()  # the check a thread started beside its search, until it reads
 
     @classmethod
-    def open(cls, collection: Any) -> LexicalIndex | None:
-        """The lexical index of a collection (``None`` for an object that is not a chromadb
-        collection). A client of a server gets a per-machine cache and the write log its writers
-        keep (created empty when absent), through the collection's own connection."""
-        location = lexical_location(collection)
+    def open(cls, collection: Any, location: Location | None) -> LexicalIndex | None:
+        """The lexical index of a collection at ``location``, which the store's backend says
+        (:meth:`hseg.store.backends.Backend.lexical_location`; ``None``: no lexical index). A cache
+        (a client of a server) gets the write log its writers keep (created empty when absent),
+        through the collection's own connection."""
         if location is None:
             return None
         return cls(collection, location, None if location.maintained else Journal.open(collection))

@@ -1,16 +1,14 @@
 """Where a collection's lexical index lives: beside an embedded store's files, in memory beside an
-ephemeral one, or in a per-machine cache for a client of a server."""
+ephemeral one, or in a per-machine cache for a client of a server. Which of them a collection's is,
+the store's backend says (:meth:`hseg.store.backends.Backend.lexical_location`)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from hseg.store.connection import server_address
-
-__all__ = ["FOLDER", "Location", "cache_root", "lexical_location"]
+__all__ = ["FOLDER", "Location", "cache_root"]
 
 #: the folder beside an embedded store's Chroma files that holds its lexical indexes
 FOLDER = "hseg-lexical"
@@ -37,24 +35,3 @@ def cache_root() -> Path:
         return Path(os.environ["HSEG_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hseg"
 
-
-def lexical_location(collection: Any) -> Location | None:
-    """Where the lexical index of ``collection`` lives (``None`` for an object that is not a chromadb
-    collection: no lexical index).
-
-    Example:
-        >>> lexical_location(object()) is None
-        True
-    """
-    api = getattr(collection, "_client", None)
-    if api is None or not hasattr(api, "get_settings"):
-        return None
-    name, tenant, database = str(collection.name), str(collection.tenant), str(collection.database)
-    address = server_address(collection)
-    settings = api.get_settings()
-    if address is None and getattr(settings, "is_persistent", False) and getattr(settings, "persist_directory", None):
-        return Location("embedded", Path(settings.persist_directory) / FOLDER / f"{name}.sqlite", name)
-    if address is None and not getattr(settings, "is_persistent", True):
-        return Location("memory", None, f"{collection.id}")
-    where = (address or "client").replace(":", "_").replace("/", "_")
-    return Location("cache", cache_root() / "lexical" / where / tenant / database / f"{name}.sqlite", name)
