@@ -50,7 +50,6 @@ from hseg.store.connection import (
     open_client,
     open_collection,
     open_unit_index,
-    remote_errors,
 )
 from hseg.store.documents import Indexes, checked_document, chunkings_to_add, delete_documents, write_documents
 from hseg.store.encoder_binding import EncoderBinding
@@ -345,7 +344,7 @@ class HierarchicalStore:
         """The turns of these documents (:mod:`hseg.store.turns`) for the block; a server lost while they
         are taken is named in the error, as in every write."""
         with contextlib.ExitStack() as held:
-            with remote_errors(self.collection, f"taking the write turn of {len(doc_ids)} documents"):
+            with self._backend.errors(f"taking the write turn of {len(doc_ids)} documents"):
                 held.enter_context(self.turns.taking(doc_ids, self.lock_timeout))
             yield
 
@@ -354,7 +353,7 @@ class HierarchicalStore:
         """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
         its fresh reads must not take it for another process's, and a lost server is named in the error."""
         with self.writing(), nullcontext() if self._fresh is None else self._fresh.writing(), \
-                remote_errors(self.collection, action):
+                self._backend.errors(action):
             yield
 
     # ----------------------------------------------------------------- the indexes
@@ -372,7 +371,7 @@ class HierarchicalStore:
             2134
         """
         index = self.planner.lexical("rebuilding the lexical index")
-        with remote_errors(self.collection, "rebuilding the lexical index"), lexical_errors(index.location.path):
+        with self._backend.errors("rebuilding the lexical index"), lexical_errors(index.location.path):
             return int(index.sync(None if doc_ids is None else list(doc_ids)))
 
     def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
@@ -515,7 +514,7 @@ class HierarchicalStore:
         per_doc = [records_for(ch, md) for ch, md in zip(items, metas)]
         records = [r for recs in per_doc for r in recs]
         binding = self.encoder_binding
-        with remote_errors(self.collection, "reading the collection"):
+        with self._backend.errors("reading the collection"):
             binding.check_dimension(records)
         enc_name = binding.of_chunkings(items)
         if enc_name is not None:
@@ -559,7 +558,7 @@ class HierarchicalStore:
         per_doc = [checked_document(d, list(documents[d])) for d in doc_ids]
         records = [r for recs in per_doc for r in recs]
         binding = self.encoder_binding
-        with remote_errors(self.collection, "reading the collection"):
+        with self._backend.errors("reading the collection"):
             binding.check_dimension(records)
         enc_name = binding.check_records((r.metadata for r in records), binding.query_name())
         if enc_name is not None:
@@ -606,7 +605,7 @@ class HierarchicalStore:
         """
         api = self.collection._client  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
-        with self.writing(), remote_errors(self.collection, f"deleting collection {self.collection.name!r}"):
+        with self.writing(), self._backend.errors(f"deleting collection {self.collection.name!r}"):
             if self.lexical_index is not None:
                 self.lexical_index.drop()
             if self.unit_index is not None and self.unit_index.existing is not None:
@@ -656,7 +655,7 @@ class HierarchicalStore:
         """
         if not isinstance(where, Mapping) or not where:
             raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with remote_errors(self.collection, f"reading records where {dict(where)}"):
+        with self._backend.errors(f"reading records where {dict(where)}"):
             found = self.collection.get(where=dict(where), include=["metadatas"])
         docs = sorted({str(m[DOC_ID_KEY]) for m in found["metadatas"] if m and DOC_ID_KEY in m})
         # read again in the documents' turns: a write of one of them may have been under way
@@ -685,7 +684,7 @@ class HierarchicalStore:
             >>> store.count({"source": "notes/a.md"})  # doctest: +SKIP
             14
         """
-        with remote_errors(self.collection, "count"):
+        with self._backend.errors("count"):
             if where:
                 return len(self.collection.get(where=dict(where), include=[])["ids"])
             return int(self.collection.count())
@@ -713,7 +712,7 @@ class HierarchicalStore:
 
     def _metadatas(self, where: Mapping[str, Any] | None, page: int, action: str
                    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        with remote_errors(self.collection, action):
+        with self._backend.errors(action):
             for got in pages(self.collection, where, ["metadatas"], page):
                 yield from ((rid, dict(m or {})) for rid, m in zip(got["ids"], got["metadatas"]))
 
@@ -758,7 +757,7 @@ class HierarchicalStore:
         """
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
         # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
-        with self._reading() as (collection, _), remote_errors(self.collection, f"reading document {doc_id!r}"):
+        with self._reading() as (collection, _), self._backend.errors(f"reading document {doc_id!r}"):
             got = collection.get(where=of_document(doc_id), include=include)
         embs = got.get("embeddings")
         recs = [
@@ -822,7 +821,7 @@ class HierarchicalStore:
 
         def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
             vec = self.encoder_binding.query_vector(query, collection=collection)
-            with remote_errors(self.collection, "search"):
+            with self._backend.errors("search"):
                 return self.planner.answer(chosen, lambda used: run_one(self.planner.plan(vec, used, collection,
                                                                                           units, text)))
 
@@ -881,7 +880,7 @@ class HierarchicalStore:
 
         def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
             vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
-            with remote_errors(self.collection, "search"):
+            with self._backend.errors("search"):
                 return self.planner.answer(chosen, lambda used: run_many(
                     [self.planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
 
