@@ -60,7 +60,8 @@ class HierarchicalSegmentRetriever(BaseRetriever):
     """Retrieves parent clusters (or budget-aware passages) ranked by the max over their vectors.
 
     Args:
-        vector_store: a ``ChromaVectorStore`` (cosine collection) filled with
+        vector_store: a :class:`~llama_index_hseg.HierarchicalSegmentVectorStore` (its store and encoder
+            are used), a ``ChromaVectorStore`` (cosine collection) filled with
             :class:`~llama_index_hseg.HierarchicalSegmentNodeParser` nodes, its chromadb collection,
             or an :class:`hseg.store.HierarchicalStore`.
         encoder: the model that embedded the segments (a name, an hseg encoder, a
