@@ -139,3 +139,16 @@ def test_a_failed_from_documents_leaves_the_old_version(chroma_client, chroma_co
     monkeypatch.undo()
     assert store.count() == before and versions_of(store, "report") == {0}
     whole(store, "report")
+
+
+def test_an_async_pipeline_writes_through_the_same_path(vector_store, parser):
+    """``IngestionPipeline.arun`` calls ``async_add`` (and a docstore's ``adelete``): the same write, in a thread."""
+    import asyncio
+
+    pipeline = IngestionPipeline(transformations=[parser], vector_store=vector_store)
+    asyncio.run(pipeline.arun(documents=[Document(text=TEXTS[0], id_="report")]))
+    asyncio.run(pipeline.arun(documents=[Document(text=TEXTS[1], id_="report")]))
+    whole(vector_store.store, "report")
+    assert versions_of(vector_store.store, "report") == {1}
+    asyncio.run(vector_store.adelete("report"))
+    assert vector_store.store.count() == 0
