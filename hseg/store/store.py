@@ -11,9 +11,8 @@ import asyncio
 import contextlib
 import functools
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,10 +31,10 @@ from hseg.chunking.schema import (
     of_document,
 )
 from hseg.encoders.factory import as_encoder
-from hseg.errors import CollectionNotFoundError, IndexOutOfStepError, StoreNotFoundError
+from hseg.errors import CollectionNotFoundError, StoreNotFoundError
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
-from hseg.retrieval.plans import is_missing_vector, run_many, run_one
+from hseg.retrieval.plans import run_many, run_one
 from hseg.retrieval.settings import SearchSettings
 from hseg.store.backends import choose_backend
 from hseg.store.connection import (
@@ -67,11 +66,6 @@ __all__ = ["HierarchicalStore"]
 logger = logging.getLogger(__name__)
 
 _FALLBACK_BATCH = 1000  # when a wrapped collection does not tell us its client's limit
-
-#: reads of one search through newer views when a view turns out torn (see :meth:`HierarchicalStore._read`),
-#: and the pause before each (times its number): a writer's save of its vector index takes milliseconds
-_TORN_VIEW_TRIES = 4
-_TORN_VIEW_WAIT_S = 0.05
 
 T = TypeVar("T")
 
@@ -277,40 +271,13 @@ class HierarchicalStore:
         return collection, units
 
     def _reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
-        """The collection and unit index a search reads (see :mod:`hseg.store.freshness`); ``wait_s``:
-        how long to wait for a view of other processes' writes under way (``None``: the default)."""
-        if self._fresh is None:
-            return nullcontext((self.collection, self.unit_index))
-        return self._fresh.reading() if wait_s is None else self._fresh.reading(wait_s=wait_s)
+        """The collection and unit index a search reads (:meth:`hseg.store.backends.Backend.reading`)."""
+        return self._backend.reading(wait_s)
 
     def _read(self, run: Callable[[Any, UnitIndex | None], T]) -> T:
-        """``run(collection, unit index)`` on the view a search reads. A private view that another
-        writer's save left torn (a kNN failing on a missing vector, :mod:`hseg.store.freshness`) is
-        discarded and ``run`` goes again on one opened later, a bounded number of times; so is a
-        search whose reads disagreed (:class:`IndexOutOfStepError`: another process deleted or
-        replaced documents between them, or after the view was opened), on any store."""
-        for attempt in range(1, _TORN_VIEW_TRIES + 1):
-            with self._reading(wait_s=None if attempt == 1 else self.lock_timeout) as view:
-                try:
-                    return run(*view)
-                except Exception as exc:
-                    if attempt == _TORN_VIEW_TRIES or not self._read_again(view, exc):
-                        raise
-                    logger.info("%s: a search met another writer's write half seen (%s); reading again",
-                                self.collection.name, exc)
-            time.sleep(_TORN_VIEW_WAIT_S * attempt)  # the writer's save is under way: give it a moment
-        raise AssertionError("unreachable")  # the last try returns or raises
-
-    def _read_again(self, view: tuple[Any, Any], exc: Exception) -> bool:
-        """Whether a search that failed with ``exc`` reading ``view`` goes again (see :meth:`_read`)."""
-        units = self.unit_index
-        if units is not None and units.gone(exc):
-            units.forget()  # deleted by another client: absent until a write makes it again
-        elif not isinstance(exc, IndexOutOfStepError):
-            return self._fresh is not None and is_missing_vector(exc) and self._fresh.discard(view)
-        if self._fresh is not None:
-            self._fresh.discard(view)  # the store's own collections are read again as they are
-        return True
+        """``run(collection, unit index)`` on the view a search reads, again on a newer one where that
+        view was torn or its reads disagreed (:meth:`hseg.store.backends.Backend.read`)."""
+        return self._backend.read(run, self.unit_index, self.lock_timeout)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -352,8 +319,7 @@ class HierarchicalStore:
     def _writing(self, action: str) -> Iterator[None]:
         """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
         its fresh reads must not take it for another process's, and a lost server is named in the error."""
-        with self.writing(), nullcontext() if self._fresh is None else self._fresh.writing(), \
-                self._backend.errors(action):
+        with self.writing(), self._backend.own_write(), self._backend.errors(action):
             yield
 
     # ----------------------------------------------------------------- the indexes
@@ -611,8 +577,7 @@ class HierarchicalStore:
             if self.unit_index is not None and self.unit_index.existing is not None:
                 api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
             api.delete_collection(self.collection.name, **where)
-        if self._fresh is not None:
-            self._fresh.close()
+        self._backend.close()
         logger.info("dropped collection %r, its unit index and its lexical index", self.collection.name)
 
     def delete(self, doc_id: str) -> int:

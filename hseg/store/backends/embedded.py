@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,9 +78,18 @@ class EmbeddedBackend(Backend):
 
     def open_reads(self, shared: Callable[[], tuple[Any, Any]],
                    build: Callable[[Any, Any], tuple[Any, Any]]) -> FreshReads | None:
+        super().open_reads(shared, build)
         if self.engine and self.fresh is None:
             self.fresh = FreshReads(self._path, shared, build)
         return self.fresh
+
+    def reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, Any]]:
+        if self.fresh is None:
+            return super().reading(wait_s)
+        return self.fresh.reading() if wait_s is None else self.fresh.reading(wait_s=wait_s)
+
+    def discard(self, view: tuple[Any, Any]) -> bool:
+        return self.fresh is not None and self.fresh.discard(view)
 
     @contextmanager
     def writing(self, collection: Any, timeout_s: float) -> Iterator[None]:
@@ -94,6 +103,15 @@ class EmbeddedBackend(Backend):
             if new is not None:
                 fresh.current(new)
             yield
+
+    def own_write(self) -> AbstractContextManager[None]:
+        """The fresh views note the write as the store's own, not another process's
+        (:meth:`~hseg.store.freshness.FreshReads.writing`)."""
+        return super().own_write() if self.fresh is None else self.fresh.writing()
+
+    def close(self) -> None:
+        if self.fresh is not None:
+            self.fresh.close()
 
     def writer_turn(self) -> object | None:
         return None if self.fresh is None else writer_turn(self.fresh.path)
