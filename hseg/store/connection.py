@@ -38,7 +38,6 @@ __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_
            "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
-           "has_unit_index",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
            "server_address", "is_connection_error", "connect_errors", "remote_errors"]
 
@@ -280,12 +279,6 @@ def created_concurrently(exc: BaseException) -> bool:
 
     # Chroma's errors, of types that say nothing more specific: only their text tells
     return isinstance(exc, UniqueConstraintError) or "already exists" in str(exc)
-
-
-def has_unit_index(collection: Any) -> bool:
-    """Whether a unit index can go with this collection: a chromadb collection with its client."""
-    api = getattr(collection, "_client", None)
-    return api is not None and hasattr(api, "get_or_create_collection")
 
 
 def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = True) -> Any:

@@ -1,6 +1,8 @@
 """Searches of an embedded store that see other processes' writes.
 
-Chroma's embedded client (``PersistentClient``, chromadb 1.5.9) loads a collection's vector index
+Chroma's embedded client (``PersistentClient``; this module relies on chromadb internals of the
+releases in :data:`hseg.store.backends.embedded.CHROMADB_RANGE`, which the embedded backend, its one
+user, checks) loads a collection's vector index
 once per process and never reloads it: after another process writes, its ``count()`` and metadata
 reads see the new records (they read the shared SQLite file), but its searches do not return them,
 and reading their vectors fails. A client started afresh on the same path sees them at once; it
@@ -48,7 +50,7 @@ from urllib.parse import quote
 
 from hseg.errors import StoreReplacedError
 
-__all__ = ["LogPosition", "FreshReads", "persist_directory", "current_writes"]
+__all__ = ["LogPosition", "FreshReads", "current_writes"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,17 +63,6 @@ _OPEN_TRIES = 5
 #: back to back holds the writer lock shared at most half the time (loading back to back, it held it
 #: so often that the writer's writes took twice as long)
 _REST_PER_LOAD = 1.0
-
-
-def persist_directory(collection: Any) -> str | None:
-    """The database directory of a collection opened by an embedded ``PersistentClient``, else ``None``."""
-    settings = getattr(getattr(getattr(collection, "_client", None), "_system", None), "settings", None)
-    if settings is None or not getattr(settings, "is_persistent", False):
-        return None
-    if type(collection._client).__name__ != "RustBindingsAPI":  # only the embedded engine keeps a stale index
-        return None
-    path = getattr(settings, "persist_directory", None)
-    return str(path) if path else None
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:
