@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import fcntl
 import logging
 import multiprocessing as mp
 import os
@@ -85,6 +84,7 @@ import numpy as np
 
 from hseg.chunking.chunks import Chunking
 from hseg.store import HierarchicalStore
+from hseg.store.lock import lock_descriptor
 
 from .harness.stores import (
     DATA,
@@ -532,19 +532,14 @@ def one_run_at_a_time(path: Path) -> Iterator[None]:
     """Hold ``path/server_writes.lock`` for the run: a second run on the same store waits for the
     first (two runs would delete each other's written documents and write under each other's reader)."""
     with open(path / "server_writes.lock", "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock_descriptor(fh.fileno(), blocking=False):
             fh.seek(0)
             logger.warning("waiting for the run that holds %s (%s)", fh.name, fh.read().strip() or "?")
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            lock_descriptor(fh.fileno())
         fh.truncate(0)
         fh.write(f"pid {os.getpid()}, since {datetime.datetime.now():%H:%M:%S}\n")
         fh.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield  # closing the file lets go
 
 
 def chroma_server() -> Any:
