@@ -370,17 +370,17 @@ def test_opening_the_index_waits_for_a_writer_instead_of_failing_on_the_journal_
     """Two stores opening one fresh index file while one of them writes: switching a file to WAL
     during another connection's write fails at once ("database is locked", SQLite's busy timeout does
     not apply), which failed 7 of 40 loops of the two-writers test. The set-up now waits on the writer lock."""
-    import fcntl
     import sqlite3
     import threading
 
     from hseg.store.lexical.database import Database
+    from hseg.store.lock import lock_descriptor
 
     path = tmp_path / "index.sqlite"
     other = sqlite3.connect(str(path), isolation_level=None)  # a file not yet in WAL, being written
     other.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
     lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # as a writer of the index holds it
+    lock_descriptor(lock_fd)  # as a writer of the index holds it
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO meta VALUES ('k', 'v')")
     opened: list[object] = []
