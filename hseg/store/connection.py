@@ -7,8 +7,8 @@ import errno
 import logging
 import os
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
-           "server_address", "is_connection_error", "connect_errors", "remote_errors"]
+           "server_address", "is_connection_error", "connect_errors", "remote_errors", "ServerErrors"]
 
 logger = logging.getLogger(__name__)
 
@@ -399,6 +399,11 @@ def connect_errors(client: Any) -> Iterator[None]:
             raise
         where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
         raise ServerUnreachableError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
+
+
+#: what names a lost server in the errors of one ``action`` (``errors(action)`` around the calls): a
+#: store's is its backend's (:meth:`hseg.store.backends.Backend.errors`), the address read once
+ServerErrors = Callable[[str], AbstractContextManager[None]]
 
 
 @contextmanager

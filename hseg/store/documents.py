@@ -20,7 +20,7 @@ from typing import Any
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, check_unicode
 from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY
-from hseg.store.connection import lexical_errors, remote_errors
+from hseg.store.connection import ServerErrors, lexical_errors
 from hseg.store.lexical import LexicalIndex
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
@@ -116,20 +116,20 @@ def checked_document(doc_id: str, records: list[Record]) -> list[Record]:
 
 def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record]], doc_ids: list[str],
                     old: Mapping[str, Mapping[str, Any]], batch: int,
-                    on_written: Callable[[list[str]], None] | None = None) -> int:
+                    on_written: Callable[[list[str]], None] | None = None, *, errors: ServerErrors) -> int:
     """Upsert these documents' records (``per_doc``, one list per id of ``doc_ids``) and their index
     rows, then delete the records of ``old`` (``{record id: stored metadata}`` of these documents)
     they no longer have; returns how many were deleted. ``on_written`` hears which documents each
-    upsert call completed."""
+    upsert call completed; ``errors`` names a lost server, saying how far the write got."""
     records = [r for recs in per_doc for r in recs]
     new_ids = {r.id for r in records}
     stale = [rid for rid in old if rid not in new_ids]
     done: list[str] = []  # documents whose every record is written
     # the outer context names the server for the lexical journal's calls
-    with remote_errors(collection, f"recording the write of {len(doc_ids)} documents"), indexes.writing(doc_ids):
+    with errors(f"recording the write of {len(doc_ids)} documents"), indexes.writing(doc_ids):
         for part, complete, partial in write_batches(per_doc, doc_ids, batch):
             if part:
-                with remote_errors(collection, write_failure(len(doc_ids), done, partial)):
+                with errors(write_failure(len(doc_ids), done, partial)):
                     collection.upsert(
                         ids=[r.id for r in part],
                         embeddings=[r.embedding for r in part],
@@ -141,9 +141,9 @@ def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record
             done += complete
             if on_written is not None and complete:
                 on_written(list(complete))
-        with remote_errors(collection, f"writing the unit index of {len(doc_ids)} documents"):
+        with errors(f"writing the unit index of {len(doc_ids)} documents"):
             indexes.write(records, doc_ids)
-        with remote_errors(collection, f"deleting stale records after writing all {len(doc_ids)} documents"):
+        with errors(f"deleting stale records after writing all {len(doc_ids)} documents"):
             delete_ids(collection, stale, batch)
             indexes.after_write()
     return len(stale)

@@ -22,7 +22,7 @@ from hseg.chunking.schema import DOC_ID_KEY, ENCODER_KEY, SCHEMA_KEY, SCHEMA_VER
 from hseg.encoders import DEFAULT_MODEL, canonical_model_name
 from hseg.encoders.factory import as_encoder
 from hseg.errors import EncoderMismatchError
-from hseg.store.connection import check_encoder, remote_errors, set_collection_metadata
+from hseg.store.connection import ServerErrors, check_encoder, set_collection_metadata
 
 __all__ = ["EncoderBinding"]
 
@@ -30,16 +30,18 @@ __all__ = ["EncoderBinding"]
 class EncoderBinding:
     """The encoder side of a store over ``collection``: ``encoder`` (anything
     :func:`hseg.encoders.as_encoder` takes, or ``None`` for the default model, loaded on first use)
-    checked against what the collection records unless ``allow_mismatch``.
+    checked against what the collection records unless ``allow_mismatch``; ``errors`` names a lost
+    server (the store's backend's, :meth:`hseg.store.backends.Backend.errors`).
 
     Example:
-        >>> binding = EncoderBinding(collection, None, allow_mismatch=False)  # doctest: +SKIP
+        >>> binding = EncoderBinding(collection, None, allow_mismatch=False, errors=backend.errors)  # doctest: +SKIP
         >>> binding.recorded  # doctest: +SKIP
         'sentence-transformers/all-MiniLM-L6-v2'
     """
 
-    def __init__(self, collection: Any, encoder: Any, *, allow_mismatch: bool) -> None:
+    def __init__(self, collection: Any, encoder: Any, *, allow_mismatch: bool, errors: ServerErrors) -> None:
         self.collection = collection
+        self.errors = errors
         self.allow_mismatch = allow_mismatch
         self._encoder = None
         self._lock = threading.Lock()
@@ -186,7 +188,7 @@ class EncoderBinding:
         if not np.isfinite(norm) or norm == 0.0:
             raise ValueError(f"{what}: vector is zero or not finite")
         # Chroma would refuse it with its own InvalidArgumentError, deep in the first read of a search
-        with remote_errors(self.collection, "search"):
+        with self.errors("search"):
             have = self.dimension(collection)
         if have is not None and vec.size != have:
             source = f"the encoder {self.encoder.name!r} gives" if isinstance(query, str) else "got"

@@ -21,7 +21,7 @@ from hseg.chunking.schema import (
 )
 from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
-from hseg.store.connection import remote_errors
+from hseg.store.connection import ServerErrors
 from hseg.store.reading import ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 
@@ -36,18 +36,19 @@ _KEPT = (LEVEL_KEY, DOC_ID_KEY, TOKENS_KEY, CLUSTER_INDEX_KEY, START_KEY, END_KE
 
 
 def collection_stats(collection: Any, unit_index: UnitIndex | None,
-                     lexical_of: Callable[[list[str]], Mapping[str, set[str]] | None] | None = None) -> dict[str, Any]:
+                     lexical_of: Callable[[list[str]], Mapping[str, set[str]] | None] | None = None, *,
+                     errors: ServerErrors) -> dict[str, Any]:
     """The figures of :meth:`hseg.store.HierarchicalStore.stats` for ``collection`` and its unit
     index, read page by page; the vectors are read too, and a document with a record or unit-index
     record whose vector is missing (two processes that wrote an embedded store at once) is incomplete:
     metadata alone does not make it searchable. ``lexical_of(doc ids)`` gives the segment ids the
     lexical index holds per document, where writers keep one: a document without its rows there
-    (written around hseg) is incomplete too."""
+    (written around hseg) is incomplete too. ``errors`` names a lost server (the store's backend's)."""
     by_doc: dict[str, dict[str, dict[str, Any]]] = {}
     metas = []
     encoders: dict[str, int] = {}
     indexed: set[str] = set()
-    with remote_errors(collection, "reading the collection"):
+    with errors("reading the collection"):
         for got in pages(collection, None, ["metadatas"], _PAGE):
             for rid, raw in zip(got["ids"], got["metadatas"]):
                 m = {k: raw[k] for k in _KEPT if k in raw} if raw else {}
@@ -59,7 +60,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
                     by_doc.setdefault(str(m[DOC_ID_KEY]), {})[rid] = m
                     if raw.get(CONTENT_HASH_KEY):  # written by hseg index, from a file
                         indexed.add(str(m[DOC_ID_KEY]))
-    with remote_errors(collection, "reading the collection's vectors"):
+    with errors("reading the collection's vectors"):
         vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])
     broken = {doc for doc, recs in by_doc.items() if not vectorless.isdisjoint(recs)}
     units: dict[str, set[str]] | None = None
@@ -68,7 +69,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
         units = {}
         owner: dict[str, str] = {}
         companion = unit_index.existing  # a read: an index nobody created yet is an empty one
-        with remote_errors(collection, "reading the unit index"):
+        with errors("reading the unit index"):
             for got in ([] if companion is None else pages(companion, None, ["metadatas"], _PAGE)):
                 for uid, m in zip(got["ids"], got["metadatas"]):
                     owner[uid] = doc = str((m or {}).get(DOC_ID_KEY))

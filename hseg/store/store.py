@@ -244,7 +244,8 @@ class HierarchicalStore:
             if self._backend.units else None
         self.lexical_index = LexicalIndex.open(collection, self._backend.lexical_location(collection))
         self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
-        self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch)
+        self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch,
+                                              errors=self._backend.errors)
         # an embedded client never reloads its vector index: searches must notice other processes' writes
         self._fresh = self._backend.open_reads(lambda: (self.collection, self.unit_index), self._reader_of)
         journal = None if self.lexical_index is None else self.lexical_index.journal
@@ -400,7 +401,8 @@ class HierarchicalStore:
             >>> store = HierarchicalStore("hseg", path="./chroma-db", create=False)  # doctest: +SKIP
             >>> store.use_encoder(load_encoder(store.encoder_name))  # doctest: +SKIP
         """
-        self.encoder_binding = EncoderBinding(self.collection, encoder, allow_mismatch=self.allow_encoder_mismatch)
+        self.encoder_binding = EncoderBinding(self.collection, encoder, allow_mismatch=self.allow_encoder_mismatch,
+                                              errors=self._backend.errors)
 
     @property
     def encoder_name(self) -> str | None:
@@ -542,7 +544,7 @@ class HierarchicalStore:
             old = self._existing(doc_ids, stored)
             binding.adopt_if_empty(enc_name)
             stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
-                                    on_written)
+                                    on_written, errors=self._backend.errors)
             binding.record(enc_name)
         written = sum(len(recs) for recs in per_doc)
         logger.info("add: %d documents, %d records upserted, %d stale records deleted", len(doc_ids), written, stale)
@@ -703,7 +705,7 @@ class HierarchicalStore:
             5
         """
         with self._reading() as (collection, units):
-            stats = collection_stats(collection, units, self.maintenance.lexical_segments)
+            stats = collection_stats(collection, units, self.maintenance.lexical_segments, errors=self._backend.errors)
         stats["lexical_index"] = None if self.lexical_index is None else lexical_state(self.lexical_index)
         return stats
 
