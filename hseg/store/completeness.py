@@ -17,7 +17,7 @@ from hseg.chunking.schema import (
     START_KEY,
     listed_segment_ids,
 )
-from hseg.store.connection import remote_errors
+from hseg.store.connection import ServerErrors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
@@ -150,7 +150,8 @@ def mixed_versions(records: Mapping[str, Mapping[str, Any]]) -> bool:
     the old version; nothing in the store says which text is current.
 
     Example:
-        >>> c = lambda i, s, e: {"hseg_level": "cluster", "hseg_cluster_index": i, "hseg_start": s, "hseg_end": e}
+        >>> from hseg.chunking.schema import CLUSTER, CLUSTER_INDEX_KEY, END_KEY, LEVEL_KEY, START_KEY
+        >>> c = lambda i, s, e: {LEVEL_KEY: CLUSTER, CLUSTER_INDEX_KEY: i, START_KEY: s, END_KEY: e}
         >>> mixed_versions({"a": c(0, 0, 9), "b": c(0, 0, 12)}), mixed_versions({"a": c(0, 0, 9), "b": c(1, 9, 12)})
         (True, False)
     """
@@ -185,11 +186,12 @@ def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], 
 
 
 def documents_missing_vectors(collection: Any, unit_index: UnitIndex | None,
-                              records: Mapping[str, Sequence[str]]) -> set[str]:
+                              records: Mapping[str, Sequence[str]], errors: ServerErrors) -> set[str]:
     """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
-    in ``collection`` or in its unit index: metadata alone does not make a document searchable."""
+    in ``collection`` or in its unit index: metadata alone does not make a document searchable.
+    ``errors`` names a lost server (the store's backend's)."""
     owner = {rid: doc for doc, rids in records.items() for rid in rids}
-    with remote_errors(collection, "reading the collection's vectors"):
+    with errors("reading the collection's vectors"):
         bad = {owner[rid] for rid in ids_without_vectors(collection, list(owner))}
         if unit_index is not None:
             units = unit_index.unit_ids([d for d in records if d not in bad])

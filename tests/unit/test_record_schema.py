@@ -25,11 +25,14 @@ RAW_KEYS_OUTSIDE_SCHEMA = 44
 
 
 def test_keys_are_named_by_the_schema_module():
-    raw = re.compile(r"[\"']hseg_[a-z_]+[\"']")
+    raw = re.compile(r"[\"'](hseg_[a-z_]+)[\"']")
     schema = REPO / "hseg" / "chunking" / "schema.py"
-    found = [(path.relative_to(REPO), hit) for package in ("hseg", "langchain_hseg", "llama_index_hseg")
-             for path in sorted((REPO / package).rglob("*.py")) if path != schema
-             for hit in raw.findall(path.read_text(encoding="utf-8"))]
+    sources = {path: path.read_text(encoding="utf-8") for package in ("hseg", "langchain_hseg", "llama_index_hseg")
+               for path in sorted((REPO / package).rglob("*.py")) if path != schema}
+    # a function of ours named hseg_* (hseg_tools) is named in __all__ lists: a Python name, not a key
+    functions = {name for text in sources.values() for name in re.findall(r"^def (hseg_[a-z_]+)", text, re.M)}
+    found = [(path.relative_to(REPO), hit) for path, text in sources.items()
+             for hit in raw.findall(text) if hit not in functions]
     assert len(found) <= RAW_KEYS_OUTSIDE_SCHEMA, found
 
 
