@@ -41,7 +41,7 @@ from hseg.text.structure import source_name
 
 __all__ = ["PAGE_KEYS", "PAGE_MODES", "DEFAULT_PAGE_MODE", "PageGroup", "JoinedDocument", "page_number",
            "loader_page_key", "group_pages", "join_pages", "join_documents", "repeated_edge_lines",
-           "rejoin_hyphenated"]
+           "rejoin_hyphenated", "vocabulary"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ MIN_REPEATS = 3
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 # a word broken at a line end: two letters, a hyphen, the line break, a lower-case letter
-_HYPHENATED = re.compile(r"(?<=[^\W\d_]{2})-[ \t]*\n[ \t]*(?=[^\W\d_A-Z]{2})")
+_HYPHENATED = re.compile(r"([^\W\d_]*[^\W\d_]{2})-[ \t]*\n[ \t]*([^\W\d_A-Z]{2}[^\W\d_]*)")
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 _SENTENCE_END = tuple(".!?:;\"')]»”’")
 
 
@@ -214,18 +215,41 @@ def _without_edges(page: str, repeated: frozenset[str]) -> str:
     return "".join(out)
 
 
-def rejoin_hyphenated(text: str) -> str:
+def vocabulary(pages: Sequence[str]) -> frozenset[str]:
+    """The words (lower case; hyphenated compounds as one word) written whole on a line of ``pages``:
+    what tells a word broken at a line end from a compound that only wrapped there.
+
+    Example:
+        >>> sorted(vocabulary(["A well-known tide.", "Tides-\\nturn"]))
+        ['a', 'tide', 'tides', 'turn', 'well-known']
+    """
+    return frozenset(w.lower() for page in pages for w in _WORD.findall(page))
+
+
+def _rejoined(left: str, right: str, words: frozenset[str] | None) -> str:
+    """The word ``left-`` at a line end and ``right`` on the next line make: the hyphen kept where the
+    document writes the compound whole elsewhere and never the word without it (``well-known``),
+    dropped otherwise (a typesetter's break: ``conti-nued``)."""
+    if words is not None and f"{left}-{right}".lower() in words and f"{left}{right}".lower() not in words:
+        return f"{left}-{right}"
+    return left + right
+
+
+def rejoin_hyphenated(text: str, words: frozenset[str] | None = None) -> str:
     """``text`` with words broken by a hyphen at a line end joined again (the line break goes: the
-    rest of the line follows the word). A hyphen before a capital or a digit stays.
+    rest of the line follows the word). A hyphen before a capital or a digit stays; with the
+    document's ``words`` (:func:`vocabulary`), so does the hyphen of a compound it writes whole elsewhere.
 
     Example:
         >>> rejoin_hyphenated("the gravi-\\ntational pull of Franco-\\nPrussian")
         'the gravitational pull of Franco-\\nPrussian'
+        >>> rejoin_hyphenated("a well-\\nknown tide", frozenset({"well-known"}))
+        'a well-known tide'
     """
-    return _HYPHENATED.sub("", text)
+    return _HYPHENATED.sub(lambda m: _rejoined(m.group(1), m.group(2), words), text)
 
 
-def _carry_over(before: str, after: str) -> tuple[str, str]:
+def _carry_over(before: str, after: str, words: frozenset[str] | None = None) -> tuple[str, str]:
     """A word hyphenated across a page break: its second half moves to the page it starts on."""
     head = before.rstrip()
     tail = after.lstrip()
@@ -233,8 +257,10 @@ def _carry_over(before: str, after: str) -> tuple[str, str]:
             and tail[:2].islower()):
         return before, after
     word = re.match(r"\S+", tail)
-    assert word is not None  # tail starts with two letters
-    return head[:-1] + word.group(0), tail[word.end():].lstrip(" \t")
+    left = re.search(r"[^\W\d_]+-$", head)
+    assert word is not None and left is not None  # tail starts with two letters, head ends with two and "-"
+    joined = _rejoined(left.group(0)[:-1], word.group(0), words)
+    return head[:left.start()] + joined, tail[word.end():].lstrip(" \t")
 
 
 def join_pages(pages: Sequence[str], numbers: Sequence[int] | None = None, *, clean: bool = True,
@@ -264,9 +290,11 @@ def join_pages(pages: Sequence[str], numbers: Sequence[int] | None = None, *, cl
         repeated = repeated_edge_lines(texts)
         if repeated:
             logger.debug("dropping %d running header/footer lines from %d pages", len(repeated), len(texts))
-        texts = [rejoin_hyphenated(_without_edges(p, repeated)).strip() for p in texts]
+        texts = [_without_edges(p, repeated) for p in texts]
+        words = vocabulary(texts)
+        texts = [rejoin_hyphenated(p, words).strip() for p in texts]
         for i in range(len(texts) - 1):
-            texts[i], texts[i + 1] = _carry_over(texts[i], texts[i + 1])
+            texts[i], texts[i + 1] = _carry_over(texts[i], texts[i + 1], words)
     parts: list[str] = []
     spans: list[tuple[int, int, int]] = []
     at = 0

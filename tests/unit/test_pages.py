@@ -89,6 +89,9 @@ def test_running_headers_and_footers_go_and_hyphenated_words_rejoin():
     raw, raw_map = join_pages(pages, clean=False)
     assert [raw[a:b] for a, b, _ in raw_map.spans] == pages
     assert rejoin_hyphenated("Franco-\nPrussian, 19-\n20") == "Franco-\nPrussian, 19-\n20"
+    # a compound the document writes whole elsewhere keeps its hyphen where it wraps
+    text, _ = join_pages(["A well-known tide. The well-\nknown river and the conti-\nnued rain.", "Page two."])
+    assert "The well-known river and the continued rain." in text
 
 
 def test_a_sentence_running_over_a_page_break_is_joined_by_a_line_break():
