@@ -32,7 +32,7 @@ from hseg.store.completeness import (
     segment_ids,
     unit_rows_to_repair,
 )
-from hseg.store.connection import lexical_errors, remote_errors
+from hseg.store.connection import ServerErrors, lexical_errors
 from hseg.store.reading import get_by_documents
 from hseg.store.remembered import (
     remember_chunk_options,
@@ -134,8 +134,9 @@ class Maintenance:
     """The upkeep of one store (:attr:`hseg.store.HierarchicalStore.maintenance`): what is incomplete,
     the repair of what its records can give back, and what it remembers between ``hseg index`` runs."""
 
-    def __init__(self, store: MaintainedStore) -> None:
+    def __init__(self, store: MaintainedStore, errors: ServerErrors) -> None:
         self._store = store
+        self._errors = errors  # the store's backend's: a lost server named in what fails
 
     # ----------------------------------------------------------------- what is incomplete
 
@@ -178,7 +179,7 @@ class Maintenance:
         """
         collection = self._store.collection
         out: StoredRecords = {}
-        with remote_errors(collection, "reading the collection"):
+        with self._errors("reading the collection"):
             for got in get_by_documents(collection, doc_ids, ["metadatas"]):
                 for rid, meta in zip(got["ids"], got["metadatas"]):
                     if meta:
@@ -191,7 +192,7 @@ class Maintenance:
         store = self._store
         if store.unit_index is None:
             return {d: set() for d in doc_ids}
-        with remote_errors(store.collection, "reading the unit index"):
+        with self._errors("reading the unit index"):
             return store.unit_index.segment_ids(doc_ids, shas)
 
     def _lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
@@ -202,7 +203,7 @@ class Maintenance:
         index = store.lexical_index
         if index is None or not index.maintained:
             return None
-        with remote_errors(store.collection, "reading the lexical index"), lexical_errors(index.location.path):
+        with self._errors("reading the lexical index"), lexical_errors(index.location.path):
             index.ensure_fresh()
             return dict(index.documents(doc_ids))
 
@@ -219,7 +220,7 @@ class Maintenance:
     def _missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
         """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
         in the collection or in the unit index: metadata alone does not make a document searchable."""
-        return documents_missing_vectors(self._store.collection, self._store.unit_index, records)
+        return documents_missing_vectors(self._store.collection, self._store.unit_index, records, self._errors)
 
     # ----------------------------------------------------------------- repair
 
@@ -256,7 +257,7 @@ class Maintenance:
         """The records the collection holds, the encoder it records and the chunk options it remembers
         (an empty collection, left by a first run that failed, binds no encoder and remembers none)."""
         store = self._store
-        with remote_errors(store.collection, "reading the collection"):
+        with self._errors("reading the collection"):
             records = store.count()
         if not records:
             return Remembered(0, None, None)
@@ -272,7 +273,7 @@ class Maintenance:
         """Remember the chunk options of a run (before its first write, so that a run cut short is
         finished by a plain re-run), or ``(settings key, fingerprint)`` of the chunker it built."""
         collection = self._store.collection
-        with remote_errors(collection, "writing the collection's metadata"):
+        with self._errors("writing the collection's metadata"):
             if chunk_options is not None:
                 remember_chunk_options(collection, chunk_options)
             if fingerprint is not None:

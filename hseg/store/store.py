@@ -253,7 +253,7 @@ class HierarchicalStore:
                                    None if journal is None else Leases(journal.collection),
                                    f"collection {collection.name!r}")
         """The per-document turns every write of documents takes (:mod:`hseg.store.turns`)."""
-        self.maintenance = Maintenance(self)
+        self.maintenance = Maintenance(self, self._backend.errors)
         """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
         (:class:`hseg.store.maintenance.Maintenance`)."""
 
