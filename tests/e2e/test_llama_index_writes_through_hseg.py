@@ -52,7 +52,7 @@ def stats_of(db) -> dict:
 
 
 WRITER = r"""
-import os, pickle, sys
+import os, pickle, sys, time
 sys.path.insert(0, {repo!r})
 from hseg.store import HierarchicalStore
 
@@ -64,6 +64,7 @@ rounds = 0
 while not os.path.exists(stop) or rounds < 2:
     for ch in chunkings:
         store.add(ch, {{"source": "library"}})
+        time.sleep(0.05)  # a writer polling for the lock gets a turn between adds (the lock is not fair)
     rounds += 1
 print("rounds", rounds, flush=True)
 """
