@@ -217,7 +217,7 @@ class HierarchicalStore:
         """
         _check_lock_timeout(lock_timeout)
         self = cls.__new__(cls)
-        self._init(collection, getattr(collection, "_client", None), encoder, oversample, allow_encoder_mismatch,
+        self._init(collection, None, encoder, oversample, allow_encoder_mismatch,
                    DEFAULT_HNSW)
         self.lock_timeout = lock_timeout
         return self
@@ -232,11 +232,11 @@ class HierarchicalStore:
             )
         check_schema(collection.name, (collection.metadata or {}).get(SCHEMA_KEY))
         self.collection = collection
-        self.client = client
+        self._backend = choose_backend(collection)  # the one look at the client: every shape question asks it
+        self.client = client if client is not None else self._backend.api  # from_collection: the collection's
         self._made_by_opening = None
         self.oversample = oversample
         self.allow_encoder_mismatch = allow_mismatch
-        self._backend = choose_backend(collection)  # the one look at the client: every shape question asks it
         # opened, not created: a store opened only to read writes nothing (the first write creates it)
         hnsw = dict(hnsw)
         self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
@@ -571,7 +571,7 @@ class HierarchicalStore:
         Example:
             >>> HierarchicalStore("scratch", path="./chroma").drop()  # doctest: +SKIP
         """
-        api = self.collection._client  # the server API both collections were opened through
+        api = self._backend.api  # the server API both collections were opened through
         where = {"tenant": self.collection.tenant, "database": self.collection.database}
         with self.writing(), self._backend.errors(f"deleting collection {self.collection.name!r}"):
             if self.lexical_index is not None:

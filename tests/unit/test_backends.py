@@ -143,3 +143,4 @@ def test_a_store_chooses_its_backend_once(tmp_path, monkeypatch):
         wrapped = HierarchicalStore.from_collection(store.collection, enc)
         wrapped.search("tides", k=1)
         assert chosen == [store.collection.name] * 2 and type(wrapped._backend) is type(store._backend)
+        assert wrapped.client is store.collection._client  # the collection's own connection

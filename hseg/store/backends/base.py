@@ -37,6 +37,8 @@ class Backend:
             the errors of a lost connection (:meth:`errors`).
         units: whether a unit index (a companion collection, opened through the collection's own
             connection) can go with the collection.
+        api: chromadb's ``ServerAPI`` the collection was opened through (``collection._client``;
+            ``None`` where it has none).
 
     Example:
         >>> from hseg.store.backends import ServerBackend
@@ -49,9 +51,10 @@ class Backend:
     #: the shape's name, as docs/deployment.md's table names it
     kind: ClassVar[str]
 
-    def __init__(self, *, address: str | None = None, units: bool = True) -> None:
+    def __init__(self, *, address: str | None = None, units: bool = True, api: Any = None) -> None:
         self.address = address
         self.units = units
+        self.api = api
         self._shared: Callable[[], tuple[Any, Any]] | None = None
 
     @property

@@ -37,7 +37,7 @@ def choose_backend(collection: Any) -> Backend:
     units = api is not None and hasattr(api, "get_or_create_collection")
     address = server_address(collection)
     if api is None or not hasattr(api, "get_settings"):
-        return ForeignBackend(address=address, units=units)
+        return ForeignBackend(address=address, units=units, api=api)
     settings = api.get_settings()
     folder = getattr(settings, "persist_directory", None)
     if address is None and getattr(settings, "is_persistent", False) and folder:
@@ -46,7 +46,7 @@ def choose_backend(collection: Any) -> Backend:
             import chromadb
 
             check_chromadb_version(str(chromadb.__version__))
-        return EmbeddedBackend(str(folder), engine=engine, units=units)
+        return EmbeddedBackend(str(folder), engine=engine, units=units, api=api)
     if address is None and not getattr(settings, "is_persistent", True):
-        return MemoryBackend(units=units)
-    return ServerBackend(address=address, units=units)  # no address: a client of some server, cached as one
+        return MemoryBackend(units=units, api=api)
+    return ServerBackend(address=address, units=units, api=api)  # no address: a client of some server, cached as one

@@ -62,8 +62,8 @@ class EmbeddedBackend(Backend):
 
     kind: ClassVar[str] = "embedded"
 
-    def __init__(self, path: str, *, engine: bool = True, units: bool = True) -> None:
-        super().__init__(units=units)
+    def __init__(self, path: str, *, engine: bool = True, units: bool = True, api: Any = None) -> None:
+        super().__init__(units=units, api=api)
         self._path = path
         self.engine = engine
         self.fresh: FreshReads | None = None
