@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
-           "server_address", "is_connection_error", "connect_errors", "remote_errors", "ServerErrors"]
+           "server_address", "is_connection_error", "remote_errors", "ServerErrors"]
 
 logger = logging.getLogger(__name__)
 
@@ -386,19 +386,6 @@ def is_connection_error(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - chromadb depends on httpx
         return False
     return isinstance(exc, httpx.TransportError)
-
-
-@contextmanager
-def connect_errors(client: Any) -> Iterator[None]:
-    try:
-        yield
-    except Exception as exc:
-        settings = getattr(client, "get_settings", lambda: None)()
-        host = getattr(settings, "chroma_server_host", None)
-        if not host or not is_connection_error(exc):
-            raise
-        where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
-        raise ServerUnreachableError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
 
 
 #: what names a lost server in the errors of one ``action`` (``errors(action)`` around the calls): a

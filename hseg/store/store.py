@@ -36,12 +36,11 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import run_many, run_one
 from hseg.retrieval.settings import SearchSettings
-from hseg.store.backends import choose_backend
+from hseg.store.backends import choose_backend, opening_errors
 from hseg.store.connection import (
     DEFAULT_HNSW,
     check_schema,
     collection_space,
-    connect_errors,
     drop_unit_index,
     get_or_create_collection,
     holds_database,
@@ -65,7 +64,6 @@ __all__ = ["HierarchicalStore"]
 
 logger = logging.getLogger(__name__)
 
-_FALLBACK_BATCH = 1000  # when a wrapped collection does not tell us its client's limit
 
 T = TypeVar("T")
 
@@ -165,7 +163,7 @@ class HierarchicalStore:
         if hnsw.get("space") != "cosine":
             raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
         enc = as_encoder(encoder) if encoder is not None else None
-        with connect_errors(client):
+        with opening_errors(client):
             made: str | None = None
             try:
                 collection = open_collection(client, collection_name)
@@ -412,10 +410,9 @@ class HierarchicalStore:
     # ----------------------------------------------------------------- writes
 
     def max_batch_size(self) -> int:
-        """Records per write call: the client's ``get_max_batch_size()``."""
-        getter = getattr(self.client, "get_max_batch_size", None)
-        size = getter() if getter is not None else _FALLBACK_BATCH
-        return max(1, int(size))
+        """Records per write call: the client's ``get_max_batch_size()``
+        (:meth:`hseg.store.backends.Backend.max_batch_size`)."""
+        return self._backend.max_batch_size(self.client)
 
     def add(
         self,

@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 #: and the pause before each (times its number): a writer's save of its vector index takes milliseconds
 _TORN_VIEW_TRIES = 4
 _TORN_VIEW_WAIT_S = 0.05
+#: records per write call where a client does not tell its limit (a foreign collection's)
+_FALLBACK_BATCH = 1000
 
 T = TypeVar("T")
 
@@ -56,6 +58,13 @@ class Backend:
         self.units = units
         self.api = api
         self._shared: Callable[[], tuple[Any, Any]] | None = None
+
+    def max_batch_size(self, client: Any) -> int:
+        """Records per write call through ``client`` (the store's): its ``get_max_batch_size()``,
+        asked at each write, else a fixed number."""
+        getter = getattr(client, "get_max_batch_size", None)
+        size = getter() if getter is not None else _FALLBACK_BATCH
+        return max(1, int(size))
 
     @property
     def path(self) -> str | None:

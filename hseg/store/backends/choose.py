@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from hseg.errors import ServerUnreachableError
 from hseg.store.backends.base import Backend
 from hseg.store.backends.embedded import EmbeddedBackend, check_chromadb_version
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
-from hseg.store.connection import server_address
+from hseg.store.connection import is_connection_error, server_address
 
-__all__ = ["choose_backend"]
+__all__ = ["choose_backend", "opening_errors"]
 
 #: the class of chromadb's embedded engine, the one that never reloads its vector index by itself
 _EMBEDDED_ENGINE = "RustBindingsAPI"
@@ -50,3 +53,18 @@ def choose_backend(collection: Any) -> Backend:
     if address is None and not getattr(settings, "is_persistent", True):
         return MemoryBackend(units=units, api=api)
     return ServerBackend(address=address, units=units, api=api)  # no address: a client of some server, cached as one
+
+
+@contextmanager
+def opening_errors(client: Any) -> Iterator[None]:
+    """Around opening a collection through ``client``, before any backend is chosen: a client of a
+    server that cannot be reached is a :class:`~hseg.errors.ServerUnreachableError` naming host:port."""
+    try:
+        yield
+    except Exception as exc:
+        settings = getattr(client, "get_settings", lambda: None)()
+        host = getattr(settings, "chroma_server_host", None)
+        if not host or not is_connection_error(exc):
+            raise
+        where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
+        raise ServerUnreachableError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
