@@ -26,3 +26,20 @@ def test_host_port_constructor(chroma_server, make_chunking):
         assert store.search(ch.segments[0].embedding, k=1, mode="segment")[0].matched_id == ch.segments[0].id
     finally:
         store.client.delete_collection(name)
+
+
+@pytest.mark.integration
+def test_a_servers_store_runs_on_the_server_backend(chroma_server, tmp_path, monkeypatch):
+    """The backend chosen for a client of ``chroma run`` names the server and keeps a lexical cache (issue 55)."""
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "cache"))
+    name = f"t-{uuid.uuid4().hex}"
+    store = HierarchicalStore(name, host=chroma_server.host, port=chroma_server.port)
+    try:
+        backend = store._backend
+        assert (backend.kind, backend.address, backend.path) == ("server", f"{chroma_server.host}:{chroma_server.port}",
+                                                                 None)
+        location = store.lexical_index.location
+        assert location.kind == "cache" and tmp_path / "cache" in location.path.parents
+        assert store.writer_turn() is None and store._fresh is None and store.unit_index is not None
+    finally:
+        store.client.delete_collection(name)
