@@ -29,6 +29,7 @@ __all__ = [
     "WriterBusyError",
     "StoreMovedError",
     "StoreReplacedError",
+    "ChromaVersionError",
     "CollectionNotFoundError",
     "StoreNotFoundError",
     "LexicalIndexStorageError",
@@ -87,6 +88,11 @@ class StoreReplacedError(HsegError, RuntimeError):
     """The folder of an embedded store was renamed or replaced after the store object opened it: its
     parts that follow the path and those that follow the open files would read two stores. Open the
     store again in a new process (chromadb keeps one client per folder and process)."""
+
+
+class ChromaVersionError(HsegError, RuntimeError):
+    """The installed chromadb is outside the releases whose internals an embedded store relies on
+    (:data:`hseg.store.backends.embedded.CHROMADB_RANGE`); the message names the range."""
 
 
 class CollectionNotFoundError(HsegError, ValueError):

@@ -9,10 +9,9 @@ import chromadb
 import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
-from hseg.errors import ServerUnreachableError
+from hseg.errors import ChromaVersionError, ServerUnreachableError
 from hseg.store import HierarchicalStore
 from hseg.store.backends import (
-    ChromaVersionError,
     EmbeddedBackend,
     ForeignBackend,
     MemoryBackend,

@@ -16,7 +16,7 @@ BUILT_IN = {
     "EncoderMismatchError": ValueError, "SchemaTooNewError": ValueError, "IndexOutOfStepError": LookupError,
     "ServerUnreachableError": ConnectionError, "DatabaseStorageError": OSError,
     "DatabaseReadOnlyError": PermissionError, "WriterBusyError": RuntimeError, "StoreMovedError": ValueError,
-    "StoreReplacedError": RuntimeError,
+    "StoreReplacedError": RuntimeError, "ChromaVersionError": RuntimeError,
     "CollectionNotFoundError": ValueError, "StoreNotFoundError": ValueError,
     "LexicalIndexStorageError": OSError, "LexicalIndexUnavailable": RuntimeError, "EncoderLoadError": RuntimeError,
     "IngestWriteError": RuntimeError, "CliError": ValueError,

@@ -19,9 +19,10 @@ Example:
     ('memory', None, None)
 """
 
+from hseg.errors import ChromaVersionError
 from hseg.store.backends.base import Backend
 from hseg.store.backends.choose import choose_backend, opening_errors
-from hseg.store.backends.embedded import CHROMADB_RANGE, ChromaVersionError, EmbeddedBackend
+from hseg.store.backends.embedded import CHROMADB_RANGE, EmbeddedBackend
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend

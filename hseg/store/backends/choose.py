@@ -26,7 +26,7 @@ def choose_backend(collection: Any) -> Backend:
     an embedded one (persistent, with a folder), an in-memory one, else a foreign one. A store
     chooses once, when it opens; an embedded client of chromadb's own engine outside
     :data:`~hseg.store.backends.embedded.CHROMADB_RANGE` is refused here
-    (:class:`~hseg.store.backends.embedded.ChromaVersionError`).
+    (:class:`~hseg.errors.ChromaVersionError`).
 
     Example:
         >>> choose_backend(object()).kind

@@ -9,22 +9,18 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hseg.errors import HsegError
+from hseg.errors import ChromaVersionError
 from hseg.store.backends.base import Backend
 from hseg.store.freshness import FreshReads, current_writes
 from hseg.store.lexical.location import FOLDER, Location
 from hseg.store.lock import writer_lock, writer_turn
 
-__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "ChromaVersionError", "check_chromadb_version"]
+__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "check_chromadb_version"]
 
 #: the chromadb releases, ``[low, high)`` by (major, minor), whose embedded internals this backend
 #: relies on (:mod:`hseg.store.freshness`: the engine's ``start()``, ``System`` outside the client
 #: cache, the ``embeddings_queue`` table of ``chroma.sqlite3``); pyproject.toml allows the same
 CHROMADB_RANGE = ((1, 3), (2, 0))
-
-
-class ChromaVersionError(HsegError, RuntimeError):
-    """The installed chromadb is outside :data:`CHROMADB_RANGE`, whose embedded internals hseg relies on."""
 
 
 def check_chromadb_version(version: str) -> None:
@@ -34,7 +30,7 @@ def check_chromadb_version(version: str) -> None:
         >>> check_chromadb_version("1.5.9")
         >>> check_chromadb_version("2.0.1")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        hseg.store.backends.embedded.ChromaVersionError: chromadb 2.0.1: ...
+        hseg.errors.ChromaVersionError: chromadb 2.0.1: ...
     """
     parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
     low, high = CHROMADB_RANGE
