@@ -10,7 +10,11 @@ back one Document per page as LangChain's ``PyPDFLoader`` does (pypdf), and chun
 splitter under each ``pages`` mode (:data:`hseg.text.pages.PAGE_MODES`): ``separate`` (each page
 alone: what hseg did before), ``clean`` (pages joined, head and foot dropped, hyphenation rejoined)
 and ``exact`` (pages joined as they are). Each mode has its own in-memory store; the questions whose
-reference lies in the prefix are asked with ``unit="auto"`` and each token budget.
+reference lies in the prefix are asked with ``unit="auto"`` and each token budget. The mode
+``recursive`` is the peer: LangChain's ``RecursiveCharacterTextSplitter`` (200 cl100k tokens, no
+overlap, the report's separators, as ``lc_recursive_200_0``) over the same page Documents, its chunks
+embedded by the same model, ranked by exact cosine and taken in rank order while they fit the budget
+(the first that does not fit ends the list, :func:`benchmarks.harness.evaluation.budget`).
 
 The PDF's text is not the markdown's (the renderer's font is Latin-1, pypdf re-wraps lines), so the
 references cannot be mapped by offset; a question's recall here is the share of its reference's
@@ -34,7 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.baselines import REPORT_SEPARATORS, counter
 from benchmarks.harness.documents import Block, write
+from benchmarks.harness.evaluation import Chunk
+from benchmarks.harness.evaluation import budget as fill_budget
 from benchmarks.harness.stats import bootstrap_interval, sign_test
 
 RUNNING = "Open textbook - development edition"
@@ -95,13 +102,35 @@ def page_right(text: str, meta: dict[str, Any], pages: Sequence[str]) -> bool:
     return lines[0][:24] in " ".join(pages[first - 1].split()) and lines[-1][-24:] in " ".join(pages[last - 1].split())
 
 
+def recursive_recalls(documents: Sequence[Any], asked: Sequence[tuple[str, list[str]]], encoder: Any,
+                      budgets: Sequence[int]) -> dict[int, np.ndarray]:
+    """The peer: ``RecursiveCharacterTextSplitter`` 200/0 over the page Documents, exact cosine ranking."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    splitter = RecursiveCharacterTextSplitter(separators=REPORT_SEPARATORS, chunk_size=200, chunk_overlap=0,
+                                              length_function=counter())
+    chunks = [Chunk("pdf", 0, len(d.page_content), d.page_content) for d in splitter.split_documents(documents)]
+    vectors = np.asarray(encoder.encode([c.text for c in chunks]), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sizes = [counter()(c.text) for c in chunks]
+    out: dict[int, list[float]] = {b: [] for b in budgets}
+    for question, refs in asked:
+        q = np.asarray(encoder.encode_query(question), dtype=np.float32).reshape(-1)
+        order = np.argsort(-(vectors @ (q / np.linalg.norm(q))), kind="stable")
+        for b in budgets:
+            taken = fill_budget([chunks[i] for i in order], b, [sizes[i] for i in order])
+            out[b].append(recall(refs, [c.text for c in taken]))
+    print(f"  recursive {len(chunks)} chunks of RecursiveCharacterTextSplitter 200/0 over the pages")
+    return {b: np.asarray(v) for b, v in out.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="../shared/data/textbook_qa")
     parser.add_argument("--corpus", default="introduction-anthropology")
     parser.add_argument("--chars", type=int, default=120_000)
     parser.add_argument("--budgets", type=int, nargs="+", default=[1024, 4096])
-    parser.add_argument("--modes", nargs="+", default=["separate", "clean", "exact"])
+    parser.add_argument("--modes", nargs="+", default=["separate", "clean", "exact", "recursive"])
     parser.add_argument("--out", default="/tmp/hseg-pdf-pages")
     args = parser.parse_args(argv)
 
@@ -132,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     encoder = CachingEncoder(SentenceTransformerEncoder(device="cpu"))
     recalls: dict[tuple[str, int], np.ndarray] = {}
     for mode in args.modes:
+        if mode == "recursive":
+            for b, got in recursive_recalls(documents, asked, encoder, args.budgets).items():
+                recalls[(mode, b)] = got
+            continue
         splitter = HierarchicalSegmentTextSplitter(encoder=encoder, pages=mode)
         store = HierarchicalStore(f"pages-{mode}", client=chromadb.EphemeralClient(), encoder=encoder)
         began = time.perf_counter()
@@ -159,12 +192,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for budget in args.budgets:
         print(f"| {budget} | " + " | ".join(f"{recalls[(m, budget)].mean():.1%}" for m in args.modes) + " |")
     base = args.modes[0]
-    for mode in args.modes[1:]:
+    pairs = [(mode, base) for mode in args.modes[1:] if mode != "recursive"]
+    pairs += [(mode, "recursive") for mode in args.modes if mode != "recursive" and "recursive" in args.modes]
+    for mode, other in pairs:
         for budget in args.budgets:
-            diff = recalls[(mode, budget)] - recalls[(base, budget)]
+            diff = recalls[(mode, budget)] - recalls[(other, budget)]
             low, high = bootstrap_interval(diff)
             wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
-            print(f"{mode} - {base} at {budget}: {diff.mean():+.2%} [{low:+.2%}, {high:+.2%}], wins {wins} / "
+            print(f"{mode} - {other} at {budget}: {diff.mean():+.2%} [{low:+.2%}, {high:+.2%}], wins {wins} / "
                   f"losses {losses}, sign test p = {sign_test(wins, losses):.3f}")
     return 0
 
