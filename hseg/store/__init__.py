@@ -33,7 +33,8 @@ from hseg.chunking.records import Record, flatten_metadata, records_for
 from hseg.chunking.schema import SCHEMA_VERSION
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.settings import MODES, UNITS, SearchSettings
-from hseg.store.connection import DEFAULT_HNSW, check_schema, server_address
+from hseg.store.backends import server_address
+from hseg.store.connection import DEFAULT_HNSW, check_schema
 from hseg.store.lock import WriterBusyError
 from hseg.store.store import HierarchicalStore
 

@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
            "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
-           "server_address", "is_connection_error", "remote_errors", "ServerErrors"]
+           "is_connection_error", "ServerErrors"]
 
 logger = logging.getLogger(__name__)
 
@@ -363,21 +363,6 @@ def collection_space(collection: Any) -> str:
     return str(meta.get("hnsw:space", "l2"))  # Chroma's default space is l2
 
 
-def server_address(collection: Any) -> str | None:
-    """``"host:port"`` of the Chroma server behind a collection, ``None`` for an embedded client."""
-    api = getattr(collection, "_client", None)
-    get_url = getattr(api, "get_api_url", None)
-    if get_url is None:
-        return None
-    try:
-        from urllib.parse import urlsplit
-
-        url = urlsplit(str(get_url()))
-        return f"{url.hostname}:{url.port}" if url.port else str(url.hostname or url.netloc)
-    except Exception:  # an unusual client: no address to name
-        return None
-
-
 def is_connection_error(exc: BaseException) -> bool:
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
@@ -391,18 +376,3 @@ def is_connection_error(exc: BaseException) -> bool:
 #: what names a lost server in the errors of one ``action`` (``errors(action)`` around the calls): a
 #: store's is its backend's (:meth:`hseg.store.backends.Backend.errors`), the address read once
 ServerErrors = Callable[[str], AbstractContextManager[None]]
-
-
-@contextmanager
-def remote_errors(collection: Any, action: str) -> Iterator[None]:
-    """Turn a lost connection to a Chroma server into a :class:`~hseg.errors.ServerUnreachableError`
-    naming host:port (one an inner block raised already is passed on as it is)."""
-    try:
-        yield
-    except Exception as exc:
-        where = server_address(collection)
-        if where is None or not is_connection_error(exc) or isinstance(exc, ServerUnreachableError):
-            raise
-        raise ServerUnreachableError(f"Chroma server at {where}: {action} failed ({type(exc).__name__}: {exc})"
-                                     ) from exc
-

@@ -29,7 +29,7 @@ from hseg.chunking.schema import (
     user_metadata,
 )
 from hseg.errors import IndexOutOfStepError
-from hseg.store.connection import remote_errors
+from hseg.store.backends import remote_errors
 
 __all__ = ["StoredCluster", "document_clusters", "text_of", "covering", "documents"]
 

@@ -32,7 +32,8 @@ from pydantic import BaseModel, Field, create_model
 
 from hseg.chunking.schema import SegmentMeta, joined_pages, user_metadata
 from hseg.errors import HsegError
-from hseg.store.connection import lexical_errors, remote_errors
+from hseg.store.backends import remote_errors
+from hseg.store.connection import lexical_errors
 from hseg.text.structure import common_prefix
 from hseg.tools.documents import covering, document_clusters, documents, text_of
 from hseg.tools.results import (

@@ -73,7 +73,7 @@ class _Collection:
 
 
 def test_a_server_error_is_named_once_by_its_type():
-    from hseg.store.connection import remote_errors
+    from hseg.store.backends import remote_errors
 
     with pytest.raises(errors.ServerUnreachableError) as err:
         with remote_errors(_Collection(), "search"), remote_errors(_Collection(), "reading the records"):

@@ -21,11 +21,11 @@ Example:
 
 from hseg.errors import ChromaVersionError
 from hseg.store.backends.base import Backend
-from hseg.store.backends.choose import choose_backend, opening_errors
+from hseg.store.backends.choose import choose_backend, opening_errors, remote_errors, server_address
 from hseg.store.backends.embedded import CHROMADB_RANGE, EmbeddedBackend
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
 
-__all__ = ["Backend", "choose_backend", "opening_errors", "MemoryBackend", "EmbeddedBackend", "ServerBackend",
-           "ForeignBackend", "CHROMADB_RANGE", "ChromaVersionError"]
+__all__ = ["Backend", "choose_backend", "opening_errors", "remote_errors", "server_address", "MemoryBackend",
+           "EmbeddedBackend", "ServerBackend", "ForeignBackend", "CHROMADB_RANGE", "ChromaVersionError"]

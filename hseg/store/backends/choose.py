@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from hseg.errors import ServerUnreachableError
@@ -12,9 +12,9 @@ from hseg.store.backends.embedded import EmbeddedBackend, check_chromadb_version
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
-from hseg.store.connection import is_connection_error, server_address
+from hseg.store.connection import is_connection_error
 
-__all__ = ["choose_backend", "opening_errors"]
+__all__ = ["choose_backend", "opening_errors", "server_address", "remote_errors"]
 
 #: the class of chromadb's embedded engine, the one that never reloads its vector index by itself
 _EMBEDDED_ENGINE = "RustBindingsAPI"
@@ -68,3 +68,26 @@ def opening_errors(client: Any) -> Iterator[None]:
             raise
         where = f"{host}:{getattr(settings, 'chroma_server_http_port', '')}"
         raise ServerUnreachableError(f"Chroma server at {where}: opening the collection failed ({exc})") from exc
+
+
+def server_address(collection: Any) -> str | None:
+    """``"host:port"`` of the Chroma server behind a collection, ``None`` for an embedded client."""
+    api = getattr(collection, "_client", None)
+    get_url = getattr(api, "get_api_url", None)
+    if get_url is None:
+        return None
+    try:
+        from urllib.parse import urlsplit
+
+        url = urlsplit(str(get_url()))
+        return f"{url.hostname}:{url.port}" if url.port else str(url.hostname or url.netloc)
+    except Exception:  # an unusual client: no address to name
+        return None
+
+
+def remote_errors(collection: Any, action: str) -> AbstractContextManager[None]:
+    """:meth:`Backend.errors <hseg.store.backends.Backend.errors>` for a caller holding a collection
+    and no store (the agent tools): a lost connection to a Chroma server is a
+    :class:`~hseg.errors.ServerUnreachableError` naming host:port (one an inner block raised already
+    is passed on as it is)."""
+    return Backend(address=server_address(collection)).errors(action)
