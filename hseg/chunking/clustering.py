@@ -47,6 +47,7 @@ __all__ = [
     "clusters_from_cliques",
     "cluster_segments",
     "search_k",
+    "graph_clusters",
     "mean_vector",
 ]
 
@@ -380,48 +381,58 @@ def search_k(
     *,
     max_cluster_tokens: int | None = None,
     k_range: tuple[float, float] = (-3.0, 6.0),
-    iterations: int = 24,
-    rounds: int = 4,
+    iterations: int = 30,
     method: str = "edges",
     breaks: Sequence[int] | None = None,
 ) -> ClusterPlan:
-    """Find the k whose clusters have a mean size closest to ``target_tokens``.
+    """Find the k whose graph clusters have a mean size closest to ``target_tokens``, and cluster with it.
 
-    k is judged by the graph's own clusters (before the cap): judged after the cap, the loosest
-    graph (one cluster, cut to size by the cap alone) would always look right and the graph would
-    do nothing. The cap's cuts then lower the mean, so the graph's goal is raised by the shortfall
-    and the search repeated, a few rounds at most. The mean size falls as k rises (fewer edges,
-    fewer merges), not strictly, so each round bisects and keeps the best k seen. The paper's k
-    table (1.2 ≈ 512 tokens, ...) does not transfer across encoders and corpora, hence the search.
-    ``breaks`` as in :func:`cluster_segments` (sections smaller than the target stay small).
+    k is judged by the graph's own clusters, steps 1–2 with every segment the graph leaves alone
+    counted as a cluster of its own, before step 3 and the cap. Judged after step 3, the graph did
+    nothing on most documents: joining each lone segment to its neighbour already makes parents
+    near the target from segments of a third of it, so the emptiest graph always looked right
+    (``docs/decisions.md``, "Chunking"). Judged on its own clusters, relatedness decides the parents
+    and step 3 places only the segments it leaves alone; the cap then cuts what is too long. The
+    search bisects k between ``k_range[0]`` and the k at which no adjacent pair is related any more
+    (so τ is always a cosine some adjacent pair passes) and keeps the best k seen: the mean size falls
+    as k rises, not strictly. The paper's k table (1.2 ≈ 512 tokens, ...) does not transfer across
+    encoders and corpora, hence the search. ``breaks`` as in :func:`cluster_segments`.
     """
     if target_tokens <= 0:
         raise ValueError(f"target_tokens must be > 0, got {target_tokens!r}")
+    v = np.asarray(vectors, dtype=np.float32)
     if method == "none":  # no graph, no k to search
-        return cluster_segments(vectors, 0.0, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
+        return cluster_segments(v, 0.0, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
                                 breaks=breaks)
-    total = int(np.sum(tokens))
-    goal = float(target_tokens)
-    best: ClusterPlan | None = None
-    best_err = math.inf
-    vectors = np.asarray(vectors, dtype=np.float32)
-    stats = similarity_stats(vectors)  # the same for every k: computed once, not ~100 times
-    # every k above this one gives the same plan (no adjacent pair passes τ, so the graph joins
-    # nothing): a k found above it is reported as this one, whose τ is the largest adjacent cosine,
-    # never a threshold no cosine could pass
-    empty_k = _empty_graph_k(vectors, stats)
-    for _ in range(rounds):
-        k = min(_bisect_k(vectors, total, goal, k_range, iterations, method, stats, breaks), empty_k)
-        plan = cluster_segments(vectors, k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
-                                stats=stats, breaks=breaks)
-        mean_size = total / max(len(plan.ranges), 1)
+    stats = similarity_stats(v)  # the same for every k: computed once, not ~30 times
+    lo, hi = k_range[0], max(k_range[0], min(k_range[1], _empty_graph_k(v, stats)))
+    total = float(np.sum(tokens))
+    best_k, best_err = hi, math.inf
+    for _ in range(iterations if len(v) > 1 and total > 0 else 0):
+        mid = (lo + hi) / 2
+        mean_size = total / max(len(graph_clusters(v, mid, stats, breaks)), 1)
         err = abs(math.log(mean_size / target_tokens))
         if err < best_err:
-            best, best_err = plan, err
-        if err < 0.1 or not any(plan.split_by_cap):
+            best_k, best_err = mid, err
+        if mean_size > target_tokens:
+            lo = mid
+        else:
+            hi = mid
+        if err < 0.02:
             break
-        goal *= target_tokens / mean_size
-    return best  # type: ignore[return-value]
+    return cluster_segments(v, best_k, tokens=tokens, max_cluster_tokens=max_cluster_tokens, method=method,
+                            stats=stats, breaks=breaks)
+
+
+def graph_clusters(vectors: np.ndarray, k: float, stats: tuple[float, float] | None = None,
+                   breaks: Sequence[int] | None = None) -> Ranges:
+    """Steps 1–2 alone at threshold ``k`` (every segment the graph leaves alone is a range of its own):
+    what :func:`search_k` sizes."""
+    v = np.asarray(vectors, dtype=np.float32)
+    mean, std = stats if stats is not None else similarity_stats(v)
+    tau = mean + k * std
+    adjacent = np.einsum("ij,ij->i", v[:-1], v[1:]) if len(v) > 1 else np.zeros(0, np.float32)
+    return merge_runs(len(v), adjacent > tau, lambda a, b: _any_edge(v, a, b, tau), breaks)
 
 
 def _empty_graph_k(vectors: np.ndarray, stats: tuple[float, float]) -> float:
@@ -432,33 +443,3 @@ def _empty_graph_k(vectors: np.ndarray, stats: tuple[float, float]) -> float:
         return math.inf
     # a hair above the largest cosine: float32 products of the same pair differ in the last bits
     return (float(np.einsum("ij,ij->i", vectors[:-1], vectors[1:]).max()) + 1e-6 - mean) / std
-
-
-def _bisect_k(
-    vectors: np.ndarray, total: int, goal: float, k_range: tuple[float, float], iterations: int, method: str,
-    stats: tuple[float, float] | None = None,
-    breaks: Sequence[int] | None = None,
-) -> float:
-    """The k whose uncapped clusters have a mean size closest to ``goal`` tokens."""
-    lo, hi = k_range
-    best_k, best_err = lo, math.inf
-
-    def mean_at(k: float) -> float:
-        nonlocal best_k, best_err
-        mean_size = total / max(len(cluster_segments(vectors, k, method=method, stats=stats, breaks=breaks).ranges), 1)
-        err = abs(math.log(mean_size / goal))
-        if err < best_err:
-            best_k, best_err = k, err
-        return mean_size
-
-    # bisect only when the target lies between the loosest and the strictest graph
-    if mean_at(lo) > goal and mean_at(hi) < goal:
-        for _ in range(iterations):
-            mid = (lo + hi) / 2
-            if mean_at(mid) > goal:
-                lo = mid
-            else:
-                hi = mid
-            if best_err < 0.02:
-                break
-    return best_k
