@@ -347,7 +347,9 @@ class HierarchicalChunker:
             clusters = self._clusters(text, doc_id, segments, seg_vectors, plan)
         progress.note("%s: %d segments clustered into %d clusters", doc_id, len(segments), len(clusters))
         # the store refuses a chunking of another encoder than its collection's (records carry vectors only)
-        info = {"sentences": len(spans), "tau": plan.tau, "segmenter": getattr(self.segmenter, "name", "custom"),
+        # graph_joined: segments relatedness put in a cluster (0: parents from neighbour-joining and the cap)
+        info = {"sentences": len(spans), "tau": plan.tau, "graph_joined": plan.joined,
+                "segmenter": getattr(self.segmenter, "name", "custom"),
                 "encoder": str(self.encoder.name), "dimension": int(seg_vectors.shape[1])}
         return Chunking(doc_id, text, tuple(segments), tuple(clusters), plan.k, info, tuple(headings), source_map)
 
