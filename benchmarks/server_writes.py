@@ -57,12 +57,20 @@ Usage (from the repository root):
         --out benchmarks/results/server_writes_40000_embedded.md
     python -m benchmarks.server_writes --path /tmp/sw200k --records 200000 --mode server --seconds 90
     python -m benchmarks.server_writes --store synthetic --path /tmp/swtiny --records 300 --seconds 3
+    python -m benchmarks.server_writes --path /tmp/addcost --add-cost 15 --rounds 16 --before /tmp/before
+
+``--add-cost N`` measures a write instead of a reader: N adds of a new small document (as the writer's,
+random vectors) by one client of a fresh ``chroma run`` server in ``--path``, in a child process that
+imports hseg from ``--before`` (a ``git worktree`` of the commit to compare with) and in one that
+imports it from this checkout, taking turns ``--rounds`` times; each side's p50 / p95 a write and the
+rounds' ratios of the p50s.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -84,7 +92,6 @@ import numpy as np
 
 from hseg.chunking.chunks import Chunking
 from hseg.store import HierarchicalStore
-from hseg.store.lock import lock_descriptor
 
 from .harness.stores import (
     DATA,
@@ -524,6 +531,86 @@ def report(spec: Spec, info: dict[str, Any], phases: list[Phase], built: float |
     return "\n".join(lines) + "\n"
 
 
+# --------------------------------------------------------------------------- a write's own cost
+
+#: the collection ``--add-cost`` writes into (on a server of its own, in ``--path``)
+ADD_COST_COLLECTION = "server_writes_add_cost"
+#: a child of ``--add-cost``: hseg from one checkout, this benchmark from the repository it runs in
+_ADD_COST_CHILD = (
+    "import json, sys; sys.path.insert(0, {tree!r}); import hseg; sys.path.pop(0); "
+    "from benchmarks.server_writes import time_adds; "
+    "print('ADD_COST', json.dumps([hseg.__file__, time_adds({host!r}, {port}, {n}, {warmup}, {seed})]))"
+)
+
+
+def time_adds(host: str, port: int, n: int, warmup: int, seed: int) -> list[float]:
+    """Seconds of each of ``n`` ``HierarchicalStore.add`` calls (after ``warmup`` untimed ones) of a new
+    small document (``LIVE_SEGMENTS`` random-vector segments in ``LIVE_CLUSTERS`` clusters) on a
+    ``chroma run`` server, one client, nothing else writing; the documents are deleted afterwards."""
+    os.environ["HSEG_CACHE"] = tempfile.mkdtemp(prefix="server-writes-add-cost-")
+    logging.getLogger("hseg").setLevel(logging.WARNING)
+    store = HierarchicalStore(ADD_COST_COLLECTION, host=host, port=port)
+    rng = np.random.default_rng(seed)
+    times: list[float] = []
+    for i in range(warmup + n):
+        doc = synthetic_doc(f"add-cost-{os.getpid()}-{i}", rng, LIVE_CLUSTERS, LIVE_SEGMENTS // LIVE_CLUSTERS, 384)
+        t0 = time.perf_counter()
+        store.add(doc, LIVE)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    store.delete_where(LIVE)
+    shutil.rmtree(os.environ["HSEG_CACHE"], ignore_errors=True)
+    return times
+
+
+def add_cost(path: Path, before: Path, n: int, rounds: int, command: str) -> str:
+    """Time ``n`` adds a child on one ``chroma run`` server, hseg from ``before`` and from this checkout
+    taking turns (the order flips each round), and report each side's per-add p50 / p95 and the
+    per-round ratios of the p50s (now / before)."""
+    here = Path(__file__).resolve().parents[1]
+    sides = {"before": before.resolve(), "now": here}
+    times: dict[str, list[float]] = {"before": [], "now": []}
+    ratios: list[float] = []
+    files: dict[str, str] = {}
+    load = os.getloadavg()
+    with chroma_server()(path) as server:
+        for r in range(rounds):
+            p50: dict[str, float] = {}
+            for side in (("before", "now") if r % 2 == 0 else ("now", "before")):
+                code = _ADD_COST_CHILD.format(tree=str(sides[side]), host=server.host, port=server.port, n=n,
+                                              warmup=3, seed=r)
+                done = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True,
+                                      timeout=1800)
+                if done.returncode:
+                    raise ChildDied(f"the {side} child exited {done.returncode}: {done.stderr[-2000:]}")
+                out = done.stdout
+                line = next(row for row in out.splitlines() if row.startswith("ADD_COST "))
+                files[side], ts = json.loads(line[len("ADD_COST "):])
+                times[side] += ts
+                p50[side] = float(np.median(ts))
+            ratios.append(p50["now"] / p50["before"])
+            logger.info("round %d: before %.1f ms, now %.1f ms a write (%.2f×)", r + 1, p50["before"] * 1000,
+                        p50["now"] * 1000, ratios[-1])
+    b, a = stats(times["before"]), stats(times["now"])
+    before_commit = subprocess.run(["git", "-C", str(before), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                   text=True, timeout=30).stdout.strip()
+    return "\n".join([
+        "### server_writes --add-cost: one client's HierarchicalStore.add on a `chroma run` server", "",
+        f"`{command}`", "",
+        f"now: hseg {hseg_version()}; before: {files['before']} at "
+        f"{before_commit}; "
+        f"{datetime.date.today()}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {n} adds a side (after 3 untimed), "
+        f"each document {LIVE_SEGMENTS} segments in {LIVE_CLUSTERS} clusters, the order flipped each round", "",
+        "| side | adds | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|",
+        f"| before | {len(times['before'])} | {b[0]:.1f} | {b[1]:.1f} | {b[2]:.1f} |",
+        f"| now | {len(times['now'])} | {a[0]:.1f} | {a[1]:.1f} | {a[2]:.1f} |", "",
+        f"now / before, p50 of each round: median {np.median(ratios):.2f}× (from {min(ratios):.2f}× to "
+        f"{max(ratios):.2f}×: {', '.join(f'{x:.2f}' for x in ratios)}); pooled p50 {a[0] / b[0]:.2f}×, "
+        f"p95 {a[1] / b[1]:.2f}×.",
+    ]) + "\n"
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -531,6 +618,8 @@ def report(spec: Spec, info: dict[str, Any], phases: list[Phase], built: float |
 def one_run_at_a_time(path: Path) -> Iterator[None]:
     """Hold ``path/server_writes.lock`` for the run: a second run on the same store waits for the
     first (two runs would delete each other's written documents and write under each other's reader)."""
+    from hseg.store.lock import lock_descriptor  # here: --add-cost children import hseg from older checkouts
+
     with open(path / "server_writes.lock", "a+", encoding="utf-8") as fh:
         if not lock_descriptor(fh.fileno(), blocking=False):
             fh.seek(0)
@@ -566,9 +655,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dim", type=int, default=384, help="synthetic: vector dimension")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="append the markdown table to this file")
+    ap.add_argument("--add-cost", type=int, default=0, metavar="N",
+                    help="instead of the reader: time N adds a child on a fresh chroma run server in --path, "
+                         "hseg from --before and from this checkout taking turns, --rounds times")
+    ap.add_argument("--before", default=None, help="with --add-cost: the other checkout's root")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("hseg").setLevel(logging.WARNING)
+    command = " ".join(["python -m benchmarks.server_writes", *(sys.argv[1:] if argv is None else argv)])
+    if args.add_cost:
+        if not args.before:
+            ap.error("--add-cost needs --before DIR (a checkout of the commit to compare with)")
+        append_report(add_cost(Path(args.path), Path(args.before), args.add_cost, args.rounds, command), args.out)
+        return 0
     ctx = mp.get_context("spawn")
     path = Path(args.path).resolve()
     path.mkdir(parents=True, exist_ok=True)
@@ -597,7 +696,6 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # the run's own error, if any, is the one to see
                 logger.warning("could not delete the documents the writer added (%s): the next run will", exc)
     info["load"] = load
-    command = " ".join(["python -m benchmarks.server_writes", *(sys.argv[1:] if argv is None else argv)])
     append_report(report(spec, info, phases, built, command), args.out)
     return 0
 
