@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ __all__ = [
     "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
     "MATCHED_LEVEL_KEY", "MATCHED_START_KEY", "MATCHED_END_KEY", "MATCHED_TEXT_KEY",
     # kept by hseg index, by the unit index and by collections
-    "CONTENT_HASH_KEY", "SETTINGS_KEY", "BOOKKEEPING_KEYS", "MODEL_VISIBLE_KEYS", "TEXT_KEY",
+    "CONTENT_HASH_KEY", "SETTINGS_KEY", "BOOKKEEPING_KEYS", "content_sha256", "MODEL_VISIBLE_KEYS", "TEXT_KEY",
     "CLUSTER_WEIGHT_KEY", "NEIGHBOUR_WEIGHT_KEY", "UNIT_LAYOUT_KEY", "SYNCED_RECORDS_KEY", "SYNCED_UNITS_KEY",
     "CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY",
     # values and filters
@@ -99,12 +100,25 @@ MATCHED_START_KEY = "hseg_matched_start"
 MATCHED_END_KEY = "hseg_matched_end"
 MATCHED_TEXT_KEY = "hseg_matched_text"
 
-#: keys ``hseg index`` stores on every record to skip unchanged documents: the SHA-256 of the text
-#: and the settings fingerprint (:func:`hseg.ingest.fingerprint.chunk_settings`). Bookkeeping of the
-#: store, not the user's metadata: search results leave them out.
+#: keys the store keeps on every record: the SHA-256 of the document's text (:func:`content_sha256`;
+#: every write sets it, so that a text already stored under another id is found by one lookup) and,
+#: from ``hseg index``, the settings fingerprint (:func:`hseg.ingest.fingerprint.chunk_settings`); the
+#: two let ``hseg index`` skip unchanged documents. Bookkeeping of the store, not the user's metadata:
+#: search results leave them out.
 CONTENT_HASH_KEY = "content_sha256"
 SETTINGS_KEY = "chunk_settings"
 BOOKKEEPING_KEYS = (CONTENT_HASH_KEY, SETTINGS_KEY)
+
+
+def content_sha256(text: str) -> str:
+    """The :data:`CONTENT_HASH_KEY` of a document's text: the SHA-256 of its UTF-8 (a lone surrogate kept).
+
+    Example:
+        >>> content_sha256("")[:12]
+        'e3b0c44298fc'
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
 
 #: the ``hseg_*`` keys a framework shows to the LLM and to the embedder next to a result's text. The
 #: rule: only what helps to answer, at most the text's position and heading path; hseg shows none of

@@ -232,6 +232,11 @@ def _print_summary(args: argparse.Namespace, summary: Any, note: str | None, tim
     unsupported = summary.unsupported_line()
     if unsupported:
         print(f"left out   {unsupported} in the folders (formats hseg does not read)")
+    if summary.same_text:
+        doc_id, others = next(iter(summary.same_text.items()))
+        n = len(summary.same_text)
+        print(f"same text  {n} document{'s' if n != 1 else ''} written whose text is also stored under another id "
+              f"({doc_id!r} and {others[0]!r}); both are searched")
     if summary.pruned is not None:
         print("pruned     1 document whose file is gone" if len(summary.pruned) == 1 else
               f"pruned     {len(summary.pruned)} documents whose files are gone")

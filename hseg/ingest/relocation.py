@@ -16,13 +16,12 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, level_is
+from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, content_sha256, level_is
 from hseg.errors import StoreMovedError
 from hseg.ingest.files import SourceFile, read_source
 
@@ -32,9 +31,8 @@ if TYPE_CHECKING:  # annotations only
 __all__ = ["StoreMovedError", "check_not_moved", "moved_root"]
 
 
-def text_sha256(text: str) -> str:
-    """The ``content_sha256`` ``hseg index`` stores for a document's text."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+#: the ``content_sha256`` stored for a document's text
+text_sha256 = content_sha256
 
 
 def _text_sha256(path: Path) -> str | None:

@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import warnings
@@ -26,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY
+from hseg.chunking.schema import CONTENT_HASH_KEY, SETTINGS_KEY, content_sha256
 from hseg.errors import EncoderLoadError, FormatSupportMissing, IngestWriteError
 from hseg.ingest.files import SourceFile, read_sources
 from hseg.ingest.fingerprint import chunk_settings
@@ -60,6 +59,8 @@ class IngestSummary:
     segments: int = 0
     clusters: int = 0
     vectors: int = 0  #: records written (one per segment and one per cluster)
+    #: ``{doc id: other ids}``: documents written whose text the store also holds under other ids
+    same_text: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: {"reading": 0.0, "chunking": 0.0, "writing": 0.0})
 
     def merge(self, other: IngestSummary) -> IngestSummary:
@@ -73,6 +74,7 @@ class IngestSummary:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed.extend(other.failed)
         self.skipped.extend(other.skipped)
+        self.same_text.update(other.same_text)
         for stage, seconds in other.seconds.items():
             self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
         return self
@@ -268,7 +270,7 @@ def ingest_batch(
 
     settings = chunk_settings(chunker) if settings is None else settings
     t0 = time.perf_counter()
-    shas = {d: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for d, t in texts.items()}
+    shas = {d: content_sha256(t) for d, t in texts.items()}
     # the one question to the store; its answer also holds what the write below replaces
     stored = store.maintenance.incomplete({d: Expected(shas[d], settings, len(t)) for d, t in texts.items()},
                                           force=force)
@@ -294,7 +296,8 @@ def ingest_batch(
     written: set[str] = set()  # documents whose records are stored, told by the store as it writes
     chunked = len(chunkings)
     try:
-        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update, stored)
+        summary.vectors, chunkings = _write_batch(store, chunkings, metas, problem, written.update, stored,
+                                                  summary.same_text.update)
     except Exception as exc:
         n, k = len(chunkings), len(written)
         raise IngestWriteError(f"writing a batch of {n} documents failed ({type(exc).__name__}: {exc}); {k} of them "
@@ -314,23 +317,24 @@ def ingest_batch(
 def _write_batch(
     store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
     problem: Callable[[str, str], None], on_written: Callable[[list[str]], None] | None = None,
-    stored: Incomplete | None = None,
+    stored: Incomplete | None = None, on_same_text: Callable[[dict[str, list[str]]], None] | None = None,
 ) -> tuple[int, list[Chunking]]:
     """Write a batch; if the store refuses it (a bad vector or metadata: ``ValueError``, raised
     before anything is written), write the documents one by one and skip only those refused.
     Other errors (a server gone away) propagate: the run cannot go on. ``on_written`` and ``stored``
-    (what the store answered when asked what is incomplete) are passed on to the store's ``add``."""
+    (what the store answered when asked what is incomplete) and ``on_same_text`` are passed on to the
+    store's ``add``."""
     if not chunkings:
         return 0, []
     try:
-        return _add(store, chunkings, metas, on_written, stored), chunkings
+        return _add(store, chunkings, metas, on_written, stored, on_same_text), chunkings
     except ValueError:
         if len(chunkings) == 1:
             raise
     vectors, written = 0, []
     for chunking, meta in zip(chunkings, metas):
         try:
-            vectors += _add(store, [chunking], [meta], on_written, stored)
+            vectors += _add(store, [chunking], [meta], on_written, stored, on_same_text)
         except ValueError as exc:
             problem(chunking.doc_id, f"not written: {exc}")
             continue
@@ -343,7 +347,8 @@ WRITE_RETRY_DELAYS = (0.5, 2.0)
 
 
 def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[str, Any]],
-         on_written: Callable[[list[str]], None] | None = None, stored: Incomplete | None = None) -> int:
+         on_written: Callable[[list[str]], None] | None = None, stored: Incomplete | None = None,
+         on_same_text: Callable[[dict[str, list[str]]], None] | None = None) -> int:
     """``store.add``, tried again after Chroma's ``InternalError``: a server sometimes fails a read
     of a collection another writer is flushing for the first time ("Error creating hnsw segment
     reader: Nothing found on disk", seen with two Ray workers writing to one new collection). An
@@ -354,6 +359,8 @@ def _add(store: HierarchicalStore, chunkings: list[Chunking], metas: list[dict[s
     kwargs: dict[str, Any] = {} if on_written is None else {"on_written": on_written}
     if stored is not None:
         kwargs["stored"] = stored
+    if on_same_text is not None:
+        kwargs["on_same_text"] = on_same_text
     for delay in WRITE_RETRY_DELAYS:
         try:
             return int(store.add(chunkings, metas, **kwargs))

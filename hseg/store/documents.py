@@ -13,19 +13,22 @@ short by a crash is found and repaired on the next open.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, check_unicode
-from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY
+from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, LEVEL_KEY, START_KEY, content_sha256
 from hseg.store.connection import ServerErrors, lexical_errors
 from hseg.store.lexical import LexicalIndex
+from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
 from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
-__all__ = ["Indexes", "chunkings_to_add", "checked_document", "write_documents", "delete_documents"]
+__all__ = ["Indexes", "chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
+           "write_documents", "delete_documents"]
 
 @dataclass(frozen=True)
 class Indexes:
@@ -112,6 +115,43 @@ def checked_document(doc_id: str, records: list[Record]) -> list[Record]:
                          "must tile its text and list exactly the segments given); give all of a document's "
                          "clusters and segments in one write")
     return records
+
+
+def with_text_hashes(per_doc: list[list[Record]], doc_ids: list[str]) -> tuple[list[list[Record]], dict[str, str]]:
+    """These whole documents' records, each carrying its document's ``content_sha256``, and ``{doc id:
+    content_sha256}``: the hash the records already carry (``hseg index`` sets it), else that of the
+    text the document's cluster records tile (:func:`hseg.chunking.schema.content_sha256`). A blank
+    document (no records) has none."""
+    out, shas = [], {}
+    for doc_id, recs in zip(doc_ids, per_doc):
+        if not recs:
+            out.append(recs)
+            continue
+        sha = next((str(r.metadata[CONTENT_HASH_KEY]) for r in recs if r.metadata.get(CONTENT_HASH_KEY)), None)
+        if sha is None:
+            clusters = sorted((r for r in recs if r.metadata.get(LEVEL_KEY) == CLUSTER),
+                              key=lambda r: int(r.metadata[START_KEY]))
+            sha = content_sha256("".join(r.document for r in clusters))
+        shas[doc_id] = sha
+        out.append([r if r.metadata.get(CONTENT_HASH_KEY) else
+                    dataclasses.replace(r, metadata={**r.metadata, CONTENT_HASH_KEY: sha}) for r in recs])
+    return out, shas
+
+
+def same_text_elsewhere(collection: Any, shas: Mapping[str, str]) -> dict[str, list[str]]:
+    """``{doc id: the other documents holding its text}`` for the documents of ``shas`` (``{doc id:
+    content_sha256}``, as :func:`with_text_hashes` gives them): those the collection stores under
+    another id, and those of ``shas`` with the same text. One metadata lookup of the hashes (an indexed
+    equality in Chroma), so its cost is the records of those texts, not the store's size."""
+    holders: dict[str, set[str]] = {}
+    for doc_id, sha in shas.items():
+        holders.setdefault(sha, set()).add(doc_id)
+    for part in batched(sorted(holders), IN_FILTER_SIZE):
+        got = collection.get(where=where_in(CONTENT_HASH_KEY, list(part)), include=["metadatas"])
+        for meta in got["metadatas"] or []:
+            if meta and meta.get(DOC_ID_KEY) is not None and meta.get(CONTENT_HASH_KEY) in holders:
+                holders[str(meta[CONTENT_HASH_KEY])].add(str(meta[DOC_ID_KEY]))
+    return {doc_id: sorted(holders[sha] - {doc_id}) for doc_id, sha in shas.items() if len(holders[sha]) > 1}
 
 
 def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record]], doc_ids: list[str],

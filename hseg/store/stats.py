@@ -9,13 +9,13 @@ from typing import Any
 
 from hseg.chunking.schema import (
     CLUSTER_INDEX_KEY,
-    CONTENT_HASH_KEY,
     DOC_ID_KEY,
     ENCODER_KEY,
     END_KEY,
     LEVEL_KEY,
     SCHEMA_KEY,
     SEGMENT_IDS_KEY,
+    SETTINGS_KEY,
     START_KEY,
     TOKENS_KEY,
 )
@@ -58,7 +58,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
                 metas.append(m)
                 if DOC_ID_KEY in m:
                     by_doc.setdefault(str(m[DOC_ID_KEY]), {})[rid] = m
-                    if raw.get(CONTENT_HASH_KEY):  # written by hseg index, from a file
+                    if raw.get(SETTINGS_KEY):  # written by hseg index, from a file (every write hashes the text)
                         indexed.add(str(m[DOC_ID_KEY]))
     with errors("reading the collection's vectors"):
         vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])

@@ -49,7 +49,15 @@ from hseg.store.connection import (
     open_collection,
     open_unit_index,
 )
-from hseg.store.documents import Indexes, checked_document, chunkings_to_add, delete_documents, write_documents
+from hseg.store.documents import (
+    Indexes,
+    checked_document,
+    chunkings_to_add,
+    delete_documents,
+    same_text_elsewhere,
+    with_text_hashes,
+    write_documents,
+)
 from hseg.store.encoder_binding import EncoderBinding
 from hseg.store.lexical import LexicalIndex, lexical_state
 from hseg.store.maintenance import Incomplete, Maintenance
@@ -421,6 +429,7 @@ class HierarchicalStore:
         *,
         on_written: Callable[[list[str]], None] | None = None,
         stored: Incomplete | None = None,
+        on_same_text: Callable[[dict[str, list[str]]], None] | None = None,
     ) -> int:
         """Upsert the records of one or more documents; returns the number of records written.
 
@@ -452,6 +461,11 @@ class HierarchicalStore:
         records stored (their unit-index records follow at the end of the ``add``): what a caller
         needs to say what an ``add`` that failed half way had written.
 
+        Every record carries its document's ``content_sha256``. A document whose text the store
+        already holds under another id (a loader's random ids, as LlamaIndex's ``SimpleDirectoryReader``
+        gives without ``filename_as_id=True``, store a file again on every run) is written, and
+        logged as a warning naming both ids; ``on_same_text({doc id: [other ids]})`` hears the same.
+
         Args:
             chunkings: one chunking or several (one per document).
             metadatas: one mapping per chunking, or a single mapping for all.
@@ -459,6 +473,8 @@ class HierarchicalStore:
             stored: the answer of :meth:`maintenance.incomplete <hseg.store.maintenance.Maintenance.incomplete>`
                 for these documents (``hseg index`` asks it first); what it read of their records is used
                 instead of reading them again, while the writer lock it was read under is still held.
+            on_same_text: called once, before the write, as ``on_same_text({doc id: other ids})``
+                with the documents whose text is stored (or given in this call) under other ids.
 
         Returns:
             The number of records written.
@@ -488,10 +504,11 @@ class HierarchicalStore:
                 r.metadata.setdefault(ENCODER_KEY, enc_name)
         if not items:
             return 0
-        return self._write(doc_ids, per_doc, enc_name, stored, on_written)
+        return self._write(doc_ids, per_doc, enc_name, stored, on_written, on_same_text)
 
     def add_records(self, documents: Mapping[str, Sequence[Record]], *,
-                    on_written: Callable[[list[str]], None] | None = None) -> int:
+                    on_written: Callable[[list[str]], None] | None = None,
+                    on_same_text: Callable[[dict[str, list[str]]], None] | None = None) -> int:
         """Write documents given as their records, ``{doc id: records}``, through the write of :meth:`add`
         (turn, writer lock, unit-index and lexical rows, the old version replaced as one unit); returns
         the number of records written. For adapters whose framework carries the records (a LlamaIndex
@@ -502,6 +519,8 @@ class HierarchicalStore:
         Args:
             documents: ``{doc id: records}``.
             on_written: called as ``on_written(doc_ids)`` after each write call, as :meth:`add`'s.
+            on_same_text: told the documents whose text is stored under other ids, as :meth:`add`'s
+                (which also logs them as a warning).
 
         Returns:
             The number of records written.
@@ -530,15 +549,27 @@ class HierarchicalStore:
             binding.check_name(enc_name)
         if not doc_ids:
             return 0
-        return self._write(doc_ids, per_doc, enc_name, None, on_written)
+        return self._write(doc_ids, per_doc, enc_name, None, on_written, on_same_text)
 
     def _write(self, doc_ids: list[str], per_doc: list[list[Record]], enc_name: str | None,
-               stored: Incomplete | None, on_written: Callable[[list[str]], None] | None) -> int:
+               stored: Incomplete | None, on_written: Callable[[list[str]], None] | None,
+               on_same_text: Callable[[dict[str, list[str]]], None] | None = None) -> int:
         """The one write of whole documents: their turns, then the writer lock, then what the store
-        holds of them, their records and index rows, and the old records they no longer have."""
+        holds of them and of their texts under other ids, their records and index rows, and the old
+        records they no longer have."""
         binding = self.encoder_binding
+        per_doc, shas = with_text_hashes(per_doc, doc_ids)
         with self._turn(doc_ids), self._writing(f"writing {len(doc_ids)} documents"):
             old = self._existing(doc_ids, stored)
+            with self._backend.errors("reading the collection"):
+                same = same_text_elsewhere(self.collection, shas)
+            for doc_id, others in same.items():
+                logger.warning("document %r: its text is also stored under %s; both are searched (random ids, as "
+                               "LlamaIndex's SimpleDirectoryReader gives without filename_as_id=True, store a file "
+                               "again on every run): give documents stable ids, or delete the other", doc_id,
+                               ", ".join(repr(o) for o in others))
+            if same and on_same_text is not None:
+                on_same_text(same)
             binding.adopt_if_empty(enc_name)
             stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
                                     on_written, errors=self._backend.errors)
