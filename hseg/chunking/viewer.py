@@ -14,7 +14,11 @@ resources; a Content-Security-Policy forbids any network access) that shows the 
 - for a document read as markdown (:mod:`hseg.text.structure`): its headings drawn as headings inside
   their segments (``<span class="heading" data-level>``), each cluster's heading path in its label
   (and every unit's in ``data-heading-path``, a JSON list, and its hover title), and a collapsible
-  outline in the header that links each heading to the segment it opens.
+  outline in the header that links each heading to the segment it opens;
+- for a document with a page map (a PDF's or a presentation's, :class:`hseg.text.provenance.SourceMap`):
+  the pages of each cluster in its label and of each segment in its hover title (``"p. 12–13"``, as
+  ``hseg query`` cites them: :func:`hseg.text.provenance.cite_pages`), and in ``data-page-start`` /
+  ``data-page-end``: the pages the stored chunks carry (:func:`hseg.chunking.schema.chunk_pages`).
 
 Labels and badges are drawn by CSS from data attributes, so the page's ``<main>`` text is exactly
 the document: copying from the page copies the original text, and
@@ -33,6 +37,8 @@ from html import escape
 import numpy as np
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment
+from hseg.chunking.schema import chunk_pages
+from hseg.text.provenance import cite_pages
 from hseg.text.structure import Heading
 
 __all__ = ["render_html"]
@@ -186,6 +192,15 @@ def _path_attr(path: tuple[str, ...]) -> str:
     return _attr(json.dumps(list(path), ensure_ascii=False))
 
 
+def _pages(chunking: Chunking, chunk: Cluster | Segment) -> tuple[str, str]:
+    """The chunk's pages as cited (``"p. 12–13"``; ``""`` without a page map) and as data attributes."""
+    pages = chunk_pages(chunking, chunk)
+    if pages is None or chunking.source_map is None:
+        return "", ""
+    return (cite_pages(pages, chunking.source_map.unit),
+            f' data-page-start="{pages[0]}" data-page-end="{pages[1]}"')
+
+
 def _core_html(seg: Segment, core: str, headings: Sequence[Heading]) -> str:
     """The segment's text, with the headings it opens (clipped to the segment) drawn as headings."""
     out, at = [], 0
@@ -197,7 +212,8 @@ def _core_html(seg: Segment, core: str, headings: Sequence[Heading]) -> str:
     return "".join(out) + _text(core[at:])
 
 
-def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, headings: Sequence[Heading] = ()) -> str:
+def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, headings: Sequence[Heading] = (),
+                  pages: tuple[str, str] = ("", "")) -> str:
     p = float(seg.boundary_prob)
     prob = _prob_text(p)
     core, tail = _split_trailing_space(seg.text)
@@ -205,7 +221,8 @@ def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, heading
     p_desc = "unknown" if math.isnan(p) else f"{p:.3f}"
     seg_title = (f"segment {seg.index}: {seg.token_count} tokens, chars {seg.start}\u2013{seg.end}, "
                  f"sentences {seg.sentence_start}\u2013{seg.sentence_end - 1}; boundary p = {p_desc} ({kind})"
-                 + (f"; under {_path_text(seg.heading_path)}" if seg.heading_path else ""))
+                 + (f"; under {_path_text(seg.heading_path)}" if seg.heading_path else "")
+                 + (f"; {pages[0]}" if pages[0] else ""))
     if is_last:
         label = f"{seg.token_count} tok \u00b7 end"
         classes = "boundary doc-end"
@@ -220,28 +237,33 @@ def _segment_html(seg: Segment, is_last_in_cluster: bool, is_last: bool, heading
                 f"</span>")
     classes = "segment opens-heading" if headings else "segment"
     return (f'<span class="{classes}" id="segment-{seg.index}" data-index="{seg.index}" data-start="{seg.start}" '
-            f'data-end="{seg.end}" data-tokens="{seg.token_count}" data-prob="{prob}" '
+            f'data-end="{seg.end}" data-tokens="{seg.token_count}" data-prob="{prob}"{pages[1]} '
             f'data-heading-path="{_path_attr(seg.heading_path)}" '
             f'title="{_attr(seg_title)}">{_core_html(seg, core, headings)}{boundary}{tail_html}</span>')
 
 
-def _cluster_html(cl: Cluster, n_segments_total: int, opened: dict[int, list[Heading]]) -> str:
+def _cluster_html(chunking: Chunking, cl: Cluster, opened: dict[int, list[Heading]]) -> str:
     edge, fill = _PALETTE[cl.index % len(_PALETTE)]
-    n = len(cl.segments)
+    n, n_segments_total = len(cl.segments), len(chunking.segments)
     cap = " \u00b7 split by cap" if cl.split_by_cap else ""
     path = f" \u00b7 {_path_text(cl.heading_path)}" if cl.heading_path else ""
-    label = f"cluster {cl.index} \u00b7 {cl.token_count} tokens \u00b7 {n} segment{'s' if n != 1 else ''}{cap}{path}"
+    cited, page_attrs = _pages(chunking, cl)
+    where = f" \u00b7 {cited}" if cited else ""
+    label = (f"cluster {cl.index}{where} \u00b7 {cl.token_count} tokens \u00b7 {n} segment{'s' if n != 1 else ''}"
+             f"{cap}{path}")
     title = (f"cluster {cl.index}: {cl.token_count} tokens, {n} segments "
              f"({cl.segments[0].index}\u2013{cl.segments[-1].index}), chars {cl.start}\u2013{cl.end}"
+             + (f", {cited}" if cited else "")
              + (", cut by the size cap" if cl.split_by_cap else "")
              + (f", under {_path_text(cl.heading_path)}" if cl.heading_path else ""))
     body = "".join(
-        _segment_html(s, j == n - 1, s.index == n_segments_total - 1, opened.get(s.index, ()))
+        _segment_html(s, j == n - 1, s.index == n_segments_total - 1, opened.get(s.index, ()), _pages(chunking, s))
         for j, s in enumerate(cl.segments)
     )
     classes = "cluster split-by-cap" if cl.split_by_cap else "cluster"
     return (f'<section class="{classes}" id="cluster-{cl.index}" data-cluster-index="{cl.index}" '
-            f'data-start="{cl.start}" data-end="{cl.end}" data-tokens="{cl.token_count}" data-segments="{n}" '
+            f'data-start="{cl.start}" data-end="{cl.end}" data-tokens="{cl.token_count}" '
+            f'data-segments="{n}"{page_attrs} '
             f'data-split-by-cap="{str(cl.split_by_cap).lower()}" data-heading-path="{_path_attr(cl.heading_path)}" '
             f'data-label="{_attr(label)}" title="{_attr(title)}" style="--edge:{edge};--fill:{fill}">{body}</section>')
 
@@ -335,6 +357,10 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
                                                       ": no edge, clusters come from joining neighbours and the cap")))
     if chunking.headings:
         stats.append(("headings", str(len(chunking.headings))))
+    if chunking.source_map is not None and chunking.source_map.spans:
+        numbers = [number for _, _, number in chunking.source_map.spans]
+        stats.append((chunking.source_map.unit + "s", cite_pages((min(numbers), max(numbers)),
+                                                                 chunking.source_map.unit)))
     stats.append(("characters", str(len(chunking.text))))
     stats_html = "".join(f"<div><dt>{escape(a)}</dt><dd>{escape(b)}</dd></div>" for a, b in stats)
 
@@ -358,7 +384,7 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
     )
     opened = _opened_headings(chunking)
     if clusters:
-        body = ("<main>" + "".join(_cluster_html(c, len(segs), opened) for c in clusters) + "</main>")
+        body = ("<main>" + "".join(_cluster_html(chunking, c, opened) for c in clusters) + "</main>")
     else:
         body = '<main></main><p class="empty">The document is empty or blank: no segments, no clusters.</p>'
     idle = (f"{len(segs)} segments \u00b7 {len(clusters)} clusters \u00b7 mean {mean:.1f} tokens per cluster "

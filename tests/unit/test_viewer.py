@@ -100,3 +100,33 @@ def test_render_html_says_when_the_graph_has_no_edge():
     edges = render_html(Chunking("d", text, segs, clusters, k=0.0, info={"tau": 0.5}))
     assert f"{label}<dd>2 of 2</dd>" in edges
     assert label not in render_html(Chunking("d", text, segs, clusters, k=None, info={"tau": None}))
+
+
+def test_a_paged_document_shows_the_pages_its_chunks_are_stored_with():
+    """Each cluster's label and each segment's title cite its pages (``cite_pages``, as ``hseg query``
+    does), and their ``data-page-start``/``data-page-end`` are the page keys its stored records carry;
+    a document without a page map shows none."""
+    from hseg.chunking.records import records_for
+    from hseg.chunking.schema import page_range
+    from hseg.text.provenance import SourceMap, cite_pages
+    from hseg_testing.chunkers import small_chunker
+
+    pages = [" ".join(f"Page {p} sentence {i} tells how the tide of day {p} rose at the harbour wall."
+                      for i in range(9)) for p in range(1, 5)]
+    text, source_map = SourceMap.from_pages(pages, [11, 12, 13, 14])
+    chunking = small_chunker(target_tokens=400).chunk(text, "report.pdf", source_map=source_map)
+    html = render_html(chunking)
+    stored = {r.id: page_range(r.metadata) for r in records_for(chunking)}
+    shown = 0
+    for kind, index, first, last, label in re.findall(
+            r'<(section|span) class="(?:cluster|segment)[^"]*" id="(?:cluster|segment)-(\d+)"[^>]*?'
+            r'data-page-start="(\d+)" data-page-end="(\d+)"[^>]*?(?:data-label|title)="([^"]*)"', html):
+        chunk = (chunking.clusters if kind == "section" else chunking.segments)[int(index)]
+        assert stored[chunk.id] == (int(first), int(last))
+        assert cite_pages((int(first), int(last))) in label
+        shown += 1
+    assert shown == len(chunking.clusters) + len(chunking.segments)
+    assert "<dt>pages</dt><dd>p. 11–14</dd>" in html
+    assert any(pages[0] != pages[1] for pages in stored.values() if pages)  # a cluster crosses a page break
+    plain = render_html(small_chunker().chunk(text, "report.txt"))
+    assert "data-page-start" not in plain and "p. 1" not in plain
