@@ -57,13 +57,14 @@ Usage (from the repository root):
         --out benchmarks/results/server_writes_40000_embedded.md
     python -m benchmarks.server_writes --path /tmp/sw200k --records 200000 --mode server --seconds 90
     python -m benchmarks.server_writes --store synthetic --path /tmp/swtiny --records 300 --seconds 3
-    python -m benchmarks.server_writes --path /tmp/addcost --add-cost 15 --rounds 16 --before /tmp/before
+    python -m benchmarks.server_writes --path /tmp/addcost --add-cost 15 --rounds 16 --before /tmp/before \
+        [--now /tmp/turn /tmp/head]
 
 ``--add-cost N`` measures a write instead of a reader: N adds of a new small document (as the writer's,
 random vectors) by one client of a fresh ``chroma run`` server in ``--path``, in a child process that
 imports hseg from ``--before`` (a ``git worktree`` of the commit to compare with) and in one that
-imports it from this checkout, taking turns ``--rounds`` times; each side's p50 / p95 a write and the
-rounds' ratios of the p50s.
+imports it from this checkout (or from each of ``--now``), taking turns ``--rounds`` times; each
+checkout's p50 / p95 a write and the rounds' ratios of its p50 to ``--before``'s.
 """
 
 from __future__ import annotations
@@ -563,51 +564,63 @@ def time_adds(host: str, port: int, n: int, warmup: int, seed: int) -> list[floa
     return times
 
 
-def add_cost(path: Path, before: Path, n: int, rounds: int, command: str) -> str:
-    """Time ``n`` adds a child on one ``chroma run`` server, hseg from ``before`` and from this checkout
-    taking turns (the order flips each round), and report each side's per-add p50 / p95 and the
-    per-round ratios of the p50s (now / before)."""
+def commit_of(tree: Path) -> str:
+    """The short commit a checkout is at (``+dirty`` when its ``hseg/`` has changes)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain", "--", "hseg") else "")
+
+
+def add_cost(path: Path, trees: list[Path], n: int, rounds: int, command: str) -> str:
+    """Time ``n`` adds a child on one ``chroma run`` server, hseg from each of ``trees`` taking turns
+    (the order rotates each round), and report each checkout's per-add p50 / p95 and the per-round
+    ratios of its p50 to the first checkout's."""
     here = Path(__file__).resolve().parents[1]
-    sides = {"before": before.resolve(), "now": here}
-    times: dict[str, list[float]] = {"before": [], "now": []}
-    ratios: list[float] = []
-    files: dict[str, str] = {}
+    names = [f"{commit_of(t)} ({t.resolve()})" for t in trees]
+    times: list[list[float]] = [[] for _ in trees]
+    ratios: list[list[float]] = [[] for _ in trees]
     load = os.getloadavg()
     with chroma_server()(path) as server:
         for r in range(rounds):
-            p50: dict[str, float] = {}
-            for side in (("before", "now") if r % 2 == 0 else ("now", "before")):
-                code = _ADD_COST_CHILD.format(tree=str(sides[side]), host=server.host, port=server.port, n=n,
-                                              warmup=3, seed=r)
+            p50 = [0.0] * len(trees)
+            for i in [(r + j) % len(trees) for j in range(len(trees))]:  # the order rotates
+                code = _ADD_COST_CHILD.format(tree=str(trees[i].resolve()), host=server.host, port=server.port,
+                                              n=n, warmup=3, seed=r)
                 done = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True,
                                       timeout=1800)
                 if done.returncode:
-                    raise ChildDied(f"the {side} child exited {done.returncode}: {done.stderr[-2000:]}")
-                out = done.stdout
-                line = next(row for row in out.splitlines() if row.startswith("ADD_COST "))
-                files[side], ts = json.loads(line[len("ADD_COST "):])
-                times[side] += ts
-                p50[side] = float(np.median(ts))
-            ratios.append(p50["now"] / p50["before"])
-            logger.info("round %d: before %.1f ms, now %.1f ms a write (%.2f×)", r + 1, p50["before"] * 1000,
-                        p50["now"] * 1000, ratios[-1])
-    b, a = stats(times["before"]), stats(times["now"])
-    before_commit = subprocess.run(["git", "-C", str(before), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                   text=True, timeout=30).stdout.strip()
+                    raise ChildDied(f"the child of {names[i]} exited {done.returncode}: {done.stderr[-2000:]}")
+                line = next(row for row in done.stdout.splitlines() if row.startswith("ADD_COST "))
+                imported, ts = json.loads(line[len("ADD_COST "):])
+                if not imported.startswith(str(trees[i].resolve())):
+                    raise ChildDied(f"the child of {names[i]} imported hseg from {imported}")
+                times[i] += ts
+                p50[i] = float(np.median(ts))
+            for i in range(len(trees)):
+                ratios[i].append(p50[i] / p50[0])
+            logger.info("round %d: %s ms a write", r + 1, " / ".join(f"{x * 1000:.1f}" for x in p50))
+    first = stats(times[0])
+    rows = []
+    for i, name in enumerate(names):
+        st = stats(times[i])
+        rs = ratios[i]
+        ratio = "1" if i == 0 else (
+            f"{np.median(rs):.2f} ({min(rs):.2f}–{max(rs):.2f}; above 1 in {sum(x > 1 for x in rs)} of {len(rs)}) "
+            f"| {st[0] / first[0]:.2f} / {st[1] / first[1]:.2f}")
+        rows.append(f"| {name} | {len(times[i])} | {st[0]:.1f} | {st[1]:.1f} | {st[2]:.1f} | "
+                    + (ratio if i else "1 | 1 / 1") + " |")
     return "\n".join([
         "### server_writes --add-cost: one client's HierarchicalStore.add on a `chroma run` server", "",
         f"`{command}`", "",
-        f"now: hseg {hseg_version()}; before: {files['before']} at "
-        f"{before_commit}; "
         f"{datetime.date.today()}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the start and "
-        f"{os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {n} adds a side (after 3 untimed), "
-        f"each document {LIVE_SEGMENTS} segments in {LIVE_CLUSTERS} clusters, the order flipped each round", "",
-        "| side | adds | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|",
-        f"| before | {len(times['before'])} | {b[0]:.1f} | {b[1]:.1f} | {b[2]:.1f} |",
-        f"| now | {len(times['now'])} | {a[0]:.1f} | {a[1]:.1f} | {a[2]:.1f} |", "",
-        f"now / before, p50 of each round: median {np.median(ratios):.2f}× (from {min(ratios):.2f}× to "
-        f"{max(ratios):.2f}×: {', '.join(f'{x:.2f}' for x in ratios)}); pooled p50 {a[0] / b[0]:.2f}×, "
-        f"p95 {a[1] / b[1]:.2f}×.",
+        f"{os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {n} adds a checkout (after 3 untimed), "
+        f"each a new document of {LIVE_SEGMENTS} segments in {LIVE_CLUSTERS} clusters, the order rotated each "
+        "round; ratios to the first checkout", "",
+        "| hseg from | adds | p50 ms | p95 ms | max ms | × first, per-round p50s: median (range) "
+        "| × first, pooled p50 / p95 |",
+        "|---|---|---|---|---|---|---|", *rows,
     ]) + "\n"
 
 
@@ -658,7 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--add-cost", type=int, default=0, metavar="N",
                     help="instead of the reader: time N adds a child on a fresh chroma run server in --path, "
                          "hseg from --before and from this checkout taking turns, --rounds times")
-    ap.add_argument("--before", default=None, help="with --add-cost: the other checkout's root")
+    ap.add_argument("--before", default=None, help="with --add-cost: the checkout the others are compared with")
+    ap.add_argument("--now", nargs="+", default=None, metavar="DIR",
+                    help="with --add-cost: the checkouts to compare (default: this one)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("hseg").setLevel(logging.WARNING)
@@ -666,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.add_cost:
         if not args.before:
             ap.error("--add-cost needs --before DIR (a checkout of the commit to compare with)")
-        append_report(add_cost(Path(args.path), Path(args.before), args.add_cost, args.rounds, command), args.out)
+        trees = [Path(args.before), *(Path(t) for t in (args.now or [Path(__file__).resolve().parents[1]]))]
+        append_report(add_cost(Path(args.path), trees, args.add_cost, args.rounds, command), args.out)
         return 0
     ctx = mp.get_context("spawn")
     path = Path(args.path).resolve()
