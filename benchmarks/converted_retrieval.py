@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import dataclasses
+import json
 import re
 import sys
 import time
@@ -110,9 +111,11 @@ class Located:
         return bisect.bisect_left(self.starts, offset)
 
 
-def heading_agreement(source: str, segments: Sequence[Any], probe: int = 8) -> tuple[int, int, int]:
+def heading_agreement(source: str, segments: Sequence[Any], probe: int = 8,
+                      misses: list[dict[str, Any]] | None = None) -> tuple[int, int, int]:
     """(segments placed in the source, of them with the source's heading path, segments): each segment's
-    first ``probe`` words are looked for in the source after the previous segment's place."""
+    first ``probe`` words are looked for in the source after the previous segment's place. Each placed
+    segment whose path differs is appended to ``misses`` when given."""
     from hseg.text.structure import find_headings, path_at
 
     located = Located(source)
@@ -129,6 +132,8 @@ def heading_agreement(source: str, segments: Sequence[Any], probe: int = 8) -> t
         want = tuple(" ".join(words(t)) for t in path_at(heads, at))
         got = tuple(" ".join(words(t)) for t in seg.heading_path)
         right += want == got
+        if want != got and misses is not None:
+            misses.append({"text": seg.text[:200], "path": got, "source_path": want, "at": at})
     return placed, right, len(segments)
 
 
@@ -188,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
     parser.add_argument("--out", default="/tmp/hseg-converted-retrieval")
     parser.add_argument("--model", default=None, help="the sentence encoder (default: hseg's)")
+    parser.add_argument("--dump", default=None, help="a JSON file for each side's retrieved texts per question "
+                        "and its segments whose heading path differs from the source's (to read examples)")
     args = parser.parse_args(argv)
 
     import chromadb
@@ -221,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     texts = [q for q, _ in asked]
 
     recalls: dict[tuple[str, int], np.ndarray] = {}
+    dump: dict[str, Any] = {"questions": [{"question": q, "refs": r} for q, r in asked], "sides": {}}
     lines = ["| side | conversion s | references mapped | segments placed | heading path = source's |",
              "|---|---:|---:|---:|---:|"]
     for side in args.sides:
@@ -229,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds = 0.0
         side_texts: list[str] = []
         placed = right = segs = 0
+        misses: list[dict[str, Any]] = []
+        retrieved: dict[int, list[list[str]]] = {}
         if side in ("md", "pdf", "docx", "html"):
             for cid, prefix in prefixes.items():
                 t0 = time.perf_counter()
@@ -238,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 side_texts.append(text)
                 chunking = chunker.chunk(text, cid, source=f"{cid}.{side}", source_map=pages)
                 store.add(chunking)
-                p, r, n = heading_agreement(prefix, chunking.segments)
+                p, r, n = heading_agreement(prefix, chunking.segments, misses=misses)
                 placed, right, segs = placed + p, right + r, segs + n
         elif side in ("pypdfloader", "llamaindex"):
             from hseg.chunking.schema import heading_path
@@ -258,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 src = str(files[(cid, "pdf")])
                 metas = [(m, t) for m, t in _segments(store) if src in (m.get("source"), m.get("file_path"))]
                 segs_ = [_Seg(t, heading_path(m)) for m, t in metas]
-                p, r, n = heading_agreement(prefix, segs_)
+                p, r, n = heading_agreement(prefix, segs_, misses=misses)
                 placed, right, segs = placed + p, right + r, segs + n
         store.sync_unit_index()
         if side == "recursive":
@@ -268,19 +278,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             count = counter()
             sizes = {c.text: count(c.text) for r in ranked for c in r[:100]}
             for b in args.budgets:
-                recalls[(side, b)] = np.asarray([
-                    recall(refs, [c.text for c in fill_budget(r[:100], b, [sizes[c.text] for c in r[:100]])])
-                    for (_, refs), r in zip(asked, ranked)])
+                retrieved[b] = [[c.text for c in fill_budget(r[:100], b, [sizes[c.text] for c in r[:100]])]
+                                for r in ranked]
         else:
             for b in args.budgets:
-                recalls[(side, b)] = np.asarray([recall(refs, [h.text for h in store.search(q, budget_tokens=b)])
-                                                 for q, refs in asked])
+                retrieved[b] = [[h.text for h in store.search(q, budget_tokens=b)] for q in texts]
+        for b in args.budgets:
+            recalls[(side, b)] = np.asarray([recall(refs, got) for (_, refs), got in zip(asked, retrieved[b])])
+        dump["sides"][side] = {"retrieved": {str(b): v for b, v in retrieved.items()}, "heading_misses": misses}
         located = Located("\n\n".join(side_texts))
         n_mapped = sum(mapped(refs, located) for _, refs in asked)
         share = f"{right}/{placed} ({right / placed:.1%})" if placed else "-"
         lines.append(f"| {side} | {seconds:.2f} | {n_mapped}/{refs_total} | {placed}/{segs} | {share} |")
         print(f"  {side}: done in {time.perf_counter() - began:.0f} s", flush=True)
 
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dump, indent=1), encoding="utf-8")
     print(f"\n{len(asked)} questions, {refs_total} references; conversion s: hseg's converters over all files")
     print("\n".join(lines))
     print("\n| budget | " + " | ".join(args.sides) + " |")
