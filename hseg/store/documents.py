@@ -141,8 +141,10 @@ def with_text_hashes(per_doc: list[list[Record]], doc_ids: list[str]) -> tuple[l
 def same_text_elsewhere(collection: Any, shas: Mapping[str, str]) -> dict[str, list[str]]:
     """``{doc id: the other documents holding its text}`` for the documents of ``shas`` (``{doc id:
     content_sha256}``, as :func:`with_text_hashes` gives them): those the collection stores under
-    another id, and those of ``shas`` with the same text. One metadata lookup of the hashes (an indexed
-    equality in Chroma), so its cost is the records of those texts, not the store's size."""
+    another id, and those of ``shas`` with the same text. One metadata lookup of the hashes, an indexed
+    equality in Chroma's SQLite that reads only the records of those texts: no scan of the store (Chroma's
+    own cost of a ``get`` with a ``where``, the same as the read of a document's records by its id, is
+    what grows with the collection)."""
     holders: dict[str, set[str]] = {}
     for doc_id, sha in shas.items():
         holders.setdefault(sha, set()).add(doc_id)
