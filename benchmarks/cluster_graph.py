@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.evaluation import load_eval
+from benchmarks.harness.vector_cache import MemoSegmenter
 
 
 def graph_row(chunking: Any) -> dict[str, Any]:
@@ -83,7 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hseg.encoders import as_encoder
 
     encoder = encoder_for_run(as_encoder(), args.vector_cache)
-    chunker = HierarchicalChunker(encoder=encoder, **dict(args.settings))
+    settings = dict(args.settings)
+    chunker = HierarchicalChunker(encoder=encoder, **settings)
+    memo = MemoSegmenter(chunker.segmenter, args.vector_cache) if settings.get("segmenter") is None else None
+    if memo is not None:  # the default segmenter's answers, kept as the retrieval harness keeps them
+        chunker.segmenter = memo
     rows = []
     for data in args.data:
         corpora, _ = load_eval(data, None)
@@ -91,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append(graph_row(chunking))
         if hasattr(encoder, "save"):
             encoder.save()
+        if memo is not None:
+            memo.save()
     print(markdown(rows))
     with_edges = sum(r["edge_share"] > 0 for r in rows)
     print(f"\n{with_edges} of {len(rows)} documents have an edge; segments with an edge, pooled: "
