@@ -307,6 +307,8 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
     "neighbour_weight": {"type": finite_float, "metavar": "V"},
     "lexical_weight": {"type": finite_float, "metavar": "L"},
     "lexical_weighting": {"choices": None},
+    "whole_cluster_min": {"type": positive_int, "metavar": "N"},
+    "whole_cluster_share": {"type": finite_float, "metavar": "S"},
     "where": {"type": json_object, "metavar": "JSON"},
     "where_document": {"type": json_object, "metavar": "JSON"},
 }

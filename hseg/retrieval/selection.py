@@ -41,15 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hseg.retrieval.lexical_query import fuse
-from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT
+from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_WHOLE_CLUSTER_MIN, DEFAULT_WHOLE_CLUSTER_SHARE
 
 __all__ = [
     "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
     "merge_runs_of_segments", "continue_passages", "cut_passages",
 ]
-
-DEFAULT_WHOLE_CLUSTER_MIN = 3
-DEFAULT_WHOLE_CLUSTER_SHARE = 0.25
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from hseg.chunking.config import is_int, setting
 __all__ = [
     "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
     "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT", "MAX_K", "MAX_BUDGET_TOKENS", "LEXICAL_WEIGHTINGS",
+    "DEFAULT_WHOLE_CLUSTER_MIN", "DEFAULT_WHOLE_CLUSTER_SHARE",
 ]
 
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
@@ -49,6 +50,11 @@ LEXICAL_WEIGHTINGS = ("fixed", "coverage")
 #: beat whole parents at every fixed reader budget measured (benchmarks/RESULTS.md); with ``k`` (or a
 #: ``mode``) whole parents, the paper's, so that ``k`` counts results as a framework's k does
 DEFAULT_UNIT = None
+#: rule 3 of :mod:`hseg.retrieval.selection`: a parent is taken whole once this many of its segments are
+#: taken, if its rest costs at most this share of the budget left. Parents that hold a whole discussion
+#: (``target_tokens=1024, max_segment_tokens=128``) want 2 and 0.5 (docs/decisions.md, issue 56)
+DEFAULT_WHOLE_CLUSTER_MIN = 3
+DEFAULT_WHOLE_CLUSTER_SHARE = 0.25
 _MAX_WEIGHT = 10
 #: bounds past any use (more results than a reader reads; a budget past any model's context), so that
 #: a mistyped number is refused here, not deep inside Chroma as an integer overflow
@@ -82,6 +88,10 @@ class SearchSettings:
             With a lexical side, ``unit="auto"`` also spends what its walk leaves of a budget on the
             segments after its passages, then on the first sentences of the next (rules 5 and 6 of
             :mod:`hseg.retrieval.selection`).
+        whole_cluster_min, whole_cluster_share: rule 3 of :mod:`hseg.retrieval.selection` (``unit="auto"``):
+            once ``whole_cluster_min`` (an int >= 1) segments of one parent are taken, the rest of the
+            parent is taken too if it costs at most ``whole_cluster_share`` (in [0, 1]) of the budget
+            left. A lower count and a larger share buy whole discussions when parents hold one.
         lexical_weighting: ``"fixed"`` (the default: λ is ``lexical_weight`` for every query) or
             ``"coverage"``: λ is ``lexical_weight`` times the share of the query's IDF mass that its
             best lexical match holds, so a question sharing few of its words with the text leans
@@ -116,6 +126,10 @@ class SearchSettings:
     lexical_weighting: str = setting("fixed", "'fixed': lexical_weight for every query; 'coverage': lexical_weight "
                                               "times the share of the query's IDF mass its best lexical match "
                                               "holds")
+    whole_cluster_min: int = setting(DEFAULT_WHOLE_CLUSTER_MIN, "unit 'auto': a parent is taken whole once this "
+                                                                 "many of its segments are taken (if cheap enough)")
+    whole_cluster_share: float = setting(DEFAULT_WHOLE_CLUSTER_SHARE, "unit 'auto': the largest share of the budget "
+                                                                     "left that the rest of such a parent may cost")
     where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
     where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
@@ -135,6 +149,14 @@ class SearchSettings:
                     or not 0 <= weight <= _MAX_WEIGHT:
                 raise ValueError(f"{name} must be a number in [0, {_MAX_WEIGHT}], got {weight!r}")
             object.__setattr__(self, name, float(weight))
+        least = self.whole_cluster_min
+        if not is_int(least) or not 1 <= least <= MAX_K:
+            raise ValueError(f"whole_cluster_min must be a positive int up to {MAX_K:,}, got {least!r}")
+        object.__setattr__(self, "whole_cluster_min", int(least))
+        share = self.whole_cluster_share
+        if isinstance(share, bool) or not isinstance(share, (int, float, np.number)) or not 0 <= share <= 1:
+            raise ValueError(f"whole_cluster_share must be a number in [0, 1], got {share!r}")
+        object.__setattr__(self, "whole_cluster_share", float(share))
         for name in ("where", "where_document"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):

@@ -25,7 +25,7 @@ from hseg.retrieval.lexical_query import LexicalQuery, fuse
 from hseg.retrieval.passages.assemble import Member, passage
 from hseg.retrieval.passages.candidates import cosines
 from hseg.retrieval.plans import Get, Knn, Plan
-from hseg.retrieval.selection import DEFAULT_WHOLE_CLUSTER_MIN, UnitCandidates, merge_runs_of_segments, select_auto
+from hseg.retrieval.selection import UnitCandidates, merge_runs_of_segments, select_auto
 from hseg.retrieval.settings import SearchSettings
 
 __all__ = ["search_gathered"]
@@ -158,7 +158,8 @@ def search_gathered(collection: Any, q: np.ndarray, settings: SearchSettings, le
     while True:  # each round doubles, so it ends once a round holds the whole collection
         g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight, lex)
         taken = select_auto(g.cands, budget, max_units=k if budget is None else None, cluster_weight=weight,
-                            floor=g.floor, whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
+                            floor=g.floor, whole_cluster_min=settings.whole_cluster_min if weight else 1 << 30,
+                            whole_cluster_share=settings.whole_cluster_share)
         if taken is not None:
             fused = g.cands.fused(weight) / (1.0 + weight + g.cands.neighbour_weight)  # back on the cosine scale
             if lex is not None:

@@ -41,7 +41,8 @@ def search_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
         floor = float(score[-1]) if len(ids) >= n else -np.inf
         sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in keys}
         sel = walk(score, [key.cluster_id for key in keys], [key.tokens for key in keys], sizes, budget,
-                   max_units=k if budget is None else None, floor=floor)
+                   max_units=k if budget is None else None, floor=floor,
+                   whole_cluster_min=settings.whole_cluster_min, whole_cluster_share=settings.whole_cluster_share)
         if sel is not None:
             runs, fused = _indexed_runs(keys, score, sel), score / scale
             wanted = _to_read(keys, fused, runs)
@@ -164,7 +165,8 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
             sizes = {key.cluster_id: ClusterSize(key.cluster_segments, key.cluster_tokens) for key in order}
             return walk(np.array(list(scores.values())), [key.cluster_id for key in order],
                         [key.tokens for key in order], sizes, budget, max_units=k if budget is None else None,
-                        floor=at)
+                        floor=at, whole_cluster_min=settings.whole_cluster_min,
+                        whole_cluster_share=settings.whole_cluster_share)
 
         while True:  # the bounded walk; then every candidate that may matter is read (once)
             sel, wanted = bounded_walk(known, bounds, floor, walk_of, lambda sid, keys=keys: keys[sid].cluster_id)
