@@ -64,9 +64,13 @@ FLAVOURS: dict[str, dict[str, Any]] = {
 
 #: search flavours a method name can ask for with ``~<flavour>``, each a documented search setting
 #: (:class:`hseg.retrieval.settings.SearchSettings`): ``lexcov`` the lexical weight scaled per question
-#: by the share of its IDF mass its best lexical match holds (``lexical_weighting="coverage"``)
+#: by the share of its IDF mass its best lexical match holds (``lexical_weighting="coverage"``);
+#: ``discussion`` (issue 56) a parent taken whole once 2 of its segments are taken, if its rest costs at most
+#: half the budget left (``whole_cluster_min=2, whole_cluster_share=0.5``), for parents that hold a
+#: discussion: ``hseg_default~t1024~seg128~discussion``
 SEARCH_FLAVOURS: dict[str, dict[str, Any]] = {
     "lexcov": {"lexical_weighting": "coverage"},
+    "discussion": {"whole_cluster_min": 2, "whole_cluster_share": 0.5},
 }
 
 
@@ -189,7 +193,7 @@ def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
     """A registered hseg method (``hseg_default`` too) with changes,
     ``<hseg method>[~<flavour>...][+lex<W>][+nb<V>][@<segmenter>]``: ``~<flavour>`` chunks with that
     flavour (:data:`FLAVOURS`, ``hseg_auto_256~enc``) or searches with it (:data:`SEARCH_FLAVOURS`,
-    ``hseg_default~lexcov``), several joined by ``~``; ``+lex<W>``
+    ``hseg_default~lexcov``, ``hseg_default~t1024~seg128~discussion``), several joined by ``~``; ``+lex<W>``
     searches with ``lexical_weight=W`` (``hseg_auto_512+lex0.5``); ``+nb<V>`` with ``neighbour_weight=V``
     (the auto unit; other weights than the unit index's are searched on the gathered path);
     ``@<segmenter>`` chunks with that segmenter (a registered name or a saved weights file), to
