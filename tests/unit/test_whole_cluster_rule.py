@@ -5,8 +5,10 @@ search passes them to the walk."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import chromadb
+import numpy as np
 import pytest
 
 from hseg.chunking.chunker import HierarchicalChunker
@@ -23,7 +25,7 @@ CATS = ("Cats are small carnivorous mammals. A cat sleeps for most of the day. C
         "and people keep cats as companions in their homes.\n\n")
 
 # parent "a" has 5 segments of 100 tokens, two of them candidates; "b" and "c" one segment each
-SCORE, CLUSTER, TOKENS = [0.9, 0.85, 0.8, 0.75], ["a", "a", "b", "c"], [100, 100, 100, 100]
+SCORE, CLUSTER, TOKENS = np.array([0.9, 0.85, 0.8, 0.75]), ["a", "a", "b", "c"], [100, 100, 100, 100]
 SIZES = {"a": ClusterSize(5, 500)}
 
 
@@ -84,7 +86,7 @@ def test_a_search_takes_more_parents_whole_with_a_looser_rule(lexical_weight):
     store.add(results, [{"source": "t.md"}, {"source": "c.md"}])
     segments = {c.id: len(c.segment_ids) for r in results for c in r.clusters}
 
-    def whole(**rule: float) -> set[str]:
+    def whole(**rule: Any) -> set[str]:
         hits = store.search("moon gravity", budget_tokens=200, unit="auto", lexical_weight=lexical_weight, **rule)
         return {h.cluster_id for h in hits if len(h.segment_ids) == segments[h.cluster_id]}
 
