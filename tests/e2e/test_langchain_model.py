@@ -48,7 +48,10 @@ def eval_retriever(encoder, shared_dir, tmp_path_factory):
 
 @pytest.mark.model
 @pytest.mark.shared_data
-@pytest.mark.parametrize("unit,size", [("cluster", {"k": 5}), ("auto", {"budget_tokens": 1024})])
+@pytest.mark.parametrize("unit,size", [("cluster", {"k": 5}), ("auto", {"budget_tokens": 1024}),
+                                       # rule 3 as settings (issue 56): parents taken whole sooner
+                                       ("auto", {"budget_tokens": 1024, "whole_cluster_min": 2,
+                                                 "whole_cluster_share": 0.5})])
 def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
     retriever, sources, questions = eval_retriever
     assert len(questions) == 5
