@@ -25,7 +25,7 @@ from typing import Any
 from hseg.chunking.schema import SegmentMeta, decode_cuts, joined_pages
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
-from hseg.retrieval.plans import Get, Plan, records
+from hseg.retrieval.plans import Get, Lexical, Plan, records
 from hseg.retrieval.selection import continue_passages, cut_passages
 from hseg.text.structure import common_prefix
 
@@ -74,25 +74,26 @@ class Continuation:
     found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
     _plans: dict[tuple[tuple[tuple[str, ...], int], ...], _Plan | None] = dataclasses.field(default_factory=dict)
 
-    def plan(self, passages: list[tuple[list[str], int]]) -> _Plan | None:
+    def plan(self, passages: list[tuple[list[str], int]]) -> Plan[_Plan | None]:
         """The plan for ``passages`` (``(segment ids, tokens)``, in rank order); ``None`` when no
-        budget is left."""
+        budget is left. The table's rows are read as a value (:class:`~hseg.retrieval.plans.Lexical`)."""
         key = tuple((tuple(ids), tokens) for ids, tokens in passages)
         if key not in self._plans:
             left = self.budget - sum(tokens for _, tokens in passages)
             plan = None
             if left > 0 and passages:
-                following = self.table.following([ids[-1] for ids, _ in passages if ids], left)
+                following = yield Lexical(self.table, "following",
+                                          tuple(dict.fromkeys(ids[-1] for ids, _ in passages if ids)), left)
                 chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
                 taken = {sid for ids, _ in passages for sid in ids}
                 plan = _Plan.decide(left, taken, chains)
             self._plans[key] = plan
         return self._plans[key]
 
-    def ahead(self, passages: list[tuple[list[str], int]]) -> list[str]:
+    def ahead(self, passages: list[tuple[list[str], int]]) -> Plan[list[str]]:
         """The records the rules will use after ``passages`` if they agree with the table: what a
         search path can read with the passages' own (then :meth:`remember` them)."""
-        plan = self.plan(passages)
+        plan = yield from self.plan(passages)
         return plan.used() if plan is not None else []
 
     def remember(self, asked: Sequence[str], got: Mapping[str, tuple[dict[str, Any], str]]) -> None:
@@ -117,7 +118,7 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
     for what that changes, rarely needed). Reading only the used records changes no answer: a
     segment the rules do not use decides nothing (a passage stops at the first segment that does
     not fit, whatever lies after it)."""
-    plan = rest.plan([(h.segment_ids, h.token_count) for h in hits])
+    plan = yield from rest.plan([(h.segment_ids, h.token_count) for h in hits])
     if plan is None:
         return hits
     found = rest.found

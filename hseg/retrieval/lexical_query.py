@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hseg.retrieval.plans import Lexical, Plan
 from hseg.retrieval.unit_vectors import UnitKey
 
 __all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match", "fuse", "LexicalRow", "LexicalSource", "LexicalQuery",
@@ -94,6 +95,8 @@ class LexicalSource(Protocol):
 
     def scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def scored_many(self, queries: Sequence[Sequence[str]]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+
     def ids_at(self, rowids: Iterable[int]) -> dict[int, str]: ...
 
     def rowids_of(self, segment_ids: Iterable[str]) -> dict[str, int]: ...
@@ -130,9 +133,14 @@ class LexicalQuery:
     ``lex(s) = bm25(q, s) / max_t bm25(q, t)`` over every segment of the collection (a ``where`` does
     not change the normaliser), so ``lex`` is in [0, 1] and 1 for the query's best segment.
 
+    What it reads of the index it reads as values (:class:`~hseg.retrieval.plans.Lexical`): its
+    methods that read are plans, run inside a search's plan with ``yield from`` (so that
+    :func:`~hseg.retrieval.plans.run_many` answers many searches' lexical reads together), or alone
+    with :func:`~hseg.retrieval.plans.run_one`.
+
     Example:
-        >>> lq = lexical_query(store.lexical_index, "What causes tides?", 0.3)  # doctest: +SKIP
-        >>> page = lq.page(20); page.ids[0], float(page.scores[0])  # doctest: +SKIP
+        >>> lq = run_one(lexical_query(store.lexical_index, "What causes tides?", 0.3))  # doctest: +SKIP
+        >>> page = run_one(lq.page(20)); page.ids[0], float(page.scores[0])  # doctest: +SKIP
         ('seg-...', 1.0)
     """
 
@@ -148,21 +156,21 @@ class LexicalQuery:
     _rowid_of: dict[str, int | None] = field(default_factory=dict)  # None: a segment the index lacks
     _sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def _scored(self) -> None:
+    def _scored(self) -> Plan[None]:
         # every match scored once per query: the pages of later rounds and the dense side's
         # candidates are read from it (see LexicalIndex.scored)
         if self.best is None:
-            self._rowids, self._raw = self.index.scored(self.terms)
+            self._rowids, self._raw = yield Lexical(self.index, "scored", self.terms)
             order = np.argsort(self._rowids)
             self._sorted, self._sorted_raw = self._rowids[order], self._raw[order]
             self.best = float(self._raw[0]) if len(self._raw) else 0.0
 
-    def page(self, n: int) -> LexicalPage:
+    def page(self, n: int) -> Plan[LexicalPage]:
         """The ``n`` best segments for the query, with their normalised scores."""
-        self._scored()
+        yield from self._scored()
         if len(self._ids) < min(n, len(self._rowids)):
-            more = self._rowids[len(self._ids):n].tolist()
-            named = self.index.ids_at(more)
+            more = tuple(self._rowids[len(self._ids):n].tolist())
+            named = yield Lexical(self.index, "ids_at", more)
             self._ids += [named.get(r, "") for r in more]
         # the segments table and FTS5 are written in one transaction: a rowid without a name is not
         # expected, and is skipped as the join of earlier versions skipped it
@@ -172,12 +180,12 @@ class LexicalQuery:
         floor = float(self._normalised(self._raw[n - 1:n])[0]) if len(self._rowids) >= n else 0.0
         return LexicalPage([self._ids[i] for i in kept], scores, floor)
 
-    def scores(self, segment_ids: Sequence[str]) -> np.ndarray:
+    def scores(self, segment_ids: Sequence[str]) -> Plan[np.ndarray]:
         """The segments' normalised scores (exact; 0 without a query word, or when the index lacks one)."""
-        self._scored()
-        unknown = [sid for sid in segment_ids if sid not in self._rowid_of]
+        yield from self._scored()
+        unknown = tuple(dict.fromkeys(sid for sid in segment_ids if sid not in self._rowid_of))
         if unknown:
-            found = self.index.rowids_of(unknown)
+            found = yield Lexical(self.index, "rowids_of", unknown)
             self._rowid_of.update((sid, found.get(sid)) for sid in unknown)
         raw = np.zeros(len(segment_ids))
         if len(self._sorted):
@@ -196,27 +204,34 @@ class LexicalQuery:
         """A fused score as results report it: divided by ``1 + λ``, so that it stays on the cosine scale."""
         return fused / (1.0 + self.weight)
 
-    def score(self, segment_id: str) -> float:
+    def score(self, segment_id: str) -> Plan[float]:
         """A segment's normalised score (:meth:`scores` of one)."""
-        return float(self.scores([segment_id])[0])
+        return float((yield from self.scores([segment_id]))[0])
 
-    def rows(self, segment_ids: Iterable[str]) -> dict[str, LexicalRow]:
+    def rows(self, segment_ids: Iterable[str]) -> Plan[dict[str, LexicalRow]]:
         """``{segment id: row}`` of these segments (those the index holds)."""
-        return self.index.rows(segment_ids)
+        wanted = tuple(segment_ids)
+        return (yield Lexical(self.index, "rows", wanted)) if wanted else {}
 
-    def unit_key(self, row: LexicalRow) -> UnitKey:
-        """The row's :class:`UnitKey` (cluster sizes read from the index once per cluster)."""
-        if row.cluster_id not in self._sizes:
-            self._sizes.update(self.index.cluster_sizes([row.cluster_id]))
-        return UnitKey(row.segment_id, row.cluster_id, row.position, row.tokens, *self._sizes[row.cluster_id])
+    def records(self, segment_ids: Iterable[str]) -> Plan[dict[str, tuple[dict[str, Any], str]]]:
+        """``{segment id: (metadata, text)}`` of these segments as the index holds them
+        (:meth:`LexicalSource.records`)."""
+        wanted = tuple(segment_ids)
+        return (yield Lexical(self.index, "records", wanted)) if wanted else {}
 
-    def unit_keys(self, rows: Sequence[LexicalRow]) -> list[UnitKey]:
-        wanted = {r.cluster_id for r in rows} - set(self._sizes)
+    def cluster_segments(self, cluster_ids: Iterable[str]) -> Plan[dict[str, list[str]]]:
+        """``{cluster id: its segment ids in document order}``."""
+        wanted = tuple(cluster_ids)
+        return (yield Lexical(self.index, "cluster_segments", wanted)) if wanted else {}
+
+    def unit_keys(self, rows: Sequence[LexicalRow]) -> Plan[list[UnitKey]]:
+        """The rows' :class:`UnitKey` (cluster sizes read from the index once per cluster)."""
+        wanted = tuple(dict.fromkeys(r.cluster_id for r in rows if r.cluster_id not in self._sizes))
         if wanted:
-            self._sizes.update(self.index.cluster_sizes(wanted))
-        return [self.unit_key(r) for r in rows]
+            self._sizes.update((yield Lexical(self.index, "cluster_sizes", wanted)))
+        return [UnitKey(r.segment_id, r.cluster_id, r.position, r.tokens, *self._sizes[r.cluster_id]) for r in rows]
 
-    def coverage(self) -> float:
+    def coverage(self) -> Plan[float]:
         """The share of the query's IDF mass that its best lexical match holds, in [0, 1].
 
         Each query word weighs its IDF in the index as FTS5's BM25 weighs it (``log((N - n + 0.5) /
@@ -225,13 +240,13 @@ class LexicalQuery:
         when that segment holds every word, 0 without any match. ``lexical_weighting="coverage"``
         scales ``lexical_weight`` by it, so that a question that shares few of its words with the text
         leans on the dense side (:mod:`hseg.retrieval.settings`)."""
-        self._scored()
+        yield from self._scored()
         if not len(self._rowids):
             return 0.0
-        best, rows = int(self._rowids[0]), int(self.index.count())
+        best, rows = int(self._rowids[0]), int((yield Lexical(self.index, "count")))
         held = total = 0.0
         for term in self.terms:
-            found, _ = self.index.scored((term,))
+            found, _ = yield Lexical(self.index, "scored", (term,))
             idf = max(math.log((rows - len(found) + 0.5) / (len(found) + 0.5)), 1e-6)
             total += idf
             held += idf if bool(np.any(found == best)) else 0.0
@@ -243,9 +258,11 @@ class LexicalQuery:
         return x / best if best > 0 else np.zeros_like(x)
 
 
-def lexical_query(index: LexicalSource, text: str, weight: float, weighting: str = "fixed") -> LexicalQuery | None:
+def lexical_query(index: LexicalSource, text: str, weight: float, weighting: str = "fixed"
+                  ) -> Plan[LexicalQuery | None]:
     """The lexical side of a query, or ``None`` when it has none (no weight, or no words to look up);
-    ``weighting="coverage"`` scales ``weight`` by the query's :meth:`LexicalQuery.coverage`."""
+    ``weighting="coverage"`` scales ``weight`` by the query's :meth:`LexicalQuery.coverage` (read as
+    values: this is a plan, :mod:`hseg.retrieval.plans`)."""
     if not weight:
         return None
     terms = query_terms(text)
@@ -253,6 +270,5 @@ def lexical_query(index: LexicalSource, text: str, weight: float, weighting: str
         return None
     lexical = LexicalQuery(index, tuple(terms), float(weight))
     if weighting == "coverage":
-        lexical.weight = float(weight) * lexical.coverage()
+        lexical.weight = float(weight) * (yield from lexical.coverage())
     return lexical
-

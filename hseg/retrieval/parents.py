@@ -242,8 +242,8 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         parents = {p.cluster_id: p for p in _collapse(res["ids"], res["metadatas"], res["distances"],
                                                       res["documents"], settings.mode)}
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
-        page = lex.page(n)
-        rows = lex.rows(page.ids)
+        page = yield from lex.page(n)
+        rows = yield from lex.rows(page.ids)
         listed: dict[str, float] = {}
         for sid, x in zip(page.ids, page.scores.tolist()):
             if sid in rows:
@@ -251,9 +251,9 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
         best_lex.update(listed)
         unknown = [c for c in parents if c not in best_lex]
         if unknown:
-            members = lex.index.cluster_segments(unknown)
+            members = yield from lex.cluster_segments(unknown)
             segs = [s for c in unknown for s in members[c]]
-            score = dict(zip(segs, lex.scores(segs).tolist()))
+            score = dict(zip(segs, (yield from lex.scores(segs)).tolist()))
             for c in unknown:
                 best_lex[c] = max((score[s] for s in members[c]), default=0.0)
         parents.update({c: p for c, p in read.items() if c not in parents})
@@ -263,7 +263,7 @@ def _hybrid_parents(collection: Any, q: np.ndarray, settings: SearchSettings, le
             bar = _taking_bar(sorted(parents.values(), key=lambda p: -fused[p.cluster_id]), fused, k, budget)
             wanted = [c for c in only_lexical if lex.fused(floor_d, best_lex[c]) > bar]
             if wanted:
-                members = lex.index.cluster_segments(wanted)
+                members = yield from lex.cluster_segments(wanted)
                 got = yield Get(collection, tuple(wanted + [s for c in wanted for s in members[c]]),
                                 ("metadatas", "documents", "embeddings"), where, wdoc)
                 scored = _scored_parents(got, qv, allowed)  # absent: its records fail the filters

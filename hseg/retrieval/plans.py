@@ -1,16 +1,22 @@
-"""Chroma reads as values, so that many searches can share round trips.
+"""A search's reads as values, so that many searches can share round trips.
 
 A search is written once, as a *plan*: a generator that yields the reads it needs (:class:`Knn`,
-:class:`Get`), receives each one's answer for its own query, and returns its result.
-:func:`run_one` answers the reads one at a time (a single search); :func:`run_many` advances many
-plans together and answers the reads they wait on with one Chroma call per group of equal reads:
-kNN reads of the same depth, filter and fields become one ``query`` with many query vectors,
-and ``get`` reads of the same fields and filter become one ``get`` of the union of their ids.
+:class:`Get` of Chroma, :class:`Lexical` of the lexical index), receives each one's answer for its
+own query, and returns its result. :func:`run_one` answers the reads one at a time (a single
+search); :func:`run_many` advances many plans together and answers the reads they wait on with one
+call per group of equal reads: kNN reads of the same depth, filter and fields become one ``query``
+with many query vectors, ``get`` reads of the same fields and filter one ``get`` of the union of
+their ids, and lexical reads of one kind one read of the lexical index (one SQLite pass).
 
 Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
 own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
-each record (that matches its filter) whatever else is asked with it. Per query, :func:`run_many`
-therefore returns exactly what :func:`run_one` returns (tested against each other on real stores).
+each record (that matches its filter) whatever else is asked with it. A lexical read by key (rows,
+records, rowids, cluster sizes and members) answers each key from its own row, whatever else is
+asked; a query's scores are summed from its own words' terms (``scored_many``), read in one
+snapshot with the other queries' words; the segments after a segment, read for the largest budget
+asked, are cut to each read's own (:func:`_within`: a list for a smaller budget is a prefix of it).
+Per query, :func:`run_many` therefore returns exactly what :func:`run_one` returns (tested against
+each other on real stores).
 
 Example:
     >>> def plan(collection, vector):  # doctest: +SKIP
@@ -23,13 +29,15 @@ Example:
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Plan", "Read", "run_many", "run_one", "records", "MISSING_VECTOR_ERRORS", "is_missing_vector"]
+__all__ = ["Get", "Knn", "Lexical", "Plan", "Read", "run_many", "run_one", "records", "MISSING_VECTOR_ERRORS",
+           "is_missing_vector"]
 
 T = TypeVar("T")
 
@@ -74,9 +82,39 @@ class Get:
         return ("get", id(self.collection), self.include, _key(self.where), _key(self.where_document))
 
 
-Read = Knn | Get
+@dataclass(frozen=True, eq=False)
+class Lexical:
+    """A read of the lexical index ``index`` (:class:`~hseg.retrieval.lexical_query.LexicalSource`), of
+    one ``kind``: answered with what the index's method of that name gives for ``keys`` alone.
+
+    * ``"scored"``: ``keys`` are a query's words; answered ``(rowids, BM25 scores)``, best first.
+    * ``"ids_at"``, ``"rowids_of"``, ``"rows"``, ``"records"``, ``"cluster_sizes"``,
+      ``"cluster_segments"``: ``keys`` are rowids, segment or cluster ids; answered with the
+      method's ``{key: value}`` for those keys.
+    * ``"following"``: ``keys`` are segment ids, ``limit`` the tokens the lists may hold.
+    * ``"count"``: the segments the index holds (no keys).
+    """
+
+    index: Any
+    kind: str
+    keys: tuple[Any, ...] = ()
+    limit: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in _LEXICAL_KINDS:
+            raise ValueError(f"kind must be one of {sorted(_LEXICAL_KINDS)}, got {self.kind!r}")
+
+    def group(self) -> tuple[Any, ...]:
+        return ("lexical", id(self.index), self.kind)
+
+
+#: lexical reads answered by the union of their keys (:meth:`Lexical`'s keyed kinds)
+_KEYED = frozenset({"ids_at", "rowids_of", "rows", "records", "cluster_sizes", "cluster_segments"})
+_LEXICAL_KINDS = _KEYED | {"scored", "following", "count"}
+
+Read = Knn | Get | Lexical
 #: a search: yields reads, is sent each read's answer, returns its result
-Plan = Generator[Read, dict[str, list[Any]], T]
+Plan = Generator[Read, Any, T]
 
 
 def _key(value: Mapping[str, Any] | None) -> str:
@@ -115,7 +153,10 @@ def run_many(plans: Sequence[Plan[T]]) -> list[T]:
 
 def _per_call(read: Read) -> int:
     """Reads of ``read``'s group answered by one call: :data:`READS_PER_CALL`, fewer for searches
-    that return records' contents (:data:`RESULTS_PER_CALL` results at the most, at least one search)."""
+    that return records' contents (:data:`RESULTS_PER_CALL` results at the most, at least one search);
+    every lexical read of the group at once (the index bounds its own statements)."""
+    if isinstance(read, Lexical):
+        return sys.maxsize
     if isinstance(read, Knn) and set(read.include) - {"distances"}:
         return max(1, min(READS_PER_CALL, RESULTS_PER_CALL // max(1, read.n)))
     return READS_PER_CALL
@@ -128,12 +169,47 @@ def _advance(plans: Sequence[Plan[Any]], i: int, answer: Any, waiting: dict[int,
         results[i] = done.value
 
 
-def _answer(reads: list[Read]) -> list[dict[str, list[Any]]]:
-    """One Chroma call for reads of one group; each read's own answer."""
+def _answer(reads: list[Read]) -> list[Any]:
+    """One call for reads of one group; each read's own answer."""
     first = reads[0]
     if isinstance(first, Knn):
         return _query([r for r in reads if isinstance(r, Knn)])
+    if isinstance(first, Lexical):
+        return _lexical([r for r in reads if isinstance(r, Lexical)])
     return _get([r for r in reads if isinstance(r, Get)])
+
+
+def _lexical(reads: list[Lexical]) -> list[Any]:
+    """One read of the lexical index for reads of one kind (see the module docstring for why each
+    answer is the one its read would get alone)."""
+    first = reads[0]
+    index, kind = first.index, first.kind
+    if kind == "scored":
+        return list(index.scored_many([r.keys for r in reads]))
+    if kind == "count":
+        return [index.count()] * len(reads)
+    keys = list(dict.fromkeys(key for r in reads for key in r.keys))
+    if kind == "following":
+        chains = index.following(keys, max(r.limit for r in reads))
+        return [{key: _within(chains[key], r.limit) for key in r.keys if key in chains} for r in reads]
+    got = getattr(index, kind)(keys)
+    return [{key: got[key] for key in r.keys if key in got} for r in reads]
+
+
+def _within(chain: list[Any], limit: int) -> list[Any]:
+    """The part of ``chain`` (rows after a segment, read for a budget >= ``limit``) that a read for
+    ``limit`` tokens gets: rows while their tokens add up to at most ``limit``, then the first that
+    does not fit. Exact: both lists end at a gap or the document's end, where they are equal, or at
+    the first row that does not fit, which for the smaller budget comes no later."""
+    if limit <= 0:
+        return []
+    out, total = [], 0
+    for row in chain:
+        out.append(row)
+        if total + row.tokens > limit:
+            break
+        total += row.tokens
+    return out
 
 
 def _query(reads: list[Knn]) -> list[dict[str, list[Any]]]:

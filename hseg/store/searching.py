@@ -133,25 +133,26 @@ class SearchPlanner:
     def plan(self, vec: np.ndarray, settings: SearchSettings, collection: Any, units: UnitIndex | None,
              text: str | None = None) -> Plan[list[SearchHit]]:
         """The reads of one search of ``collection`` (and its unit index ``units``) for the unit
-        query vector ``vec`` and the query's words ``text``."""
+        query vector ``vec`` and the query's words ``text``: Chroma's and the lexical index's alike,
+        from the query's lexical side (its coverage, when weighted by it) to the last passage."""
         lexical = None
         if settings.lexical_weight and text is not None:
-            lexical = lexical_query(self.lexical("a search with lexical_weight > 0"), text, settings.lexical_weight,
-                                    settings.lexical_weighting)
+            lexical = yield from lexical_query(self.lexical("a search with lexical_weight > 0"), text,
+                                               settings.lexical_weight, settings.lexical_weighting)
         elif settings.lexical_weight and not self._warned_no_text:
             self._warned_no_text = True  # a vector has no words: the dense side is all there is to search
             logger.warning("collection %r: a vector query without query_text= is searched densely, without its "
                            "lexical_weight=%g; give its text to search it hybrid", self.collection_name,
                            settings.lexical_weight)
         if settings.resolved_unit == "cluster":
-            return parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical)
+            return (yield from parents_plan(collection, vec, settings, oversample=self.oversample, lexical=lexical))
         index = None
         if settings.resolved_unit == "auto" and units is not None:
             index = units.usable(settings.cluster_weight, settings.neighbour_weight, settings.where)
         # a search with a lexical side spends the rest of a budget on what follows its passages, read
         # from the lexical index's table (made fresh by ready()); a dense one is left as the walk took it
         table = self.lexical_index if settings.lexical_weight and text is not None else None
-        return units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table)
+        return (yield from units_plan(collection, vec, settings, unit_index=index, lexical=lexical, table=table))
 
 
 def refused_filter(exc: BaseException, settings: SearchSettings) -> ValueError | None:

@@ -387,7 +387,12 @@ def test_the_records_rules_5_and_6_use_come_in_the_passages_own_read(chroma_coll
         return out
 
     ahead = run()
-    monkeypatch.setattr(indexed, "_read_ahead", lambda *args: [])
+
+    def nothing_ahead(*args):  # a plan that reads nothing ahead
+        return []
+        yield
+
+    monkeypatch.setattr(indexed, "_read_ahead", nothing_ahead)
     after = run()
     assert [hits for hits, _ in ahead] == [hits for hits, _ in after]
     one = 0 if from_table else 1

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hseg.chunking.records import decode_cuts, records_for
 from hseg.ingest.run import ingest_batch
 from hseg.retrieval.lexical_query import fts5_match, lexical_query, query_terms
+from hseg.retrieval.plans import run_one
 from hseg.store import HierarchicalStore
 from hseg.store.completeness import is_complete
 from hseg.store.lexical import FOLDER
@@ -184,17 +185,17 @@ def test_a_querys_pages_and_scores_are_the_or_rankings_normalised_by_its_best(si
     expected = _or_ranking(index, terms)
     names = index.ids_at([r for r, _ in expected])
     ranked = [(names[r], x / expected[0][1]) for r, x in expected]
-    lq = lexical_query(index, " ".join(terms), 0.3)
+    lq = run_one(lexical_query(index, " ".join(terms), 0.3))
     assert lq is not None and lq.terms == tuple(terms)
     for n in (1, 5, 17, len(ranked), len(ranked) + 3):  # deeper pages, as later rounds ask
-        page = lq.page(n)
+        page = run_one(lq.page(n))
         assert list(zip(page.ids, page.scores.tolist())) == ranked[:n]
         assert page.floor == (ranked[n - 1][1] if n <= len(ranked) else 0.0)
     every = list(lexical_rows(six_books)) + ["no-such-segment"]
     score = dict(ranked)
-    assert lq.scores(every).tolist() == [score.get(sid, 0.0) for sid in every]
-    assert lq.score(ranked[0][0]) == 1.0 and lq.score("no-such-segment") == 0.0
-    assert lexical_query(index, "the of and", 0.0) is None
+    assert run_one(lq.scores(every)).tolist() == [score.get(sid, 0.0) for sid in every]
+    assert run_one(lq.score(ranked[0][0])) == 1.0 and run_one(lq.score("no-such-segment")) == 0.0
+    assert run_one(lexical_query(index, "the of and", 0.0)) is None
 
 
 def test_words_kept_from_an_earlier_query_are_read_again_after_any_write(tmp_path, chroma_collection_name, chunker):

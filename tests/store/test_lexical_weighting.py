@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hseg.retrieval.lexical_query import fts5_match, lexical_query, query_terms
+from hseg.retrieval.plans import run_one
 from hseg.store import SearchSettings
 from tests.store.test_hybrid import QUESTIONS, make_store
 
@@ -41,10 +42,10 @@ def test_coverage_is_the_best_matchs_share_of_the_query_idf_and_scales_the_weigh
     for text in [*QUESTIONS, "tide zebra", "zebra okapi"]:
         cov = expected_coverage(store, text)
         seen.append(cov)
-        fixed = lexical_query(store.lexical_index, text, 0.3)
-        scaled = lexical_query(store.lexical_index, text, 0.3, "coverage")
+        fixed = run_one(lexical_query(store.lexical_index, text, 0.3))
+        scaled = run_one(lexical_query(store.lexical_index, text, 0.3, "coverage"))
         assert fixed is not None and scaled is not None
-        assert fixed.weight == 0.3 and scaled.coverage() == pytest.approx(cov, abs=1e-12)
+        assert fixed.weight == 0.3 and run_one(scaled.coverage()) == pytest.approx(cov, abs=1e-12)
         assert scaled.weight == pytest.approx(0.3 * cov, abs=1e-12)
         q = rng.standard_normal(16).astype(np.float32)
         for unit in ("auto", "segment", "cluster"):

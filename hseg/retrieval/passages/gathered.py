@@ -78,7 +78,7 @@ def _gather(
     seg_floor = (1.0 - float(dists[-1])) if len(ids) >= n_seg else -np.inf
     lex_floor = 0.0
     if lex is not None:  # the lexical candidates, filtered as the kNN was (see "the lexical score" above)
-        page = lex.page(n_seg)
+        page = yield from lex.page(n_seg)
         lex_floor = page.floor
         rows.update((yield from _fetch_scored(collection, q, [s for s in page.ids if s not in rows], where, wdoc)))
     if nweight:  # a segment next to a near one may rank high through its neighbour
@@ -112,7 +112,7 @@ def _gather(
     lexical_score = None
     if lex is not None:
         floor = fuse(floor, lex_floor, lex.weight * scale)
-        lexical_score = lex.scores(ids)
+        lexical_score = yield from lex.scores(ids)
     neighbour_score = None
     if nweight:
         context = {r: v[2] for r, v in rows.items()}

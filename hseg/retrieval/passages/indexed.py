@@ -113,12 +113,12 @@ def _best(run: list[int], score: np.ndarray) -> int:
 
 
 def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]],
-                listed: Mapping[str, list[str]]) -> list[str]:
+                listed: Mapping[str, list[str]]) -> Plan[list[str]]:
     """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
     their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
     them (:func:`_listed_wholes`)."""
-    return rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
-                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs])
+    return (yield from rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
+                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs]))
 
 
 def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchSettings, lex: LexicalQuery,
@@ -153,9 +153,9 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
         for sid, (key, cos) in resolved.items():
             if sid not in known:
                 keys[sid], known[sid] = key, cos
-        page = lex.page(n_lex)
+        page = yield from lex.page(n_lex)
         lexical = dict(zip(page.ids, page.scores.tolist()))
-        for sid, x in zip(list(known), lex.scores(list(known)).tolist()):
+        for sid, x in zip(list(known), (yield from lex.scores(list(known))).tolist()):
             known[sid] = lex.fused(known[sid], x)
         bounds = {sid: lex.fused(floor_d, x) for sid, x in lexical.items() if sid not in known and sid not in asked}
         floor = lex.fused(floor_d, page.floor)
@@ -172,10 +172,10 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
             sel, wanted = bounded_walk(known, bounds, floor, walk_of, lambda sid, keys=keys: keys[sid].cluster_id)
             if sel is not None or not wanted:
                 break
-            rows = lex.rows(wanted)
+            rows = yield from lex.rows(wanted)
+            units = yield from lex.unit_keys([rows[s] for s in wanted if s in rows])
             # filtered by the where as the kNN was: a lexical candidate absent from the answer fails it
-            got = yield Get(index, tuple(key.encode() for key in lex.unit_keys([rows[s] for s in wanted if s in rows])),
-                            ("embeddings",), where)
+            got = yield Get(index, tuple(key.encode() for key in units), ("embeddings",), where)
             for uid, cos in zip(got["ids"], cosines(qq, got["embeddings"])):
                 key = UnitKey.parse(uid)
                 resolved[key.segment_id] = key, float(cos)
@@ -189,9 +189,12 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
             score = lex.reported(np.array(list(known.values())))
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
-            listed = _listed_wholes(lex, order, runs)
-            ahead = _read_ahead(rest, order, runs, listed) if rest is not None and where is None else []
-            table = _from_table(lex, order, runs, ahead, listed) if taken else ({}, {})
+            listed = yield from _listed_wholes(lex, order, runs)
+            ahead = (yield from _read_ahead(rest, order, runs, listed)) if rest is not None and where is None else []
+            table: tuple[Records, dict[str, tuple[ClusterMeta, str]]] | None = ({}, {})
+            if taken:
+                from_table = yield from lex.records([*_needed(order, runs, listed), *ahead])
+                table = _from_table(order, runs, listed, from_table)
             if table is None:  # the table does not hold them as the kNN's keys say: a write in flight
                 found, joined = records((yield Get(collection, tuple(taken + ahead)))), None
             else:
@@ -220,20 +223,27 @@ def _deepen(n_knn: int, n_lex: int, top_d: float, floor_d: float, lex_floor: flo
     return (2 * n_knn if knn_left else n_knn), (2 * n_lex if lex_left else n_lex)
 
 
-def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]]) -> dict[str, list[str]]:
+def _listed_wholes(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]]
+                   ) -> Plan[dict[str, list[str]]]:
     """``{cluster id: its segment ids in document order}`` for the clusters a walk's ``runs`` take
     whole, from the lexical table (read once for the rules' read ahead and the passages' read)."""
-    whole = [keys[run[0]].cluster_id for run, is_whole in runs if is_whole]
-    return lex.index.cluster_segments(whole) if whole else {}
+    return (yield from lex.cluster_segments(keys[run[0]].cluster_id for run, is_whole in runs if is_whole))
 
 
-def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[int], bool]], ahead: list[str],
-                listed: Mapping[str, list[str]]) -> tuple[Records, dict[str, tuple[ClusterMeta, str]]] | None:
-    """The records of a walk's passages and of what rules 5 and 6 read ahead (``ahead``), from the
-    lexical table (:meth:`~hseg.store.lexical.LexicalIndex.records`): ``{id: (metadata, text)}``,
-    and the clusters taken whole, each made of its segments' records; or ``None`` when the table
-    does not hold a passage's segment as the walk's key says (it lags a write in flight), and the
-    caller reads the collection instead.
+def _needed(keys: list[UnitKey], runs: list[tuple[list[int], bool]], listed: Mapping[str, list[str]]) -> list[str]:
+    """The segments a walk's passages are made of: each run's, and every segment of a cluster taken
+    whole (``listed``: :func:`_listed_wholes`)."""
+    return [*(keys[i].segment_id for run, is_whole in runs if not is_whole for i in run),
+            *(sid for run, is_whole in runs if is_whole for sid in listed[keys[run[0]].cluster_id])]
+
+
+def _from_table(keys: list[UnitKey], runs: list[tuple[list[int], bool]], listed: Mapping[str, list[str]],
+                found: Records) -> tuple[Records, dict[str, tuple[ClusterMeta, str]]] | None:
+    """The records of a walk's passages (and of what rules 5 and 6 read ahead) as the lexical table
+    gave them (``found``, :meth:`~hseg.store.lexical.LexicalIndex.records` of :func:`_needed` and the
+    read ahead): ``{id: (metadata, text)}``, and the clusters taken whole, each made of its segments'
+    records; or ``None`` when the table does not hold a passage's segment as the walk's key says (it
+    lags a write in flight), and the caller reads the collection instead.
 
     A ``get`` of a budget's records costs about as much as a plain top-5 query; the table answers
     for much less (``benchmarks/RESULTS.md``). A cluster taken whole is read as all of its
@@ -241,8 +251,6 @@ def _from_table(lex: LexicalQuery, keys: list[UnitKey], runs: list[tuple[list[in
     checked against the cluster's size in the walk's key."""
     whole = [keys[run[0]] for run, is_whole in runs if is_whole]
     segments = [keys[i] for run, is_whole in runs if not is_whole for i in run]
-    needed = [*(key.segment_id for key in segments), *(sid for key in whole for sid in listed[key.cluster_id])]
-    found = lex.index.records([*needed, *ahead])
     for key in segments:
         got = found.get(key.segment_id)
         view = None if got is None else SegmentMeta.read(got[0])

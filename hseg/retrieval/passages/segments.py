@@ -89,9 +89,9 @@ def hybrid_segments(collection: Any, q: np.ndarray, settings: SearchSettings, le
         res = yield Knn(collection, qv, n, where, wdoc)
         known = {rid: 1.0 - float(d) for rid, d in zip(res["ids"], res["distances"]) if not is_cluster_id(rid)}
         floor_d = 1.0 - float(res["distances"][-1]) if len(res["ids"]) >= n else -np.inf
-        page = lex.page(n)
+        page = yield from lex.page(n)
         lexical = dict(zip(page.ids, page.scores.tolist()))
-        rows = lex.rows([*known, *lexical])
+        rows = yield from lex.rows([*known, *lexical])
         unknown = [rid for rid in known if rid not in rows]
         if unknown:
             got = yield Get(collection, tuple(unknown), ("metadatas",))
@@ -100,7 +100,8 @@ def hybrid_segments(collection: Any, q: np.ndarray, settings: SearchSettings, le
                     view = SegmentMeta.of(meta)
                     rows[rid] = LexicalRow(rid, view.doc_id, view.cluster_id, int(meta[INDEX_KEY]), view.tokens)
         known = {sid: d for sid, d in known.items() if sid in rows}
-        known = {sid: lex.fused(d, x) for (sid, d), x in zip(known.items(), lex.scores(list(known)).tolist())}
+        scores = yield from lex.scores(list(known))
+        known = {sid: lex.fused(d, x) for (sid, d), x in zip(known.items(), scores.tolist())}
         bounds = {sid: lex.fused(floor_d, x) for sid, x in lexical.items() if sid not in known and sid in rows}
         floor = lex.fused(floor_d, page.floor)
 

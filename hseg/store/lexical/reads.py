@@ -58,6 +58,14 @@ class TableReads:
         All words are read in one snapshot of the index, as one statement would be."""
         return summed_terms(self.db.term_scores(terms))
 
+    def scored_many(self, queries: Sequence[Sequence[str]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`scored` of each of ``queries``: every word of them read once, all in one snapshot, then
+        each query's sum made of its own words' terms in its order, as :meth:`scored` makes it (so each
+        answer is :meth:`scored`'s to the bit). The lexical side of a batch of searches in one pass."""
+        words = list(dict.fromkeys(word for terms in queries for word in terms))
+        parts = dict(zip(words, self.db.term_scores(words))) if words else {}
+        return [summed_terms([parts[word] for word in terms]) for terms in queries]
+
     def ids_at(self, rowids: Iterable[int]) -> dict[int, str]:
         """``{rowid: segment id}`` for those of ``rowids`` the index holds."""
         out: dict[int, str] = {}
