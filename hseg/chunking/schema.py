@@ -40,7 +40,8 @@ __all__ = [
     "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
     "MATCHED_LEVEL_KEY", "MATCHED_START_KEY", "MATCHED_END_KEY", "MATCHED_TEXT_KEY",
     # kept by hseg index, by the unit index and by collections
-    "CONTENT_HASH_KEY", "SETTINGS_KEY", "BOOKKEEPING_KEYS", "content_sha256", "MODEL_VISIBLE_KEYS", "TEXT_KEY",
+    "CONTENT_HASH_KEY", "SETTINGS_KEY", "INDEXED_AT_KEY", "BOOKKEEPING_KEYS", "content_sha256", "MODEL_VISIBLE_KEYS",
+    "TEXT_KEY",
     "CLUSTER_WEIGHT_KEY", "NEIGHBOUR_WEIGHT_KEY", "UNIT_LAYOUT_KEY", "SYNCED_RECORDS_KEY", "SYNCED_UNITS_KEY",
     "CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY",
     # values and filters
@@ -107,7 +108,12 @@ MATCHED_TEXT_KEY = "hseg_matched_text"
 #: search results leave them out.
 CONTENT_HASH_KEY = "content_sha256"
 SETTINGS_KEY = "chunk_settings"
-BOOKKEEPING_KEYS = (CONTENT_HASH_KEY, SETTINGS_KEY)
+#: when the document was indexed, in whole seconds since the epoch (UTC), on every record of it: the
+#: time of the write that last changed its records (the server's clock for a client of a ``chroma run``
+#: server); a write that changes nothing keeps it (:mod:`hseg.store.indexed_at`). Absent on records
+#: written before hseg kept it
+INDEXED_AT_KEY = "hseg_indexed_at"
+BOOKKEEPING_KEYS = (CONTENT_HASH_KEY, SETTINGS_KEY, INDEXED_AT_KEY)
 
 
 def content_sha256(text: str) -> str:

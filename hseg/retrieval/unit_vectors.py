@@ -55,6 +55,7 @@ from hseg.chunking.schema import (
     END_KEY,
     HEADING_PATH_KEY,
     INDEX_KEY,
+    INDEXED_AT_KEY,
     LEVEL_KEY,
     PAGE_BREAKS_KEY,
     PAGE_END_KEY,
@@ -82,9 +83,10 @@ _SEP = "|"
 UNIT_LAYOUT = 3
 #: the keys a unit record of layout 2 or 3 keeps of its segment record (beside the user's), and the
 #: lexical table's record of a segment: what a passage, rules 5 and 6 (:mod:`hseg.retrieval.continuation`)
-#: and the encoder check read, and the text's hash for ``hseg index``, but for :data:`DERIVED_KEYS`
+#: and the encoder check read, the text's hash for ``hseg index`` and when the document was indexed (the
+#: agent tools' list of documents), but for :data:`DERIVED_KEYS`
 UNIT_RECORD_KEYS = (DOC_ID_KEY, START_KEY, HEADING_PATH_KEY, CUTS_KEY, ENCODER_KEY, CONTENT_HASH_KEY, PAGE_START_KEY,
-                    PAGE_END_KEY, PAGE_BREAKS_KEY)
+                    PAGE_END_KEY, PAGE_BREAKS_KEY, INDEXED_AT_KEY)
 #: what a search reads of a segment record that is not stored with :data:`UNIT_RECORD_KEYS`: its cluster,
 #: its tokens (in a unit record's id, and in the lexical table's columns) and its end (its start plus its
 #: text's length); :func:`with_derived` puts them back
