@@ -1,12 +1,13 @@
 """The unit index as an object: the companion collection of fused vectors (:mod:`hseg.retrieval.unit_vectors`)
 and keeping it in step with the records it points to.
 
-Writes (:meth:`UnitIndex.write`, :meth:`UnitIndex.delete`, :meth:`UnitIndex.sync`) are the only
-calls that change it, and each records the counts both collections had when they were left in step.
+It is a derived index (:class:`hseg.store.indexes.DerivedIndex`): writes (:meth:`UnitIndex.write`
+and :meth:`UnitIndex.forget` inside :meth:`UnitIndex.writing`, :meth:`UnitIndex.rebuild`) are the
+only calls that change it, and each records the counts both collections had when they were left in step.
 A search asks :meth:`UnitIndex.usable`, which only reads: when those counts still hold the index is
 trusted at the price of two counts; otherwise the segments are counted once per object (a metadata
 scan of the collection) and, if the index does not cover them, ``unit="auto"`` takes the
-gathered path until ``hseg index`` or :meth:`UnitIndex.sync` repairs it.
+gathered path until ``hseg index`` or :meth:`UnitIndex.rebuild` repairs it.
 
 An index keeps the layout it was created in (:data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT`, in the
 companion's metadata; none there: layout 1) and every write follows it, so its records never mix
@@ -16,6 +17,7 @@ document's unit records go in one upsert call where they fit, as the collection'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -24,6 +26,7 @@ import numpy as np
 
 from hseg.chunking.records import Record
 from hseg.chunking.schema import (
+    CLUSTER,
     CLUSTER_WEIGHT_KEY,
     CONTENT_HASH_KEY,
     DOC_ID_KEY,
@@ -37,7 +40,7 @@ from hseg.chunking.schema import (
 from hseg.progress import Progress
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, serves_filter, unit_records
-from hseg.store.reading import batched, get_by_documents
+from hseg.store.reading import batched, get_by_documents, pages
 from hseg.store.writing import delete_ids
 
 __all__ = ["UnitIndex"]
@@ -46,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 #: documents read back per call when rebuilding the index from the collection's records
 _SYNC_DOCUMENTS = 100
+#: records per read when listing the documents of the store
+_DOCUMENTS_PAGE = 5000
 
 
 class UnitIndex:
@@ -89,7 +94,7 @@ class UnitIndex:
     def name(self) -> str:
         return companion_name(self.records.name)
 
-    def forget(self) -> None:
+    def look_again(self) -> None:
         """Look the companion collection up again at its next use, and decide its coverage again:
         another client deleted it (:meth:`gone`), or may have."""
         self._companion = None
@@ -199,7 +204,7 @@ class UnitIndex:
 
     # ----------------------------------------------------------------- writes
 
-    def write(self, records: list[Record], doc_ids: Sequence[str]) -> int:
+    def write(self, records: Sequence[Record], doc_ids: Sequence[str]) -> int:
         """Upsert the unit records of these whole documents and delete the index's other records of them;
         returns the number written."""
         by_doc: dict[str, list[Record]] = {}
@@ -213,6 +218,21 @@ class UnitIndex:
                                    metadatas=[u.metadata for u in part])
         self.delete(doc_ids, keep={u.id for units in per_doc for u in units})
         return sum(len(units) for units in per_doc)
+
+    @contextlib.contextmanager
+    def writing(self, doc_ids: Sequence[str]) -> Iterator[None]:
+        """The bracket around one write of these documents: once it ended (not on an error), the counts
+        both collections have are recorded when the index is known to be in step (:meth:`after_write`)."""
+        yield
+        self.after_write()
+
+    def forget(self, doc_ids: Sequence[str]) -> None:
+        """Remove the index's records of these documents (inside :meth:`writing`, before the records go)."""
+        self.delete(doc_ids)
+
+    def held(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+        """``{doc id: ids of the segments the index holds}`` for these documents (:meth:`segment_ids`)."""
+        return self.segment_ids(doc_ids, shas)
 
     def delete(self, doc_ids: Sequence[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Remove the index's records of these documents, but those in ``keep``."""
@@ -238,12 +258,21 @@ class UnitIndex:
                       len(doc_ids), written)
         return written
 
-    def rebuild(self, doc_ids: Sequence[str], check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
-        """:meth:`sync` of ``doc_ids`` (every document of the store) into an index written anew when
-        its layout is older than :data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT` (Chroma merges the
-        metadata of an upsert into a record's, so records cannot change layout in place); returns
-        the unit records written. Another client's search meanwhile takes the slower path (an index
-        that does not cover the segments) or fails on the dropped collection."""
+    def rebuild(self, doc_ids: Sequence[str] | None = None,
+                check: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
+        """:meth:`sync` of these documents (default: every document of the store) and the counts
+        recorded (:meth:`after_write`); returns the unit records written. ``check`` sees each batch's
+        record metadata before it is written (and may refuse it).
+
+        A full rebuild also writes an index of a layout older than
+        :data:`~hseg.retrieval.unit_vectors.UNIT_LAYOUT` anew (Chroma merges the metadata of an upsert
+        into a record's, so records cannot change layout in place); another client's search
+        meanwhile takes the slower path (an index that does not cover the segments) or fails on the
+        dropped collection. After it the index is complete (short of a writer working at the same time)."""
+        if doc_ids is not None:
+            written = self.sync(doc_ids, check)
+            self.after_write()
+            return written
         if self.existing is not None and self.layout < UNIT_LAYOUT:
             if self._drop is None:
                 raise ValueError(f"collection {self.records.name!r}: this unit index cannot be written anew")
@@ -253,7 +282,28 @@ class UnitIndex:
             self._drop()
             self._companion, self._complete = None, None
             self.collection.modify(metadata={**self._own_metadata(), **weights})
-        return self.sync(doc_ids, check)
+        written = self.sync(self._stored_documents(), check)
+        self.after_write(complete=True)
+        return written
+
+    def drop(self) -> None:
+        """Delete the companion collection (nothing while it is absent)."""
+        if self.existing is None:
+            return
+        if self._drop is None:
+            raise ValueError(f"collection {self.records.name!r}: this unit index cannot be dropped (a reading view)")
+        self._drop()
+        self._companion, self._complete = None, None
+
+    def state(self) -> dict[str, Any]:
+        """What ``stats`` reports of the index: its companion collection, the records it holds and their layout."""
+        return {"kind": "companion", "name": self.name, "records": self.count(), "layout": self.layout}
+
+    def _stored_documents(self) -> list[str]:
+        """Sorted ids of the documents of :attr:`records` (read from the cluster records, page by page)."""
+        docs = {str(m[DOC_ID_KEY]) for got in pages(self.records, level_is(CLUSTER), ["metadatas"], _DOCUMENTS_PAGE)
+                for m in got["metadatas"] if m and DOC_ID_KEY in m}
+        return sorted(docs)
 
     def after_write(self, *, complete: bool | None = None) -> None:
         """Called by the store after each write: ``complete=True`` when the write made the index whole
