@@ -131,10 +131,16 @@ class DocumentInfo:
     source: str
     #: the document's length in characters
     chars: int
+    #: its tokens (the sum of its segments')
     tokens: int
+    #: its sections (clusters)
     clusters: int
-    #: the SHA-256 of the text as ``hseg index`` recorded it (``None`` when written otherwise)
+    #: the SHA-256 of its text, as the store recorded it (``None`` when written around hseg)
     content_sha256: str | None
+    #: when it was indexed, ISO 8601 UTC to the second (e.g. ``"2026-12-06T08:31:24Z"``): the write that
+    #: last changed its text, chunks or metadata, on the Chroma server's clock for a server's store;
+    #: adding it again unchanged keeps the time. ``None`` for a document written before hseg kept it
+    indexed_at: str | None
     #: the document's own metadata as stored (hseg's keys left out)
     metadata: dict[str, Any]
 
@@ -147,6 +153,8 @@ class DocumentList:
     total: int
     offset: int
     documents: list[DocumentInfo]
+    #: the ``offset`` of the next page, ``None`` on the last
+    next_offset: int | None = None
 
 
 def page_list(pages: tuple[int, int] | None) -> list[int] | None:

@@ -35,7 +35,7 @@ from hseg.errors import HsegError
 from hseg.store.backends import remote_errors
 from hseg.store.connection import lexical_errors
 from hseg.text.structure import common_prefix
-from hseg.tools.documents import covering, document_clusters, documents, text_of
+from hseg.tools.documents import covering, document_clusters, document_page, nearby_sources, text_of
 from hseg.tools.results import (
     ClusterText,
     DocumentInfo,
@@ -124,7 +124,9 @@ TOOLS: tuple[ToolDeclaration, ...] = (
         LexicalAnswer),
     ToolDeclaration(
         "list_documents",
-        "List the stored documents: each one's source, size in characters and tokens, sections, and metadata.",
+        "List the stored documents, sorted by source, a page at a time (limit, offset; next_offset gives the next "
+        "page): each one's source, size in characters and tokens, sections, when it was indexed (ISO 8601 UTC) "
+        "and metadata.",
         DocumentList),
 )
 
@@ -247,23 +249,25 @@ class StoreTools:
 
     def list_documents(self, limit: Annotated[int, _DOCS] = 100, offset: Annotated[int, _OFFSET] = 0
                        ) -> DocumentList:
-        """The stored documents sorted by source, ``limit`` of them from ``offset``."""
+        """The stored documents sorted by source, ``limit`` of them from ``offset`` (the result's
+        ``next_offset`` reads on), each with its size, content hash, time indexed and metadata. A call
+        reads the page's documents, not the whole store."""
         limit = _bounded("limit", limit, 1, self.limits.max_documents)
         offset = _bounded("offset", offset, 0, 10**12)
-        docs = documents(self.store)
-        page = [DocumentInfo(d.doc_id, d.chars, d.tokens, d.clusters, d.content_sha256, d.metadata)
-                for d in docs[offset:offset + limit]]
-        return DocumentList(len(docs), offset, page)
+        got = document_page(self.store, offset, limit)
+        page = [DocumentInfo(d.doc_id, d.chars, d.tokens, d.clusters, d.content_sha256, d.indexed_at, d.metadata)
+                for d in got.documents]
+        after = offset + len(page)
+        return DocumentList(got.total, offset, page, after if page and after < got.total else None)
 
     # ----------------------------------------------------------------- helpers
 
     def _clusters(self, source: str) -> list[Any]:
         clusters = document_clusters(self.store, source)
         if not clusters:
-            known = [d.doc_id for d in documents(self.store)]
-            alike = difflib.get_close_matches(source, known, n=3, cutoff=0.5)
+            alike = difflib.get_close_matches(source, nearby_sources(self.store, source), n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(map(repr, alike))}?" if alike else \
-                f"; list_documents gives the {len(known)} sources stored"
+                "; list_documents gives the sources stored"
             raise ToolInputError(f"source: no document {source!r} is stored{hint}")
         return clusters
 
