@@ -26,7 +26,8 @@ __all__ = ["is_complete", "tiled_length", "segment_ids", "completeness", "mixed_
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
-                units: set[str] | None = None, lexical: tuple[set[str], str | None] | None = None) -> bool:
+                units: set[str] | None = None, lexical: tuple[set[str], str | None] | None = None, *,
+                held: Sequence[set[str]] = ()) -> bool:
     """True if a document's stored records (``{id: metadata}``) are all there and came from this text and settings.
 
     The cluster records must tile ``[0, length)`` and the segments they list must be exactly the
@@ -38,6 +39,9 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
     document), the index must hold exactly the document's segments: a process killed after the
     records but before their unit-index records leaves the document incomplete. With ``lexical`` (the
     segment ids and text hash the lexical index holds for it), those must be its segments and hash.
+    With ``held`` (for each index derived from the collection, the segment ids it holds rows of for
+    the document, written from this text: :meth:`hseg.store.indexes.DerivedIndex.held`), each must
+    be exactly its segments.
 
     Args:
         records: the document's stored records, ``{id: metadata}``.
@@ -47,6 +51,7 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
         units: the segment ids the unit index holds for the document, or ``None`` to leave it unchecked.
         lexical: ``(segment ids, text hash)`` the lexical index holds for it, or ``None`` to leave it
             unchecked.
+        held: the segment ids each derived index holds for it (from this text); none: unchecked.
 
     Returns:
         Whether the document is stored whole, from this text and these settings.
@@ -59,7 +64,7 @@ def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, 
         return False
     segments = segment_ids(records)
     return tiled_length(records) == length and (units is None or units == segments) and \
-        (lexical is None or lexical == (segments, sha))
+        (lexical is None or lexical == (segments, sha)) and all(h == segments for h in held)
 
 
 def segment_ids(records: Mapping[str, Mapping[str, Any]]) -> set[str]:

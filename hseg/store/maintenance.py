@@ -30,9 +30,10 @@ from hseg.store.completeness import (
     is_complete,
     mixed_versions,
     segment_ids,
-    unit_rows_to_repair,
+    tiled_length,
 )
-from hseg.store.connection import ServerErrors, lexical_errors
+from hseg.store.connection import ServerErrors
+from hseg.store.indexes import DerivedIndex, Indexes
 from hseg.store.reading import get_by_documents
 from hseg.store.remembered import (
     remember_chunk_options,
@@ -159,11 +160,10 @@ class Maintenance:
         if force:
             return Incomplete(tuple(docs), stored, frozenset(docs), turn)
         shas = {d: e.sha for d, e in expected.items()}
-        units = self._unit_segments(docs, shas) if store.unit_index is not None and docs else {}
-        lexical = self._lexical_documents(docs) if docs else None
+        held = [h for _, h in self._held(docs, shas)] if docs else []
         complete = [d for d, e in expected.items()
-                    if is_complete(stored.get(d, {}), e.sha, e.settings, e.length, units.get(d),
-                                   None if lexical is None else lexical.get(d, (set(), None)))]
+                    if is_complete(stored.get(d, {}), e.sha, e.settings, e.length,
+                                   held=[h.get(d, set()) for h in held])]
         # complete metadata is not enough: a record whose vector was lost is never found, so it is redone
         lost = self._missing_vectors({d: list(stored[d]) for d in complete}) if complete else set()
         whole = {d for d in complete if d not in lost}
@@ -186,36 +186,29 @@ class Maintenance:
                         out.setdefault(str(meta[DOC_ID_KEY]), {})[rid] = dict(meta)
         return out
 
-    def _unit_segments(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None) -> dict[str, set[str]]:
-        """``{doc id: ids of the segments the unit index holds}``; with ``shas`` (``{doc id:
-        content_sha256}``), only those of unit records written from that text."""
-        store = self._store
-        if store.unit_index is None:
-            return {d: set() for d in doc_ids}
-        with self._errors("reading the unit index"):
-            return store.unit_index.segment_ids(doc_ids, shas)
+    def _indexes(self) -> Indexes:
+        """The store's derived indexes, in write order."""
+        return Indexes(self._store.unit_index, self._store.lexical_index)
 
-    def _lexical_documents(self, doc_ids: Sequence[str]) -> dict[str, tuple[set[str], str | None]] | None:
-        """``{doc id: (segment ids, content_sha256)}`` the lexical index holds for these documents;
-        ``None`` where the index is not kept by writers (a server's per-client cache is derived from
-        the collection, so it cannot miss a document)."""
-        store = self._store
-        index = store.lexical_index
-        if index is None or not index.maintained:
-            return None
-        with self._errors("reading the lexical index"), lexical_errors(index.location.path):
-            index.ensure_fresh()
-            return dict(index.documents(doc_ids))
+    def _held(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None
+              ) -> list[tuple[DerivedIndex, dict[str, set[str]]]]:
+        """``(index, {doc id: segment ids it holds})`` for each index writers keep
+        (:meth:`hseg.store.indexes.DerivedIndex.held`; with ``shas``, only rows written from that text)."""
+        with self._errors("reading the indexes derived from the collection"):
+            return self._indexes().held(doc_ids, shas)
 
     def lexical_segments(self, doc_ids: Sequence[str]) -> dict[str, set[str]] | None:
         """``{doc id: segment ids}`` the lexical index holds for these documents (absent: none); ``None``
         where writers keep no lexical index (a server's per-client cache is derived from the collection)."""
+        index = self._store.lexical_index
+        if index is None:
+            return None
         try:
-            held = self._lexical_documents(doc_ids)
+            with self._errors("reading the lexical index"):
+                return index.held(doc_ids)
         except Exception as exc:  # an index that can be neither read nor built: stats says why (lexical_state)
             logger.info("the lexical index cannot be read (%s): its rows are not counted per document", exc)
             return None
-        return None if held is None else {d: segs for d, (segs, _) in held.items()}
 
     def _missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
         """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
@@ -234,22 +227,33 @@ class Maintenance:
             >>> store.maintenance.repair().repaired  # doctest: +SKIP
             ['a.md']
         """
-        store = self._store
-        docs = store.doc_ids()
+        docs = self._store.doc_ids()
         records = self.records(docs)
         vectorless = self._missing_vectors({d: list(recs) for d, recs in records.items()})
-        units, lost = unit_rows_to_repair(records, self._unit_segments(docs), vectorless)
-        lexical = self.lexical_segments(docs)
-        # written around hseg and then followed by an hseg write, a document can have its unit rows but
-        # none in the lexical index, whose counts no longer tell
-        lexical_off = [] if lexical is None else \
-            [d for d in sorted(records) if d not in lost and lexical.get(d, set()) != segment_ids(records[d])]
-        rows = store.sync_unit_index(units) if units else 0
-        repair = sorted({*units, *lexical_off})
-        if repair and store.lexical_index is not None and store.lexical_index.maintained:
-            store.sync_lexical_index(repair)
+        lost = [d for d in sorted(records) if tiled_length(records[d]) is None or d in vectorless]
+        # each index rebuilds the whole documents whose rows it holds out of step (written around hseg,
+        # and perhaps followed by an hseg write, a document can have one index's rows but not another's)
+        off = [(index, [d for d in sorted(records) if d not in lost and held.get(d, set()) != segment_ids(records[d])])
+               for index, held in self._held(docs)]
+        rows = 0
+        for index, docs_off in off:
+            if docs_off:
+                written = self._rebuild(index, docs_off)
+                rows += written if index is self._store.unit_index else 0
         mixed = [d for d in lost if mixed_versions(records[d])]
-        return Repaired(repair, rows, [d for d in lost if d not in mixed], len(records), mixed)
+        repaired = sorted({d for _, docs_off in off for d in docs_off})
+        return Repaired(repaired, rows, [d for d in lost if d not in mixed], len(records), mixed)
+
+    def _rebuild(self, index: DerivedIndex, doc_ids: list[str]) -> int:
+        """``index``'s rows of these documents again, through the store's door for it where it has one
+        (the unit index's: the writer lock, and the encoder check of the vectors it reads)."""
+        store = self._store
+        if index is store.unit_index:
+            return store.sync_unit_index(doc_ids)
+        if index is store.lexical_index:
+            return store.sync_lexical_index(doc_ids)
+        with self._errors("rebuilding an index derived from the collection"):
+            return index.rebuild(doc_ids)
 
     # ----------------------------------------------------------------- what the collection remembers
 
