@@ -7,6 +7,7 @@ search."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import shutil
 import socket
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hseg.chunking.schema import content_sha256
 from hseg.cli import main
 from hseg.encoders import factory
 from hseg.tools import TOOLS
@@ -55,6 +57,11 @@ def _file(root: Path, source: str) -> str:
     return (root / source).read_text(encoding="utf-8")
 
 
+def _seconds(iso: str) -> float:
+    """An ``indexed_at`` (ISO 8601 UTC) in seconds since the epoch."""
+    return datetime.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
 async def _every_tool(client: Client, root: Path) -> None:
     listed = (await client.list_tools()).tools
     assert [t.name for t in listed] == [t.name for t in TOOLS]
@@ -90,6 +97,8 @@ async def _every_tool(client: Client, root: Path) -> None:
 
     docs = (await client.call_tool("list_documents", {})).structured_content
     assert docs["documents"][0]["source"] == "docs/example.md" and docs["documents"][0]["chars"] == len(text)
+    assert docs["documents"][0]["content_sha256"] == content_sha256(text) and docs["next_offset"] is None
+    assert abs(_seconds(docs["documents"][0]["indexed_at"]) - (root / "db").stat().st_mtime) < 3600
 
     refused = await client.call_tool("read", {"source": "docs/example.md", "start": 0, "end": len(text) + 1})
     assert refused.is_error and "outside document 'docs/example.md'" in refused.content[0].text
@@ -119,6 +128,13 @@ def test_mcp_over_stdio_with_the_sdk_client(indexed):
             assert found["passages"][0]["text"] in TIDES
             docs = (await client.call_tool("list_documents", {})).structured_content
             assert [d["source"] for d in docs["documents"]] == ["docs/example.md", "docs/tides.md"]
+            first = (await client.call_tool("list_documents", {"limit": 1})).structured_content
+            assert (first["total"], first["next_offset"], first["documents"]) == (2, 1, docs["documents"][:1])
+            rest = (await client.call_tool("list_documents", {"limit": 1, "offset": 1})).structured_content
+            assert (rest["next_offset"], rest["documents"]) == (None, docs["documents"][1:])
+            # written just now by the other process, after example.md (the index's clock is whole seconds)
+            assert _seconds(docs["documents"][0]["indexed_at"]) <= _seconds(docs["documents"][1]["indexed_at"])
+            assert abs(_seconds(docs["documents"][1]["indexed_at"]) - time.time()) < 600
             hits = (await client.call_tool("lexical_search", {"terms": "oceans gravity"})).structured_content
             assert hits["hits"][0]["source"] == "docs/tides.md"
 
@@ -218,6 +234,8 @@ def test_mcp_on_a_chroma_run_server(chroma_server, encoder, tmp_path):
             found = (await client.call_tool("search", {"question": "Why do the tides rise twice a day?",
                                                        "budget_tokens": 100})).structured_content
             assert Path(found["passages"][0]["source"]) == second
-            assert (await client.call_tool("list_documents", {})).structured_content["total"] == 2
+            listed = (await client.call_tool("list_documents", {})).structured_content
+            assert listed["total"] == 2 and all(abs(_seconds(d["indexed_at"]) - time.time()) < 600
+                                                for d in listed["documents"])
 
     asyncio.run(drive())

@@ -6,11 +6,14 @@ in-process by the SDK's own client."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
+import time
 
 import numpy as np
 import pytest
 
+from hseg.chunking.schema import content_sha256
 from hseg.store import HierarchicalStore
 from hseg.tools import LIMITS, TOOLS, StoreTools, ToolInputError, as_json
 from hseg_testing.chunkers import small_chunker
@@ -109,18 +112,25 @@ def test_lexical_search_hits_hold_the_words(tool_store):
     assert tools.lexical_search("delta").hits[0].source == "notes/other.md"
 
 
-def test_list_documents_gives_sources_and_sizes(tool_store):
+def test_list_documents_gives_sources_sizes_and_when_indexed(tool_store):
     tools, chunkings, texts = tool_store
     listed = tools.list_documents()
-    assert listed.total == 2 and listed.offset == 0
+    assert (listed.total, listed.offset, listed.next_offset) == (2, 0, None)
     assert [d.source for d in listed.documents] == sorted(texts)
+    stored = {m["hseg_doc_id"]: m["hseg_indexed_at"] for _, m in tools.store.iter_metadatas()}
     for d in listed.documents:
         assert d.chars == len(texts[d.source])
-        assert d.tokens == sum(c.token_count for c in chunkings[d.source].clusters)
+        assert d.tokens == sum(s.token_count for s in chunkings[d.source].segments)
         assert d.clusters == len(chunkings[d.source].clusters)
+        assert d.content_sha256 == content_sha256(texts[d.source])
         assert d.metadata == {"source": d.source, "year": 2024}
-    second = tools.list_documents(limit=1, offset=1)
-    assert (second.total, [d.source for d in second.documents]) == (2, [sorted(texts)[1]])
+        at = datetime.datetime.strptime(d.indexed_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        assert at.timestamp() == stored[d.source] and abs(time.time() - stored[d.source]) < 600
+    first = tools.list_documents(limit=1)
+    assert ([d.source for d in first.documents], first.next_offset) == ([sorted(texts)[0]], 1)
+    second = tools.list_documents(limit=1, offset=first.next_offset)
+    assert (second.total, [d.source for d in second.documents], second.next_offset) == (2, [sorted(texts)[1]], None)
+    assert tools.list_documents(offset=5).documents == []
 
 
 @pytest.mark.parametrize(("call", "names"), [
