@@ -1,73 +1,31 @@
-"""Whole documents in and out of a store: the collection's records and the two indexes beside it
-(the unit index, :mod:`hseg.store.unit_index`, and the lexical index, :mod:`hseg.store.lexical`),
-written and deleted in the one order that keeps every index from naming a record the collection
-lacks.
+"""Whole documents in and out of a store: the collection's records and the indexes derived from it
+(:class:`hseg.store.indexes.Indexes`: the unit index, then the lexical index), written and deleted
+in the one order that keeps every index from naming a record the collection lacks.
 
-A write: the collection's records (documents packed whole into upsert calls,
-:func:`hseg.store.writing.write_batches`), then the unit index, then the lexical rows, and only then
-the records the documents no longer have. A delete: the indexes first, then the records. The
-lexical index's :meth:`~hseg.store.lexical.LexicalIndex.writing` brackets both, so a write cut
-short by a crash is found and repaired on the next open.
+A write: inside every index's bracket, the collection's records (documents packed whole into upsert
+calls, :func:`hseg.store.writing.write_batches`), then each index's rows in order, and only then the
+records the documents no longer have. A delete: the indexes' rows first (in the reverse order),
+then the records. The brackets (the lexical index's outermost) are how a write cut short by a crash
+is found and repaired on the next open.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, check_unicode
 from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, LEVEL_KEY, START_KEY, content_sha256
-from hseg.store.connection import ServerErrors, lexical_errors
-from hseg.store.lexical import LexicalIndex
+from hseg.store.connection import ServerErrors
+from hseg.store.indexed_at import stamped, write_time
+from hseg.store.indexes import Indexes
 from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
-from hseg.store.unit_index import UnitIndex
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
 __all__ = ["Indexes", "chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
            "write_documents", "delete_documents"]
-
-@dataclass(frozen=True)
-class Indexes:
-    """The indexes kept beside a collection; either may be absent (a store over an object that is
-    not a chromadb collection has neither)."""
-
-    unit: UnitIndex | None
-    lexical: LexicalIndex | None
-
-    @contextlib.contextmanager
-    def writing(self, doc_ids: Sequence[str]) -> Iterator[None]:
-        """The lexical index's bracket around one write of these documents (nothing without one); its
-        file failing for its folder (read-only, full) is a :class:`~hseg.store.connection.LexicalIndexStorageError`
-        naming that folder, not SQLite's "attempt to write a readonly database", which reads as Chroma's."""
-        if self.lexical is None:
-            yield
-            return
-        with lexical_errors(self.lexical.location.path), self.lexical.writing(doc_ids):
-            yield
-
-    def write(self, records: list[Record], doc_ids: Sequence[str]) -> None:
-        """Both indexes' rows of these whole documents, after the collection's records are written."""
-        if self.unit is not None:
-            self.unit.write(records, doc_ids)  # also drops the index's records of stale segments
-        if self.lexical is not None:
-            self.lexical.write(records, doc_ids)
-
-    def forget(self, doc_ids: Sequence[str]) -> None:
-        """Both indexes' rows of these documents, before the collection's records go."""
-        if self.lexical is not None:
-            self.lexical.delete(doc_ids)
-        if self.unit is not None:
-            self.unit.delete(doc_ids)
-
-    def after_write(self) -> None:
-        """Record that the unit index and the collection are in step again."""
-        if self.unit is not None:
-            self.unit.after_write()
-
 
 def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
                      metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
@@ -163,6 +121,8 @@ def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record
     rows, then delete the records of ``old`` (``{record id: stored metadata}`` of these documents)
     they no longer have; returns how many were deleted. ``on_written`` hears which documents each
     upsert call completed; ``errors`` names a lost server, saying how far the write got."""
+    with errors("reading the server's clock"):  # each document's time (hseg.store.indexed_at)
+        per_doc = stamped(per_doc, old, write_time(indexes))
     records = [r for recs in per_doc for r in recs]
     new_ids = {r.id for r in records}
     stale = [rid for rid in old if rid not in new_ids]
@@ -187,7 +147,6 @@ def write_documents(collection: Any, indexes: Indexes, per_doc: list[list[Record
             indexes.write(records, doc_ids)
         with errors(f"deleting stale records after writing all {len(doc_ids)} documents"):
             delete_ids(collection, stale, batch)
-            indexes.after_write()
     return len(stale)
 
 
@@ -197,4 +156,3 @@ def delete_documents(collection: Any, indexes: Indexes, doc_ids: Sequence[str], 
     with indexes.writing(doc_ids):
         indexes.forget(doc_ids)
         delete_ids(collection, ids, batch)
-        indexes.after_write()
