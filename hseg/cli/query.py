@@ -180,7 +180,8 @@ def run_stats(args: argparse.Namespace) -> int:
     fmt = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
     print(f"collection {stats['collection']!r} at {stats['location']}")
     print(f"encoder    {stats['encoder'] or '(not recorded)'}")
-    print(f"documents  {stats['documents']}")
+    print(f"documents  {stats['documents']}" + (f"  (last indexed {stats['last_indexed']})"
+                                                if stats.get("last_indexed") else ""))
     print(f"clusters   {stats['clusters']}  (mean {fmt(stats['mean_cluster_tokens'])} tokens)")
     print(f"segments   {stats['segments']}  (mean {fmt(stats['mean_segment_tokens'])} tokens)")
     print(f"vectors    {stats['vectors']}" + (f"  (+{stats['other_records']} records of other writers)"

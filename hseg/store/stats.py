@@ -12,6 +12,7 @@ from hseg.chunking.schema import (
     DOC_ID_KEY,
     ENCODER_KEY,
     END_KEY,
+    INDEXED_AT_KEY,
     LEVEL_KEY,
     SCHEMA_KEY,
     SEGMENT_IDS_KEY,
@@ -22,6 +23,7 @@ from hseg.chunking.schema import (
 from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
 from hseg.store.connection import ServerErrors
+from hseg.store.indexed_at import iso_utc
 from hseg.store.reading import ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 
@@ -48,6 +50,7 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
     metas = []
     encoders: dict[str, int] = {}
     indexed: set[str] = set()
+    newest: int | None = None  # the latest hseg_indexed_at: when the store was last written
     with errors("reading the collection"):
         for got in pages(collection, None, ["metadatas"], _PAGE):
             for rid, raw in zip(got["ids"], got["metadatas"]):
@@ -60,6 +63,9 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
                     by_doc.setdefault(str(m[DOC_ID_KEY]), {})[rid] = m
                     if raw.get(SETTINGS_KEY):  # written by hseg index, from a file (every write hashes the text)
                         indexed.add(str(m[DOC_ID_KEY]))
+                    at = raw.get(INDEXED_AT_KEY)
+                    if isinstance(at, int) and (newest is None or at > newest):
+                        newest = at
     with errors("reading the collection's vectors"):
         vectorless = ids_without_vectors(collection, [rid for recs in by_doc.values() for rid in recs])
     broken = {doc for doc, recs in by_doc.items() if not vectorless.isdisjoint(recs)}
@@ -83,5 +89,5 @@ def collection_stats(collection: Any, unit_index: UnitIndex | None,
             **level_stats(metas), **completeness(by_doc, units, broken, indexed, lexical),
             "records_without_vectors": len(vectorless),
             "unit_records_without_vectors": None if unit_index is None else len(unit_vectorless),
-            "record_encoders": encoders,
+            "record_encoders": encoders, "last_indexed": iso_utc(newest),
             "unit_index_records": None if unit_index is None else unit_index.count()}

@@ -56,6 +56,7 @@ def test_a_write_stamps_its_documents_and_an_unchanged_one_keeps_its_time(clock)
     store.add(chunker.chunk(synthetic_book(1_500, seed=1) + "\n\nOne more line.", "a"), {"source": "a.md"})
     assert times(store, "a") == {T0 + 200}  # its text changed: every record, the new and the kept, is stamped
     assert times(store, "b") == {T0}
+    assert store.stats()["last_indexed"] == "2027-01-15T08:03:20Z"  # hseg stats: when the store was last written
 
 
 def test_the_time_stays_out_of_results_and_the_tools_list_it(clock):
