@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     stores = {label: HierarchicalStore(args.collection, path=args.db) for label in CALLS[1:]}
-    fresh = stores["no reuse"].lexical_index
+    fresh = stores["no reuse"]._parts.lexical
     assert fresh is not None
     texts = questions(args.questions, args.warmup + args.queries)
     warm, texts = texts[:args.warmup], texts[args.warmup:]
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                     got[label] = answer(stores[label].search(q, query_text=text, budget_tokens=args.budget))
                 times[(min(r, 1), label)].append(time.perf_counter() - t0)
             differ += len({tuple(v) for v in got.values()}) > 1
-    kept_by = stores["word cache"].lexical_index
+    kept_by = stores["word cache"]._parts.lexical
     assert kept_by is not None
     kept = kept_by.db.kept_term_pairs
     lines = [f"`{Path(args.db).name}` ({stores['word cache'].collection.count():,} records), "

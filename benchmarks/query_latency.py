@@ -71,7 +71,7 @@ GATHERED_NAME = "unit=auto, budget=1024, cluster_weight=0.3: gathered"
 
 def lexical_costs(store: HierarchicalStore) -> str:
     """The lexical index's size on disk and the time of a full rebuild from the collection."""
-    index = store.lexical_index
+    index = store._parts.lexical
     assert index is not None
     t0 = time.perf_counter()
     n = store.sync_lexical_index()

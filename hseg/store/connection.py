@@ -31,14 +31,14 @@ from hseg.errors import (
     ServerUnreachableError,
 )
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
-from hseg.retrieval.unit_vectors import UNIT_LAYOUT, companion_name
+from hseg.retrieval.unit_vectors import UNIT_LAYOUT
 
 __all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_FILE", "holds_database",
            "open_client", "open_persistent",
            "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
            "lexical_errors",
            "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
-           "open_unit_index", "drop_unit_index", "check_schema", "collection_space",
+           "unit_index_metadata", "check_schema", "collection_space",
            "is_connection_error", "ServerErrors"]
 
 logger = logging.getLogger(__name__)
@@ -281,35 +281,16 @@ def created_concurrently(exc: BaseException) -> bool:
     return isinstance(exc, UniqueConstraintError) or "already exists" in str(exc)
 
 
-def open_unit_index(collection: Any, hnsw: Mapping[str, Any], *, create: bool = True) -> Any:
-    """The companion collection of the unit index, through the collection's own connection: created
-    empty when absent if ``create``, else ``None`` (opening a store only to read must not write)."""
-    from chromadb.api.models.Collection import Collection
-    from chromadb.errors import ChromaError, NotFoundError
+def unit_index_metadata() -> dict[str, Any]:
+    """The metadata a new unit index's companion collection is created with
+    (:meth:`hseg.store.backends.Backend.unit_index`): the schema, the weights its vectors fuse, its layout.
 
-    api = collection._client
-    name, where = companion_name(collection.name), {"tenant": collection.tenant, "database": collection.database}
-    try:
-        model = api.get_collection(name, **where)
-    except (NotFoundError, ValueError):
-        if not create:
-            return None
-        meta = {SCHEMA_KEY: SCHEMA_VERSION, CLUSTER_WEIGHT_KEY: DEFAULT_CLUSTER_WEIGHT,
-                NEIGHBOUR_WEIGHT_KEY: DEFAULT_NEIGHBOUR_WEIGHT, UNIT_LAYOUT_KEY: UNIT_LAYOUT}
-        try:
-            model = api.get_or_create_collection(name=name, configuration={"hnsw": dict(hnsw)}, metadata=meta,
-                                                 **where)
-        except ChromaError as exc:  # a server can refuse even get_or_create when two create at once
-            if not created_concurrently(exc):
-                raise
-            model = api.get_collection(name, **where)
-    return Collection(client=api, model=model, embedding_function=None)
-
-
-def drop_unit_index(collection: Any) -> None:
-    """Delete the companion collection of ``collection``'s unit index, through the same connection."""
-    collection._client.delete_collection(companion_name(collection.name), tenant=collection.tenant,
-                                         database=collection.database)
+    Example:
+        >>> unit_index_metadata()["hseg_unit_layout"] >= 1
+        True
+    """
+    return {SCHEMA_KEY: SCHEMA_VERSION, CLUSTER_WEIGHT_KEY: DEFAULT_CLUSTER_WEIGHT,
+            NEIGHBOUR_WEIGHT_KEY: DEFAULT_NEIGHBOUR_WEIGHT, UNIT_LAYOUT_KEY: UNIT_LAYOUT}
 
 
 def check_encoder(collection_name: str, recorded: str | None, name: str, *, allow_mismatch: bool = False) -> None:

@@ -67,6 +67,13 @@ class EncoderBinding:
         """Replace the query encoder as given (benchmarks swap in a lookup of precomputed vectors)."""
         self._encoder = encoder
 
+    def use(self, encoder: Any) -> None:
+        """Embed queries with ``encoder`` (anything :func:`hseg.encoders.as_encoder` takes) from now on,
+        once its name is checked as the constructor checks it (the encoder in use stays on a mismatch)."""
+        chosen = as_encoder(encoder)
+        self.check_name(chosen.name)
+        self._encoder = chosen
+
     @property
     def recorded(self) -> str | None:
         """The encoder name recorded in the collection, if any."""
@@ -121,6 +128,12 @@ class EncoderBinding:
                     "pass allow_encoder_mismatch=True if both names are one model"
                 )
         return expected
+
+    def check_hits(self, metadatas: Iterable[Mapping[str, Any]]) -> None:
+        """Refuse an answer with a hit (given by its metadata) whose vectors another model made than the
+        queries'. A document is written whole with one encoder, so the ranking of an answer with no such
+        hit is that of the query model's records alone; checking the hits costs no read."""
+        self.check_records(metadatas, self.query_name())
 
     def of_chunkings(self, items: list[Chunking]) -> str | None:
         """The encoder of what is being added: the chunkings' (each records its own), checked against

@@ -142,9 +142,10 @@ class FreshReads:
     """What a search of an embedded store reads: the store's own collections while no other process
     has written since they were opened, else those of a private client opened after that write.
 
-    ``shared()`` gives the store's own ``(collection, unit index or None)``; ``build(collection,
-    companion)`` makes the same pair from a private client's collections (``companion`` is ``None``
-    when the store has no unit index).
+    ``api`` is chromadb's ``ServerAPI`` of the store's client (a private client is opened with its
+    settings); ``shared()`` gives the store's own ``(collection, unit index or None)``;
+    ``build(collection, companion)`` makes the same pair from a private client's collections
+    (``companion`` is ``None`` when the store has no unit index).
 
     A private view is opened in a thread of its own, under a shared hold of the writer lock
     (:func:`hseg.store.lock.reader_lock`), and its vector indexes are loaded there: a view opened
@@ -155,9 +156,10 @@ class FreshReads:
     starts no sooner than the load took (:data:`_REST_PER_LOAD`).
     """
 
-    def __init__(self, path: str, shared: Callable[[], tuple[Any, Any]],
+    def __init__(self, path: str, api: Any, shared: Callable[[], tuple[Any, Any]],
                  build: Callable[[Any, Any], tuple[Any, Any]]) -> None:
         self.path = path
+        self._settings = api.get_settings()  # a private client is opened with the store's client's settings
         self.log = LogPosition(path)
         self._shared = shared
         self._build = build
@@ -301,7 +303,7 @@ class FreshReads:
         from chromadb.config import System
 
         collection, units = self._shared()
-        system = System(collection._client._system.settings)  # the same settings, outside chromadb's client cache
+        system = System(self._settings)  # the same settings, outside chromadb's client cache
         fresh = system.instance(ServerAPI)  # type: ignore[type-abstract]  # chromadb resolves the implementation
         system.start()
         self.reopened += 1
@@ -318,7 +320,7 @@ class FreshReads:
                 except Exception as exc:
                     if not units.gone(exc):
                         raise
-                    units.forget()  # another process deleted it: absent in this view, and in the store's own
+                    units.look_again()  # another process deleted it: absent in this view, and in the store's own
         except BaseException:
             _stop(system)
             raise
@@ -376,14 +378,13 @@ _clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
 
 
 @contextmanager
-def current_writes(collection: Any, log: LogPosition) -> Iterator[int | None]:
-    """Around a write through ``collection`` (an embedded client's), with the store's writer lock
+def current_writes(api: Any, log: LogPosition) -> Iterator[int | None]:
+    """Around a write through a collection of ``api`` (an embedded client's ``ServerAPI``), with the store's writer lock
     held: when no other write of this process is under way through its client, and the write log
     (``log``) moved since the client was last known current, the client's engine is started anew, so
     the write goes through a vector index holding every earlier write. Yields the log position it was
     started anew at, else ``None`` (``None`` too when the log cannot be read). A client whose
     position is unknown (its first write here, or an unreadable log) is started anew: a few milliseconds."""
-    api = collection._client
     with _clients_lock:
         client = _clients.setdefault(api, _Client())
     restarted = None

@@ -1,98 +1,37 @@
-"""What the store is: :class:`HierarchicalStore`, the one object users hold, a facade over the
-rooms of this package. It opens a collection (:mod:`hseg.store.connection`), checks the encoder
-(:mod:`hseg.store.encoder_binding`), writes and deletes whole documents with their unit and lexical
-index rows (:mod:`hseg.store.documents`), reads records page by page (:mod:`hseg.store.reading`,
-:mod:`hseg.store.stats`), and searches (:mod:`hseg.store.searching`, which plans the reads of
-:mod:`hseg.retrieval`)."""
+"""What the store is: :class:`HierarchicalStore`, the one object users hold, a facade that delegates.
+Opening it puts its parts together once (:mod:`hseg.store.parts`: the collection, the backend of its
+client's shape, the derived indexes, the encoder binding); its reads (:mod:`hseg.store.reads`), writes
+(:mod:`hseg.store.writes`) and searches (:mod:`hseg.store.searching`, which plans the reads of
+:mod:`hseg.retrieval`) are objects over those parts, and each method here is one call to one of them."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from hseg.chunking.chunks import Chunking
-from hseg.chunking.records import Record, records_for
-from hseg.chunking.schema import (
-    CLUSTER,
-    CLUSTER_INDEX_KEY,
-    DOC_ID_KEY,
-    ENCODER_KEY,
-    INDEX_KEY,
-    LEVEL_KEY,
-    SCHEMA_KEY,
-    level_is,
-    of_document,
-)
-from hseg.encoders.factory import as_encoder
-from hseg.errors import CollectionNotFoundError, StoreNotFoundError
+from hseg.chunking.records import Record
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.plans import run_many, run_one
 from hseg.retrieval.settings import SearchSettings
-from hseg.store.backends import choose_backend, opening_errors
-from hseg.store.connection import (
-    DEFAULT_HNSW,
-    check_schema,
-    collection_space,
-    drop_unit_index,
-    get_or_create_collection,
-    holds_database,
-    lexical_errors,
-    open_client,
-    open_collection,
-    open_unit_index,
-)
-from hseg.store.documents import (
-    Indexes,
-    checked_document,
-    chunkings_to_add,
-    delete_documents,
-    same_text_elsewhere,
-    with_text_hashes,
-    write_documents,
-)
-from hseg.store.encoder_binding import EncoderBinding
-from hseg.store.lexical import LexicalIndex, lexical_state
-from hseg.store.maintenance import Incomplete, Maintenance
-from hseg.store.reading import pages
+from hseg.store.delegation import Delegated
+from hseg.store.maintenance import Incomplete
+from hseg.store.parts import DEFAULT_LOCK_TIMEOUT, StoreParts, open_store, wrap_collection
+from hseg.store.reads import Reads
 from hseg.store.searching import SearchPlanner, search_settings
 from hseg.store.searching import query_text as query_text_of
-from hseg.store.stats import collection_stats
-from hseg.store.turns import DocumentTurns, Leases
 from hseg.store.unit_index import UnitIndex
+from hseg.store.writes import Writes
 
 __all__ = ["HierarchicalStore"]
 
-logger = logging.getLogger(__name__)
-
-
-T = TypeVar("T")
-
-#: seconds a write of an embedded store waits for another process's (:meth:`HierarchicalStore.writing`)
-DEFAULT_LOCK_TIMEOUT = 600.0
-
-
-def _made_by_opening(name: str, path: str | None, new_database: bool, existing: list[str]) -> str:
-    """What a search of the collection ``name`` says while it is empty, opening the store having created it."""
-    fix = "check the path and the name, add documents first, or open with create=False to refuse a missing store"
-    if new_database:
-        return (f"no hseg store at {path}: no Chroma database was there, so opening the store created one just now "
-                f"(the folder {path}), and it holds nothing; {fix}")
-    have = f"collections there: {', '.join(existing)}" if existing else "it held no collections"
-    return (f"collection {name!r} at {path} holds nothing: it was not there ({have}), so opening the store "
-            f"created it just now; {fix}")
-
-
-def _check_lock_timeout(value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"lock_timeout must be a number of seconds >= 0, got {value!r}")
+_PRIVATE = "an internal part of the store, kept for a while"
 
 
 class HierarchicalStore:
@@ -144,57 +83,32 @@ class HierarchicalStore:
         >>> [h.cluster_id for h in store.search("query", k=2, where={"source": "a.md"})]  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        collection_name: str = "hseg",
-        *,
-        path: str | None = None,
-        client: Any = None,
-        host: str | None = None,
-        port: int = 8000,
-        encoder: Any = None,
-        configuration: Mapping[str, Any] | None = None,
-        oversample: float = DEFAULT_OVERSAMPLE,
-        allow_encoder_mismatch: bool = False,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        create: bool = True,
-    ) -> None:
-        _check_lock_timeout(lock_timeout)
-        new_database = path is not None and not holds_database(path)
-        if new_database and not create:  # before the client: opening a database creates it
-            raise StoreNotFoundError(f"no Chroma database at {path}: nothing to open (check the path; create=True "
-                                     "makes a new store there)")
-        client = open_client(path, client, host, port)
-        extra = dict(configuration or {})
-        extra = dict(extra.get("hnsw") or {}) if "hnsw" in extra else extra  # accept Chroma's nested form too
-        hnsw = {**DEFAULT_HNSW, **extra}
-        if hnsw.get("space") != "cosine":
-            raise ValueError(f"configuration: space must be 'cosine', got {hnsw.get('space')!r}")
-        enc = as_encoder(encoder) if encoder is not None else None
-        with opening_errors(client):
-            made: str | None = None
-            try:
-                collection = open_collection(client, collection_name)
-            except CollectionNotFoundError as absent:
-                if not create:
-                    raise
-                collection = get_or_create_collection(client, collection_name, hnsw, enc)
-                made = _made_by_opening(collection_name, path, new_database, absent.existing)
-            self._init(collection, client, enc, oversample, allow_encoder_mismatch, hnsw)
-        # only where a path names the store: a mistyped one must not pass for an index that found nothing
-        self._made_by_opening = made if path is not None else None
-        self.lock_timeout = lock_timeout
+    lock_timeout = Delegated("_parts.lock_timeout", "Seconds a write of an embedded store waits for another "
+                             "process's (see :meth:`writing`).", settable=True)
+    encoder = Delegated("_parts.binding.encoder", "The query encoder (the default model is loaded on first "
+                        "access).", settable=True)
+    encoder_name = Delegated("_parts.binding.recorded", "The encoder name recorded in the collection, if any.")
+    planner = Delegated("_planner", "The search planner.", deprecated=_PRIVATE)
+    encoder_binding = Delegated("_parts.binding", "The encoder binding.", deprecated=f"{_PRIVATE}; use encoder, "
+                                "encoder_name and use_encoder()")
+    unit_index = Delegated("_parts.units", "The unit index.", settable=True, deprecated=f"{_PRIVATE}; use "
+                           "sync_unit_index() and stats()")
+    lexical_index = Delegated("_parts.lexical", "The lexical index.", deprecated=f"{_PRIVATE}; use "
+                              "sync_lexical_index(), stats() and search(lexical_weight=...)")
+
+    def __init__(self, collection_name: str = "hseg", *, path: str | None = None, client: Any = None,
+                 host: str | None = None, port: int = 8000, encoder: Any = None,
+                 configuration: Mapping[str, Any] | None = None, oversample: float = DEFAULT_OVERSAMPLE,
+                 allow_encoder_mismatch: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                 create: bool = True) -> None:
+        self._init(open_store(collection_name, path=path, client=client, host=host, port=port, encoder=encoder,
+                              configuration=configuration, oversample=oversample,
+                              allow_mismatch=allow_encoder_mismatch, lock_timeout=lock_timeout, create=create))
 
     @classmethod
-    def from_collection(
-        cls,
-        collection: Any,
-        encoder: Any = None,
-        *,
-        oversample: float = DEFAULT_OVERSAMPLE,
-        allow_encoder_mismatch: bool = False,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-    ) -> HierarchicalStore:
+    def from_collection(cls, collection: Any, encoder: Any = None, *, oversample: float = DEFAULT_OVERSAMPLE,
+                        allow_encoder_mismatch: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+                        ) -> HierarchicalStore:
         """Wrap an existing chromadb ``Collection`` (e.g. ``langchain_chroma.Chroma._collection``).
 
         The collection must use the cosine space; it may also hold records of other writers, which
@@ -221,73 +135,23 @@ class HierarchicalStore:
             ...     collection_configuration={"hnsw": {"space": "cosine"}})
             >>> store = HierarchicalStore.from_collection(vs._collection, encoder=emb)  # doctest: +SKIP
         """
-        _check_lock_timeout(lock_timeout)
         self = cls.__new__(cls)
-        self._init(collection, None, encoder, oversample, allow_encoder_mismatch,
-                   DEFAULT_HNSW)
-        self.lock_timeout = lock_timeout
+        self._init(wrap_collection(collection, encoder, oversample=oversample, allow_mismatch=allow_encoder_mismatch,
+                                   lock_timeout=lock_timeout))
         return self
 
-    def _init(self, collection: Any, client: Any, encoder: Any, oversample: float, allow_mismatch: bool,
-              hnsw: Mapping[str, Any]) -> None:
-        space = collection_space(collection)
-        if space != "cosine":
-            raise ValueError(
-                f"collection {collection.name!r} uses the {space!r} distance space; hseg needs 'cosine' "
-                "(the space is fixed at creation: create a new collection)"
-            )
-        check_schema(collection.name, (collection.metadata or {}).get(SCHEMA_KEY))
-        self.collection = collection
-        self._backend = choose_backend(collection)  # the one look at the client: every shape question asks it
-        self.client = client if client is not None else self._backend.api  # from_collection: the collection's
-        self._made_by_opening = None
-        self.oversample = oversample
-        self.allow_encoder_mismatch = allow_mismatch
-        # opened, not created: a store opened only to read writes nothing (the first write creates it)
-        hnsw = dict(hnsw)
-        self.unit_index = UnitIndex(lambda create: open_unit_index(collection, hnsw, create=create), collection,
-                                    self.max_batch_size, lambda: drop_unit_index(collection)) \
-            if self._backend.units else None
-        self.lexical_index = LexicalIndex.open(collection, self._backend.lexical_location(collection))
-        self.planner = SearchPlanner(collection.name, self.lexical_index, oversample)
-        self.encoder_binding = EncoderBinding(collection, encoder, allow_mismatch=allow_mismatch,
-                                              errors=self._backend.errors)
-        # an embedded client never reloads its vector index: searches must notice other processes' writes
-        self._fresh = self._backend.open_reads(lambda: (self.collection, self.unit_index), self._reader_of)
-        journal = None if self.lexical_index is None else self.lexical_index.journal
-        self.turns = DocumentTurns(str(getattr(collection, "id", None) or f"object-{id(collection)}"),
-                                   None if journal is None else Leases(journal.collection),
-                                   f"collection {collection.name!r}")
-        """The per-document turns every write of documents takes (:mod:`hseg.store.turns`)."""
-        self.maintenance = Maintenance(self, self._backend.errors)
+    def _init(self, parts: StoreParts) -> None:
+        self._parts, self.collection, self.client, self.turns = parts, parts.collection, parts.client, parts.turns
+        self.oversample, self.allow_encoder_mismatch = parts.oversample, parts.allow_mismatch
+        self._reads, self._writes = Reads(parts), Writes(parts)
+        self.maintenance = self._writes.maintenance
         """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
         (:class:`hseg.store.maintenance.Maintenance`)."""
+        self._planner = SearchPlanner(parts.collection.name, parts.lexical, parts.oversample)
 
-    @property
-    def _indexes(self) -> Indexes:
-        return Indexes(self.unit_index, self.lexical_index)
+    # ----------------------------------------------------------------- writes
 
-    def _reader_of(self, collection: Any, companion: Any) -> tuple[Any, UnitIndex | None]:
-        """A search's view of a private client's collections (never written through). Its unit index's
-        coverage is decided here, while the view is opened with no writer writing: counted during a
-        write, the two collections would seem out of step."""
-        if self.unit_index is None:
-            return collection, None
-        units = UnitIndex(lambda create: companion, collection, self.max_batch_size)
-        units.complete()
-        return collection, units
-
-    def _reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, UnitIndex | None]]:
-        """The collection and unit index a search reads (:meth:`hseg.store.backends.Backend.reading`)."""
-        return self._backend.reading(wait_s)
-
-    def _read(self, run: Callable[[Any, UnitIndex | None], T]) -> T:
-        """``run(collection, unit index)`` on the view a search reads, again on a newer one where that
-        view was torn or its reads disagreed (:meth:`hseg.store.backends.Backend.read`)."""
-        return self._backend.read(run, self.unit_index, self.lock_timeout)
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> AbstractContextManager[None]:
         """Hold this embedded store's writer lock for the block (nothing for a server or in-memory store).
 
         Every write of the store takes it by itself (:meth:`add`, :meth:`delete`, :meth:`delete_where`,
@@ -305,132 +169,22 @@ class HierarchicalStore:
             ...     chroma_vector_store.add(nodes)
             ...     store.sync_unit_index(doc_ids)
         """
-        with self._backend.writing(self.collection, self.lock_timeout):
-            yield
+        return self._writes.writing()
 
     def writer_turn(self) -> object | None:
         """This process's present hold of the embedded store's writer lock (:func:`hseg.store.lock.writer_turn`;
         ``None``: not held, or a server or in-memory store, which has none)."""
-        return self._backend.writer_turn()
-
-    @contextlib.contextmanager
-    def _turn(self, doc_ids: Sequence[str]) -> Iterator[None]:
-        """The turns of these documents (:mod:`hseg.store.turns`) for the block; a server lost while they
-        are taken is named in the error, as in every write."""
-        with contextlib.ExitStack() as held:
-            with self._backend.errors(f"taking the write turn of {len(doc_ids)} documents"):
-                held.enter_context(self.turns.taking(doc_ids, self.lock_timeout))
-            yield
-
-    @contextlib.contextmanager
-    def _writing(self, action: str) -> Iterator[None]:
-        """Around one of this store's writes: the writer lock of an embedded store (:meth:`writing`),
-        its fresh reads must not take it for another process's, and a lost server is named in the error."""
-        with self.writing(), self._backend.own_write(), self._backend.errors(action):
-            yield
-
-    # ----------------------------------------------------------------- the indexes
-
-    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int:
-        """Rebuild the lexical (BM25) index of these documents (default: all) from the stored records;
-        returns the segments it holds.
-
-        Needed only for documents written into the collection without hseg (e.g. by a LlamaIndex
-        ``ChromaVectorStore``); :meth:`add` and :meth:`delete` keep the index in step, and a search or
-        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical`).
-
-        Example:
-            >>> store.sync_lexical_index()  # doctest: +SKIP
-            2134
-        """
-        index = self.planner.lexical("rebuilding the lexical index")
-        with self._backend.errors("rebuilding the lexical index"), lexical_errors(index.location.path):
-            return int(index.sync(None if doc_ids is None else list(doc_ids)))
-
-    def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
-        """Rebuild the unit index of these documents (default: all) from the stored records; returns
-        the number of unit records written.
-
-        Needed only for documents written into the collection without it (e.g. by a LlamaIndex
-        ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
-        keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
-        A full rebuild (no ``doc_ids``) also writes an index of an older layout anew in the current
-        one, whose records hold fewer metadata keys (:mod:`hseg.retrieval.unit_vectors`).
-
-        Example:
-            >>> store.sync_unit_index()  # doctest: +SKIP
-            2576
-        """
-        if self.unit_index is None:
-            raise ValueError(f"collection {self.collection.name!r}: no unit index (the store has no Chroma client)")
-        docs = list(self.doc_ids() if doc_ids is None else doc_ids)
-        # the records it reads may have been written around hseg's checks (a ChromaVectorStore): refuse
-        # to index vectors of two models together, before writing each batch
-        binding = self.encoder_binding
-        reference = [binding.query_name()]
-
-        def check(metadatas: list[dict[str, Any]]) -> None:
-            reference[0] = binding.check_records(metadatas, reference[0])
-
-        with self._writing("rebuilding the unit index"):
-            # a full rebuild also brings an index of an older layout to the current one
-            written = self.unit_index.rebuild(docs, check) if doc_ids is None else self.unit_index.sync(docs, check)
-            # after a full rebuild the index is complete (short of a writer working at the same time)
-            self.unit_index.after_write(complete=True if doc_ids is None else None)
-            if binding.recorded is None and reference[0] is not None:
-                binding.record(reference[0])  # e.g. a collection made by ChromaVectorStore
-        return written
-
-    # ----------------------------------------------------------------- encoder
-
-    @property
-    def encoder(self) -> Any:
-        """The query encoder (the default model is loaded on first access)."""
-        return self.encoder_binding.encoder
-
-    @encoder.setter
-    def encoder(self, encoder: Any) -> None:
-        self.encoder_binding.encoder = encoder
-
-    def use_encoder(self, encoder: Any) -> None:
-        """Embed queries with ``encoder`` from now on, checked against the collection's encoder as the
-        constructor checks it.
-
-        Args:
-            encoder: anything :func:`hseg.encoders.as_encoder` accepts.
-
-        Raises:
-            EncoderMismatchError: ``encoder`` is not the model the collection records (unless
-                ``allow_encoder_mismatch``).
-
-        Example:
-            >>> store = HierarchicalStore("hseg", path="./chroma-db", create=False)  # doctest: +SKIP
-            >>> store.use_encoder(load_encoder(store.encoder_name))  # doctest: +SKIP
-        """
-        self.encoder_binding = EncoderBinding(self.collection, encoder, allow_mismatch=self.allow_encoder_mismatch,
-                                              errors=self._backend.errors)
-
-    @property
-    def encoder_name(self) -> str | None:
-        """The encoder name recorded in the collection, if any."""
-        return self.encoder_binding.recorded
-
-    # ----------------------------------------------------------------- writes
+        return self._writes.writer_turn()
 
     def max_batch_size(self) -> int:
         """Records per write call: the client's ``get_max_batch_size()``
         (:meth:`hseg.store.backends.Backend.max_batch_size`)."""
-        return self._backend.max_batch_size(self.client)
+        return self._parts.batch_size()
 
-    def add(
-        self,
-        chunkings: Chunking | Iterable[Chunking],
-        metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
-        *,
-        on_written: Callable[[list[str]], None] | None = None,
-        stored: Incomplete | None = None,
-        on_same_text: Callable[[dict[str, list[str]]], None] | None = None,
-    ) -> int:
+    def add(self, chunkings: Chunking | Iterable[Chunking],
+            metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None, *,
+            on_written: Callable[[list[str]], None] | None = None, stored: Incomplete | None = None,
+            on_same_text: Callable[[dict[str, list[str]]], None] | None = None) -> int:
         """Upsert the records of one or more documents; returns the number of records written.
 
         ``metadatas`` is one mapping per chunking (or a single mapping for all). Idempotent:
@@ -490,21 +244,7 @@ class HierarchicalStore:
             >>> store.add(chunker.chunk_many(texts, doc_ids), [{"source": p} for p in paths])  # doctest: +SKIP
             57
         """
-        items, metas = chunkings_to_add(chunkings, metadatas)
-        doc_ids = [c.doc_id for c in items]
-        per_doc = [records_for(ch, md) for ch, md in zip(items, metas)]
-        records = [r for recs in per_doc for r in recs]
-        binding = self.encoder_binding
-        with self._backend.errors("reading the collection"):
-            binding.check_dimension(records)
-        enc_name = binding.of_chunkings(items)
-        if enc_name is not None:
-            binding.check_name(enc_name)
-            for r in records:  # a chunking made without the chunker does not name its encoder: the store's
-                r.metadata.setdefault(ENCODER_KEY, enc_name)
-        if not items:
-            return 0
-        return self._write(doc_ids, per_doc, enc_name, stored, on_written, on_same_text)
+        return self._writes.add(chunkings, metadatas, on_written=on_written, stored=stored, on_same_text=on_same_text)
 
     def add_records(self, documents: Mapping[str, Sequence[Record]], *,
                     on_written: Callable[[list[str]], None] | None = None,
@@ -536,79 +276,7 @@ class HierarchicalStore:
             >>> store.add_records({"report": records_for(chunking, {"source": "r.md"})})  # doctest: +SKIP
             57
         """
-        if not isinstance(documents, Mapping):
-            raise ValueError(f"documents must be a dict of doc id -> records, got {type(documents).__name__}")
-        doc_ids = [str(d) for d in documents]
-        per_doc = [checked_document(d, list(documents[d])) for d in doc_ids]
-        records = [r for recs in per_doc for r in recs]
-        binding = self.encoder_binding
-        with self._backend.errors("reading the collection"):
-            binding.check_dimension(records)
-        enc_name = binding.check_records((r.metadata for r in records), binding.query_name())
-        if enc_name is not None:
-            binding.check_name(enc_name)
-        if not doc_ids:
-            return 0
-        return self._write(doc_ids, per_doc, enc_name, None, on_written, on_same_text)
-
-    def _write(self, doc_ids: list[str], per_doc: list[list[Record]], enc_name: str | None,
-               stored: Incomplete | None, on_written: Callable[[list[str]], None] | None,
-               on_same_text: Callable[[dict[str, list[str]]], None] | None = None) -> int:
-        """The one write of whole documents: their turns, then the writer lock, then what the store
-        holds of them and of their texts under other ids, their records and index rows, and the old
-        records they no longer have."""
-        binding = self.encoder_binding
-        per_doc, shas = with_text_hashes(per_doc, doc_ids)
-        with self._turn(doc_ids), self._writing(f"writing {len(doc_ids)} documents"):
-            old = self._existing(doc_ids, stored)
-            with self._backend.errors("reading the collection"):
-                same = same_text_elsewhere(self.collection, shas)
-            for doc_id, others in same.items():
-                logger.warning("document %r: its text is also stored under %s; both are searched (random ids, as "
-                               "LlamaIndex's SimpleDirectoryReader gives without filename_as_id=True, store a file "
-                               "again on every run): give documents stable ids, or delete the other", doc_id,
-                               ", ".join(repr(o) for o in others))
-            if same and on_same_text is not None:
-                on_same_text(same)
-            binding.adopt_if_empty(enc_name)
-            stale = write_documents(self.collection, self._indexes, per_doc, doc_ids, old, self.max_batch_size(),
-                                    on_written, errors=self._backend.errors)
-            binding.record(enc_name)
-        written = sum(len(recs) for recs in per_doc)
-        logger.info("add: %d documents, %d records upserted, %d stale records deleted", len(doc_ids), written, stale)
-        return written
-
-    def _existing(self, doc_ids: list[str], stored: Incomplete | None = None) -> Mapping[str, Mapping[str, Any]]:
-        """``{record id: metadata}`` of the records the collection holds for these documents: as
-        ``stored`` read them when it asked about them all under this hold of the writer lock (no other
-        process can have written them since), else read now, in the documents' turns: an answer read
-        with no lock held (a server's client, an in-memory store) may be older than another writer's
-        version, which this write must replace too."""
-        if stored is None or stored.turn is None or stored.turn is not self.writer_turn() \
-                or not stored.asked.issuperset(doc_ids):
-            held: Mapping[str, Mapping[str, Mapping[str, Any]]] = self.maintenance.records(doc_ids)
-        else:
-            held = {d: stored.records[d] for d in doc_ids if d in stored.records}
-        return {rid: meta for records in held.values() for rid, meta in records.items()}
-
-    def drop(self) -> None:
-        """Delete the collection, its unit index and its lexical index (everything this store holds);
-        the store object is unusable afterwards. Deleting only the collection by hand would leave the
-        unit index behind, and a later collection of the same name would find it stale.
-
-        Example:
-            >>> HierarchicalStore("scratch", path="./chroma").drop()  # doctest: +SKIP
-        """
-        api = self._backend.api  # the server API both collections were opened through
-        where = {"tenant": self.collection.tenant, "database": self.collection.database}
-        with self.writing(), self._backend.errors(f"deleting collection {self.collection.name!r}"):
-            if self.lexical_index is not None:
-                self.lexical_index.drop()
-            if self.unit_index is not None and self.unit_index.existing is not None:
-                api.delete_collection(self.unit_index.name, **where)  # first: it names the collection's records
-            api.delete_collection(self.collection.name, **where)
-        self._backend.close()
-        logger.info("dropped collection %r, its unit index and its lexical index", self.collection.name)
+        return self._writes.add_records(documents, on_written=on_written, on_same_text=on_same_text)
 
     def delete(self, doc_id: str) -> int:
         """Remove every record of a document, and its unit-index and lexical rows.
@@ -623,11 +291,7 @@ class HierarchicalStore:
             WriterBusyError: another process kept an embedded store's writer lock past ``lock_timeout``.
             ServerUnreachableError: the Chroma server cannot be reached.
         """
-        with self._turn([doc_id]), self._writing(f"deleting document {doc_id!r}"):
-            ids = self.collection.get(where=of_document(doc_id), include=[])["ids"]
-            delete_documents(self.collection, self._indexes, [doc_id], ids, self.max_batch_size())
-        logger.info("delete: %d records of document %r", len(ids), doc_id)
-        return len(ids)
+        return self._writes.delete(doc_id)
 
     def delete_where(self, where: Mapping[str, Any]) -> int:
         """Remove every record matching a Chroma ``where`` (e.g. another writer's document key). The
@@ -648,17 +312,64 @@ class HierarchicalStore:
             >>> store.delete_where({"document_id": "report"})  # doctest: +SKIP
             12
         """
-        if not isinstance(where, Mapping) or not where:
-            raise ValueError(f"where must be a non-empty dict, got {where!r}")
-        with self._backend.errors(f"reading records where {dict(where)}"):
-            found = self.collection.get(where=dict(where), include=["metadatas"])
-        docs = sorted({str(m[DOC_ID_KEY]) for m in found["metadatas"] if m and DOC_ID_KEY in m})
-        # read again in the documents' turns: a write of one of them may have been under way
-        with self._turn(docs), self._writing(f"deleting records where {dict(where)}"):
-            got = self.collection.get(where=dict(where), include=["metadatas"])
-            docs = sorted({str(m[DOC_ID_KEY]) for m in got["metadatas"] if m and DOC_ID_KEY in m})
-            delete_documents(self.collection, self._indexes, docs, got["ids"], self.max_batch_size())
-        return len(got["ids"])
+        return self._writes.delete_where(where)
+
+    def drop(self) -> None:
+        """Delete the collection, its unit index and its lexical index (everything this store holds);
+        the store object is unusable afterwards. Deleting only the collection by hand would leave the
+        unit index behind, and a later collection of the same name would find it stale.
+
+        Example:
+            >>> HierarchicalStore("scratch", path="./chroma").drop()  # doctest: +SKIP
+        """
+        self._writes.drop()
+
+    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the lexical (BM25) index of these documents (default: all) from the stored records;
+        returns the segments it holds.
+
+        Needed only for documents written into the collection without hseg (e.g. by a LlamaIndex
+        ``ChromaVectorStore``); :meth:`add` and :meth:`delete` keep the index in step, and a search or
+        ``hseg index`` repairs what a write cut short left (:mod:`hseg.store.lexical`).
+
+        Example:
+            >>> store.sync_lexical_index()  # doctest: +SKIP
+            2134
+        """
+        return self._writes.sync_lexical_index(doc_ids)
+
+    def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Rebuild the unit index of these documents (default: all) from the stored records; returns
+        the number of unit records written.
+
+        Needed only for documents written into the collection without it (e.g. by a LlamaIndex
+        ``IngestionPipeline`` into a ``ChromaVectorStore``, or by hseg before 0.3); :meth:`add`
+        keeps the index in step by itself, and ``hseg index`` repairs what a cut-short write left.
+        A full rebuild (no ``doc_ids``) also writes an index of an older layout anew in the current
+        one, whose records hold fewer metadata keys (:mod:`hseg.retrieval.unit_vectors`).
+
+        Example:
+            >>> store.sync_unit_index()  # doctest: +SKIP
+            2576
+        """
+        return self._writes.sync_unit_index(doc_ids)
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Embed queries with ``encoder`` from now on, checked against the collection's encoder as the
+        constructor checks it.
+
+        Args:
+            encoder: anything :func:`hseg.encoders.as_encoder` accepts.
+
+        Raises:
+            EncoderMismatchError: ``encoder`` is not the model the collection records (unless
+                ``allow_encoder_mismatch``).
+
+        Example:
+            >>> store = HierarchicalStore("hseg", path="./chroma-db", create=False)  # doctest: +SKIP
+            >>> store.use_encoder(load_encoder(store.encoder_name))  # doctest: +SKIP
+        """
+        self._parts.binding.use(encoder)
 
     # ----------------------------------------------------------------- reads
 
@@ -679,10 +390,7 @@ class HierarchicalStore:
             >>> store.count({"source": "notes/a.md"})  # doctest: +SKIP
             14
         """
-        with self._backend.errors("count"):
-            if where:
-                return len(self.collection.get(where=dict(where), include=[])["ids"])
-            return int(self.collection.count())
+        return self._reads.count(where)
 
     def iter_metadatas(self, where: Mapping[str, Any] | None = None, *, page: int = 5000
                        ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -703,18 +411,11 @@ class HierarchicalStore:
             >>> clusters = store.iter_metadatas({"hseg_level": "cluster"})  # doctest: +SKIP
             >>> sources = {m.get("source") for _, m in clusters}  # doctest: +SKIP
         """
-        return self._metadatas(where, page, "reading the collection")
-
-    def _metadatas(self, where: Mapping[str, Any] | None, page: int, action: str
-                   ) -> Iterator[tuple[str, dict[str, Any]]]:
-        with self._backend.errors(action):
-            for got in pages(self.collection, where, ["metadatas"], page):
-                yield from ((rid, dict(m or {})) for rid, m in zip(got["ids"], got["metadatas"]))
+        return self._reads.metadatas(where, page)
 
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
-        clusters = self._metadatas(level_is(CLUSTER), 5000, "listing the documents")
-        return sorted({str(m[DOC_ID_KEY]) for _, m in clusters if DOC_ID_KEY in m})
+        return self._reads.doc_ids()
 
     def stats(self) -> dict[str, Any]:
         """Counts and mean token sizes of the hseg records, how many documents are whole (their
@@ -732,10 +433,7 @@ class HierarchicalStore:
             >>> store.stats()["documents"]  # doctest: +SKIP
             5
         """
-        with self._reading() as (collection, units):
-            stats = collection_stats(collection, units, self.maintenance.lexical_segments, errors=self._backend.errors)
-        stats["lexical_index"] = None if self.lexical_index is None else lexical_state(self.lexical_index)
-        return stats
+        return self._reads.stats(self.maintenance.lexical_segments)
 
     def get_records(self, doc_id: str, *, include_embeddings: bool = True) -> list[Record]:
         """A document's records in document order (each cluster record before its segments).
@@ -750,19 +448,9 @@ class HierarchicalStore:
         Raises:
             ServerUnreachableError: the Chroma server cannot be reached.
         """
-        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        # through the reads' view: an embedded client reads vectors from its own, possibly stale, index
-        with self._reading() as (collection, _), self._backend.errors(f"reading document {doc_id!r}"):
-            got = collection.get(where=of_document(doc_id), include=include)
-        embs = got.get("embeddings")
-        recs = [
-            Record(rid, np.asarray(embs[i], dtype=np.float32) if include_embeddings else np.empty(0, np.float32),
-                   doc, dict(meta))
-            for i, (rid, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"]))
-        ]
-        recs.sort(key=lambda r: (r.metadata[CLUSTER_INDEX_KEY], r.metadata[LEVEL_KEY] != CLUSTER,
-                                 r.metadata[INDEX_KEY]))
-        return recs
+        return self._reads.records(doc_id, include_embeddings)
+
+    # ----------------------------------------------------------------- searches
 
     def search(
         self,
@@ -812,16 +500,17 @@ class HierarchicalStore:
         """
         chosen = search_settings(settings, k, fields)
         text = query_text_of(query, query_text, "query_text")
-        self._refuse_made_by_opening()
+        parts = self._parts
+        self._reads.refuse_made_by_opening()
 
         def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
-            vec = self.encoder_binding.query_vector(query, collection=collection)
-            with self._backend.errors("search"):
-                return self.planner.answer(chosen, lambda used: run_one(self.planner.plan(vec, used, collection,
-                                                                                          units, text)))
+            vec = parts.binding.query_vector(query, collection=collection)
+            with parts.backend.errors("search"):
+                return self._planner.answer(chosen, lambda used: run_one(self._planner.plan(vec, used, collection,
+                                                                                            units, text)))
 
-        hits = self._read(run)
-        self._check_hits(hits)
+        hits = parts.backend.read(run, parts.units, parts.lock_timeout)
+        parts.binding.check_hits(h.metadata for h in hits)
         return hits
 
     def search_many(
@@ -870,36 +559,19 @@ class HierarchicalStore:
         chosen = search_settings(settings, k, fields)
         texts = [query_text_of(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
                  for i, q in enumerate(queries)]
-        binding = self.encoder_binding
-        self._refuse_made_by_opening()
+        parts = self._parts
+        binding = parts.binding
+        self._reads.refuse_made_by_opening()
 
         def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
             vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
-            with self._backend.errors("search"):
-                return self.planner.answer(chosen, lambda used: run_many(
-                    [self.planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
+            with parts.backend.errors("search"):
+                return self._planner.answer(chosen, lambda used: run_many(
+                    [self._planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
 
-        answers = self._read(run)
-        self._check_hits([h for hits in answers for h in hits])
+        answers = parts.backend.read(run, parts.units, parts.lock_timeout)
+        binding.check_hits(h.metadata for hits in answers for h in hits)
         return answers
-
-    def _refuse_made_by_opening(self) -> None:
-        """A :class:`~hseg.errors.StoreNotFoundError` for a search of a collection that opening this store
-        created (at a ``path`` that held none) while it still holds nothing: a mistyped path or name, which
-        an answer of ``[]`` would pass off as an index that found nothing. Once written, it searches."""
-        if self._made_by_opening is None:
-            return
-        if self.count() > 0:
-            self._made_by_opening = None
-            return
-        raise StoreNotFoundError(self._made_by_opening)
-
-    def _check_hits(self, hits: list[SearchHit]) -> None:
-        """Refuse an answer with a hit whose vectors another model made than the queries'. A document is
-        written whole with one encoder, so the ranking of an answer with no such hit is that of the
-        query model's records alone; checking the hits costs no read."""
-        binding = self.encoder_binding
-        binding.check_records((h.metadata for h in hits), binding.query_name())
 
     # ----------------------------------------------------------------- async
 

@@ -81,7 +81,7 @@ def _where(server) -> dict:
 def _records(store: HierarchicalStore) -> dict[tuple[str, str], tuple]:
     """``{(kind, id): (metadata, document, embedding)}`` of a collection's records and of its unit index's."""
     out = {}
-    for kind, col in (("record", store.collection), ("unit", store.unit_index.collection)):
+    for kind, col in (("record", store.collection), ("unit", store._parts.units.collection)):
         got = col.get(include=["metadatas", "documents", "embeddings"])
         for rid, meta, doc, emb in zip(got["ids"], got["metadatas"], got["documents"], got["embeddings"]):
             out[(kind, rid)] = (meta, doc, np.asarray(emb, dtype=np.float64))
@@ -99,7 +99,7 @@ def _assert_same_records(a: HierarchicalStore, b: HierarchicalStore) -> None:
 
 def _assert_every_doc_complete(store: HierarchicalStore, texts: dict[str, str], settings: str) -> None:
     stored = store.maintenance.records(list(texts))
-    units = store.unit_index.segment_ids(list(texts))
+    units = store._parts.units.segment_ids(list(texts))
     for d, text in texts.items():
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         assert ingest.is_complete(stored.get(d, {}), sha, settings, len(text), units.get(d)), d
@@ -108,7 +108,7 @@ def _assert_every_doc_complete(store: HierarchicalStore, texts: dict[str, str], 
 def _assert_lexical_agrees(store: HierarchicalStore, *, all_closed: bool) -> None:
     """A client's lexical cache, derived from the server, holds every segment the workers wrote;
     with ``all_closed`` every worker also closed its write in the journal."""
-    index = store.lexical_index
+    index = store._parts.lexical
     index.ensure_fresh()
     rows = dict(index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
     got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])

@@ -17,7 +17,7 @@ globals().update(server_variants(test_hybrid))
 @pytest.mark.integration
 def test_hybrid_on_a_server_store(chroma_server, chroma_collection_name):
     store, chunkings, rng = make_store(chroma_server.client(), chroma_collection_name)
-    assert store.lexical_index.location.kind == "cache"
+    assert store._parts.lexical.location.kind == "cache"
     q = rng.standard_normal(16).astype(np.float32)
     q /= np.linalg.norm(q)
     lex = lexical_scores(store, chunkings, QUESTIONS[0])

@@ -50,7 +50,7 @@ def test_a_writer_whose_clock_is_ten_minutes_slow_is_followed_by_every_reader(
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "HSEG_CACHE": str(tmp_path / "writer")})
     assert done.returncode == 0 and done.stdout.startswith("written"), done.stderr[-3000:]
     assert in_step(reader)  # the reader's next check applies the slow writer's entry
-    assert reader.lexical_index.follower.rebuilds == 1
+    assert reader._parts.lexical.follower.rebuilds == 1
     again = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
     assert in_step(again)  # a new store on the same cache file
     hits = reader.search("Zyzzogeton", k=1, lexical_weight=1.0)

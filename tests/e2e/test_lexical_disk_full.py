@@ -41,7 +41,7 @@ elif phase == "full":
     out["hits"] = [len(store.search("river tide", k=2, lexical_weight=0.5)) for _ in range(2)]
 else:
     store.search("river tide", k=2, lexical_weight=0.5)
-    index = store.lexical_index
+    index = store._parts.lexical
     rows = dict(index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
     got = store.collection.get(where={{"hseg_level": "segment"}}, include=["documents"])
     out["in_step"] = rows == dict(zip(got["ids"], got["documents"]))

@@ -26,12 +26,12 @@ def test_each_client_of_a_server_derives_its_cache_and_sees_the_others_writes(
     reader = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
     monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "writer"))
     writer = HierarchicalStore(chroma_collection_name, client=chroma_server.client(), encoder=HashingEncoder())
-    assert reader.lexical_index.location.kind == "cache"
-    assert reader.lexical_index.location.path != writer.lexical_index.location.path
-    assert str(reader.lexical_index.location.path).startswith(str(tmp_path / "reader"))
+    assert reader._parts.lexical.location.kind == "cache"
+    assert reader._parts.lexical.location.path != writer._parts.lexical.location.path
+    assert str(reader._parts.lexical.location.path).startswith(str(tmp_path / "reader"))
     writer.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
     assert in_step(reader)
-    follower = reader.lexical_index.follower
+    follower = reader._parts.lexical.follower
     assert follower.rebuilds == 1  # its first check: a new cache
     writer.add(chunker.chunk(book(5), doc_id="d1"))  # another client's write: one log entry
     assert in_step(reader)
@@ -53,7 +53,7 @@ def test_a_server_writer_that_died_mid_write_is_reread_by_every_reader(
     # a writer opens its write, writes Chroma's records and dies before closing it; its open entry is
     # taken for a dead writer's once it is older than OPEN_STALE_S (here at once)
     monkeypatch.setattr("hseg.store.lexical.follow.OPEN_STALE_S", 0.0)
-    store.lexical_index.journal.begin(["a"])
+    store._parts.lexical.journal.begin(["a"])
     recs = records_for(chunker.chunk(book(4), doc_id="a"))
     store.collection.upsert(ids=[r.id for r in recs], embeddings=[r.embedding for r in recs],
                             documents=[r.document for r in recs], metadatas=[r.metadata for r in recs])

@@ -28,8 +28,8 @@ def test_a_server_restart_and_a_write_it_cut_short_leave_every_clients_index_equ
         pytest.skip("the 'chroma' command is not installed")
 
     def cache_agrees(store: HierarchicalStore) -> bool:
-        store.lexical_index.ensure_fresh()
-        rows = dict(store.lexical_index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
+        store._parts.lexical.ensure_fresh()
+        rows = dict(store._parts.lexical.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
         got = store.collection.get(where={"hseg_level": "segment"}, include=["documents"])
         return rows == dict(zip(got["ids"], got["documents"]))
 

@@ -154,5 +154,5 @@ def test_repair_gives_lexical_rows_to_pipeline_documents_an_hseg_write_followed(
     assert repaired.returncode == 0 and "repaired   1 documents" in repaired.stdout, repaired.stdout
     stats = stats_of(db)
     assert stats["documents_incomplete"] == 0 and stats["lexical_index"]["segments"] == stats["segments"], stats
-    lexical = HierarchicalStore("hseg", path=str(db), encoder=encoder).lexical_index
+    lexical = HierarchicalStore("hseg", path=str(db), encoder=encoder)._parts.lexical
     assert lexical is not None and "pipeline-doc" in lexical.documents(["pipeline-doc"])

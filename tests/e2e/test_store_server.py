@@ -35,11 +35,11 @@ def test_a_servers_store_runs_on_the_server_backend(chroma_server, tmp_path, mon
     name = f"t-{uuid.uuid4().hex}"
     store = HierarchicalStore(name, host=chroma_server.host, port=chroma_server.port)
     try:
-        backend = store._backend
+        backend = store._parts.backend
         assert (backend.kind, backend.address, backend.path) == ("server", f"{chroma_server.host}:{chroma_server.port}",
                                                                  None)
-        location = store.lexical_index.location
+        location = store._parts.lexical.location
         assert location.kind == "cache" and tmp_path / "cache" in location.path.parents
-        assert store.writer_turn() is None and store._fresh is None and store.unit_index is not None
+        assert store.writer_turn() is None and not hasattr(backend, "fresh") and store._parts.units is not None
     finally:
         store.client.delete_collection(name)

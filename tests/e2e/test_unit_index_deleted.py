@@ -51,7 +51,7 @@ def _check(store: HierarchicalStore, delete, caplog) -> None:
         _searches_answer(store)  # was: NotFoundError "Collection [..._hseg_units] does not exist", every search
     assert "the unit index holds 0 records" in caplog.text
     store.add(chunker.chunk(synthetic_book(1500, seed=9), doc_id="d9"))  # a write builds it again
-    assert store.unit_index is not None and store.unit_index.count() > 0
+    assert store._parts.units is not None and store._parts.units.count() > 0
     _searches_answer(store)
 
 

@@ -62,7 +62,7 @@ for i in range(rounds):
     time.sleep(max(0.0, start + 1.0 * i - time.time()))  # both processes open round i's new collection at once
     try:
         store = HierarchicalStore(f"race-{{i}}", client=client, encoder=HashingEncoder())
-        print(i, store.collection.id, store.unit_index.collection.id, flush=True)
+        print(i, store.collection.id, store._parts.units.collection.id, flush=True)
     except Exception as exc:
         print(i, "error", type(exc).__name__, str(exc).replace("\n", " "), flush=True)
 """
@@ -134,8 +134,8 @@ def test_a_collection_and_unit_index_created_between_look_up_and_create_are_open
     store = HierarchicalStore(name, client=ours, encoder=HashingEncoder())
     assert looked and others
     assert store.collection.id == others[0].collection.id
-    assert store.unit_index is not None and others[0].unit_index is not None
-    assert store.unit_index.collection.id == others[0].unit_index.collection.id
+    assert store._parts.units is not None and others[0]._parts.units is not None
+    assert store._parts.units.collection.id == others[0]._parts.units.collection.id
 
 
 # --------------------------------------------------------------------------- a long-lived reader (item 4)

@@ -23,6 +23,7 @@ from hseg.cli.query import format_hit
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.unit_vectors import companion_name
 from hseg.store import HierarchicalStore
+from hseg.store.parts import StoreParts
 from hseg_testing.chroma_server import free_port
 from hseg_testing.fakes import FAKE_CLI, HashingEncoder
 
@@ -353,7 +354,7 @@ def test_a_disk_filling_up_mid_batch_says_how_many_documents_are_written(fake, c
     from hseg.ingest import run as ingest_run
 
     monkeypatch.setattr(ingest_run, "WRITE_RETRY_DELAYS", (0.0, 0.0))
-    monkeypatch.setattr(HierarchicalStore, "max_batch_size", lambda self: 4)  # about a document a write call
+    monkeypatch.setattr(StoreParts, "batch_size", lambda self: 4)  # about a document a write call
     for i in range(8):
         write_file(fake / "docs" / f"d{i}.md", (TIDES if i % 2 else CATS) * (1 + i % 3))
     disk = _DiskFills(monkeypatch, add=2)  # during the 2nd batch

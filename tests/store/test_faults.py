@@ -68,7 +68,7 @@ def test_documents_are_never_split_across_upsert_calls(chunker, monkeypatch):
         calls.append(kwargs["metadatas"])
         return real_upsert(**kwargs)
 
-    monkeypatch.setattr(store, "max_batch_size", lambda: limit)
+    monkeypatch.setattr(store._parts, "batch_size", lambda: limit)
     monkeypatch.setattr(store.collection, "upsert", upsert)
     store.add([*results[:6], big, *results[6:]])
     assert len(calls) > 3 and all(len(c) <= limit for c in calls)
@@ -91,7 +91,7 @@ def test_a_write_lost_mid_add_names_the_server_and_what_was_written(chunker, mon
     store = ephemeral_store()
     results = chunker.chunk_many([synthetic_book(2_000, seed=i) for i in range(6)], [f"d{i}" for i in range(6)])
     per_doc = max(len(r.segments) + len(r.clusters) for r in results)
-    monkeypatch.setattr(store, "max_batch_size", lambda: 2 * per_doc)  # two documents per call
+    monkeypatch.setattr(store._parts, "batch_size", lambda: 2 * per_doc)  # two documents per call
     real_upsert = store.collection.upsert
     calls = []
 
@@ -102,7 +102,7 @@ def test_a_write_lost_mid_add_names_the_server_and_what_was_written(chunker, mon
         return real_upsert(**kwargs)
 
     monkeypatch.setattr(store.collection, "upsert", upsert)
-    monkeypatch.setattr(store._backend, "address", "10.1.2.3:8123")  # as if HTTP: the backend names the server
+    monkeypatch.setattr(store._parts.backend, "address", "10.1.2.3:8123")  # as if HTTP: the backend names the server
     with pytest.raises(ConnectionError, match=r"Chroma server at 10\.1\.2\.3:8123: writing 6 documents "
                                               r"\(2 written completely before the failure; no document is partly"):
         store.add(results)

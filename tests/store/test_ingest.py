@@ -196,7 +196,7 @@ def test_a_unit_record_left_from_another_text_makes_hseg_index_redo_the_document
     files = [ingest.SourceFile(path, "a.md")]
     store = HierarchicalStore("hseg", path=str(tmp_path / "db"), encoder=HashingEncoder())
     assert ingest.ingest(files, _chunker(), store).documents == 1
-    units = store.unit_index.collection
+    units = store._parts.units.collection
     first = units.get(limit=1, include=[])["ids"]
     units.update(ids=first, metadatas=[{"content_sha256": "from another text"}])
     again = ingest.ingest(files, _chunker(), store)

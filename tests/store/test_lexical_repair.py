@@ -23,7 +23,7 @@ def built(path, name: str) -> HierarchicalStore:
 
 
 def rows_agree(store: HierarchicalStore) -> bool:
-    index = store.lexical_index
+    index = store._parts.lexical
     assert index is not None
     index.ensure_fresh()
     rows = dict(index.db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
@@ -46,9 +46,9 @@ DAMAGES = {"truncated": truncate, "random bytes": overwrite}
 
 def damaged_and_reopened(store: HierarchicalStore, damage) -> HierarchicalStore:
     """``damage`` done to the store's lexical file (its WAL folded in first), and a new store on it."""
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
-    damage(store.lexical_index.location.path)
-    return HierarchicalStore(store.collection.name, path=str(store.lexical_index.location.path.parents[1]),
+    store._parts.lexical.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    damage(store._parts.lexical.location.path)
+    return HierarchicalStore(store.collection.name, path=str(store._parts.lexical.location.path.parents[1]),
                              encoder=HashingEncoder())
 
 
@@ -56,8 +56,8 @@ def damaged_and_reopened(store: HierarchicalStore, damage) -> HierarchicalStore:
 def test_a_damaged_file_is_built_again_by_the_next_search(tmp_path, chroma_collection_name, damage, caplog):
     store = built(tmp_path / "db", chroma_collection_name)
     expected = [(h.doc_id, h.start, h.end) for h in store.search("glacier summit ice", k=3, lexical_weight=0.5)]
-    path = store.lexical_index.location.path
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    path = store._parts.lexical.location.path
+    store._parts.lexical.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
     DAMAGES[damage](path)
     again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
     with caplog.at_level(logging.WARNING, logger="hseg"):
@@ -70,9 +70,9 @@ def test_a_damaged_file_is_built_again_by_the_next_search(tmp_path, chroma_colle
 def test_damaged_fts5_blocks_under_an_open_store_are_repaired_mid_search(tmp_path, chroma_collection_name, caplog):
     store = built(tmp_path / "db", chroma_collection_name)
     expected = [(h.doc_id, h.start, h.end) for h in store.search("glacier summit ice", k=3, lexical_weight=0.5)]
-    with sqlite3.connect(store.lexical_index.location.path) as raw:  # FTS5's own blocks, behind its back
+    with sqlite3.connect(store._parts.lexical.location.path) as raw:  # FTS5's own blocks, behind its back
         raw.execute("UPDATE fts_data SET block = randomblob(length(block)) WHERE id > 10")
-    store.lexical_index.db.forget_terms()
+    store._parts.lexical.db.forget_terms()
     with caplog.at_level(logging.WARNING, logger="hseg"):
         hits = store.search("glacier summit ice", k=3, lexical_weight=0.5)
     assert [(h.doc_id, h.start, h.end) for h in hits] == expected and "cannot be read" in caplog.text
@@ -82,7 +82,7 @@ def test_damaged_fts5_blocks_under_an_open_store_are_repaired_mid_search(tmp_pat
 def test_a_write_repairs_a_damaged_file_first(tmp_path, chroma_collection_name):
     again = damaged_and_reopened(built(tmp_path / "db", chroma_collection_name), overwrite)
     again.add(hashing_chunker().chunk(synthetic_book(1500, seed=9), doc_id="d9"))
-    assert rows_agree(again) and "d9" in again.lexical_index.documents(["d9"])
+    assert rows_agree(again) and "d9" in again._parts.lexical.documents(["d9"])
 
 
 def test_sync_lexical_index_repairs_a_damaged_file(tmp_path, chroma_collection_name):
@@ -94,8 +94,8 @@ def test_a_file_that_cannot_be_built_again_leaves_the_search_dense_with_one_warn
         tmp_path, chroma_collection_name, caplog, monkeypatch):
     store = built(tmp_path / "db", chroma_collection_name)
     dense = [(h.doc_id, h.start, h.end) for h in store.search("glacier summit ice", k=3, lexical_weight=0.0)]
-    path = store.lexical_index.location.path
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    path = store._parts.lexical.location.path
+    store._parts.lexical.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
     overwrite(path)
 
     def refuse(path):  # a read-only folder: the damaged file cannot be set aside
@@ -115,7 +115,7 @@ def test_a_file_that_lost_rows_but_kept_its_bookkeeping_is_built_again(tmp_path,
     store = built(tmp_path / "db", chroma_collection_name)
     expected = [(h.doc_id, h.start, h.end, h.score) for h in store.search("glacier summit ice", k=3,
                                                                            lexical_weight=0.5)]
-    with sqlite3.connect(store.lexical_index.location.path) as raw:  # rows gone, meta and pending untouched
+    with sqlite3.connect(store._parts.lexical.location.path) as raw:  # rows gone, meta and pending untouched
         raw.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id = 'd1')")
         raw.execute("DELETE FROM segments WHERE doc_id = 'd1'")
     again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
@@ -128,7 +128,7 @@ def test_a_file_that_lost_rows_but_kept_its_bookkeeping_is_built_again(tmp_path,
 def test_a_file_deleted_under_a_long_lived_reader_is_opened_again(tmp_path, chroma_collection_name):
     store = built(tmp_path / "db", chroma_collection_name)
     expected = [(h.doc_id, h.start, h.end) for h in store.search("glacier summit ice", k=3, lexical_weight=0.5)]
-    path = store.lexical_index.location.path
+    path = store._parts.lexical.location.path
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(f"{path}{suffix}"):
             os.remove(f"{path}{suffix}")
@@ -140,7 +140,7 @@ def test_stats_report_the_lexical_index_after_checking_it(tmp_path, chroma_colle
     store = built(tmp_path / "db", chroma_collection_name)
     stats = store.stats()
     assert stats["lexical_index"]["kind"] == "embedded" and stats["lexical_index"]["segments"] == stats["segments"]
-    store.lexical_index.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
-    overwrite(store.lexical_index.location.path)
+    store._parts.lexical.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+    overwrite(store._parts.lexical.location.path)
     again = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
     assert again.stats()["lexical_index"]["segments"] == stats["segments"]  # built again by the check

@@ -23,12 +23,12 @@ def chunker():
 
 def fts5_terms(store: HierarchicalStore, term: str) -> dict[int, float]:
     """FTS5's own terms of one word, read now."""
-    return dict(store.lexical_index.db.rows("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?",
+    return dict(store._parts.lexical.db.rows("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ?",
                                             (fts5_match([term]),)))
 
 
 def words(store: HierarchicalStore) -> list[str]:
-    texts = [t for (t,) in store.lexical_index.db.rows("SELECT text FROM fts")]
+    texts = [t for (t,) in store._parts.lexical.db.rows("SELECT text FROM fts")]
     return query_terms(" ".join(sorted({w.lower() for t in texts for w in re.findall(r"[a-z]+", t.lower())})))
 
 
@@ -37,7 +37,7 @@ def test_kept_terms_follow_writes_without_reading_every_word_again(tmp_path, chr
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     store.add([chunker.chunk(synthetic_book(4000, seed=i), doc_id=f"d{i}") for i in range(40)]
               + [chunker.chunk(synthetic_book(600, seed=98), doc_id="small")])
-    db = store.lexical_index.db
+    db = store._parts.lexical.db
     rows = int(db.rows("SELECT value FROM meta WHERE key = 'rows'")[0][0])
     terms = words(store)[:60]
     read_at = db.rows("SELECT max(seq) FROM changes")[0][0]
@@ -74,7 +74,7 @@ def test_a_rebuild_or_a_compacted_log_makes_every_kept_word_read_whole(tmp_path,
     path = str(tmp_path / "db")
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     store.add([chunker.chunk(synthetic_book(4000, seed=i), doc_id=f"d{i}") for i in range(40)])
-    db = store.lexical_index.db
+    db = store._parts.lexical.db
     terms = words(store)[:30]
     db.term_scores(terms)
     store.sync_lexical_index()  # a rebuild: every row again, none logged

@@ -38,8 +38,8 @@ def whole(store: HierarchicalStore, doc_id: str) -> dict:
     stats = store.stats()
     assert stats["documents_incomplete"] == 0, stats
     assert stats["unit_index_segments"] == stats["segments_total"], stats
-    assert store.lexical_index is not None
-    lexical = store.lexical_index.documents([doc_id])
+    assert store._parts.lexical is not None
+    lexical = store._parts.lexical.documents([doc_id])
     segments = {rid for rid, m in store.iter_metadatas({"hseg_doc_id": doc_id}) if m["hseg_level"] == "segment"}
     assert lexical[doc_id][0] == segments
     return stats

@@ -65,7 +65,7 @@ def test_unit_records_refuse_a_partial_document():
 
 
 def unit_segments(store):
-    return sorted(UnitKey.parse(u).segment_id for u in store.unit_index.collection.get(include=[])["ids"])
+    return sorted(UnitKey.parse(u).segment_id for u in store._parts.units.collection.get(include=[])["ids"])
 
 
 def stored_segments(store):
@@ -83,7 +83,7 @@ def test_add_readd_and_delete_keep_the_index_in_step(chroma_client, chroma_colle
     assert unit_segments(store) == stored_segments(store)
     store.delete("doc0")
     assert unit_segments(store) == stored_segments(store)
-    assert store.unit_index.segment_ids(["doc2"])["doc2"] == {s.id for s in first[2].segments}
+    assert store._parts.units.segment_ids(["doc2"])["doc2"] == {s.id for s in first[2].segments}
     # the index carries the records' metadata, so a where filters it alike
     q = rng.standard_normal(16).astype(np.float32)
     hits = store.search(q, budget_tokens=10_000, unit="auto", where={"source": "s2"})
@@ -101,20 +101,20 @@ def test_incomplete_index_falls_back_and_sync_rebuilds_it(chroma_collection_name
     q = rng.standard_normal(16).astype(np.float32)
     expected = [h.segment_ids for h in store.search(q, budget_tokens=200, unit="auto")]
     # as if another tool had written doc2 into the collection: its unit records are missing
-    store.unit_index.collection.delete(ids=[u for u in store.unit_index.collection.get(include=[])["ids"]
+    store._parts.units.collection.delete(ids=[u for u in store._parts.units.collection.get(include=[])["ids"]
                                  if UnitKey.parse(u).segment_id in {s.id for s in chunkings[2].segments}])
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     with caplog.at_level(logging.WARNING, logger="hseg.store"):
-        assert reopened.unit_index.usable(0.5, 0.2) is None
+        assert reopened._parts.units.usable(0.5, 0.2) is None
     assert "sync_unit_index" in caplog.text
     assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected  # slower, exact
     assert reopened.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert reopened.unit_index.usable(0.5, 0.2) is not None
+    assert reopened._parts.units.usable(0.5, 0.2) is not None
     assert [h.segment_ids for h in reopened.search(q, budget_tokens=200, unit="auto")] == expected
     # other weights than the index's are served exactly by the gathering path, and the store says so once
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="hseg.store"):
-        assert reopened.unit_index.usable(0.3, 0.2) is None
+        assert reopened._parts.units.usable(0.3, 0.2) is None
         reopened.search(q, budget_tokens=200, unit="auto", cluster_weight=0.3)
         reopened.search(q, k=2, unit="auto", cluster_weight=0.3)
     assert caplog.text.count("cluster_weight=0.3, neighbour_weight=0.2 takes the slower path") == 1
@@ -130,7 +130,7 @@ def test_index_lists_only_stored_records_at_every_step(chroma_collection_name, m
     rng = np.random.default_rng(11)
     store.add([make_chunking(f"doc{i}", rng) for i in range(2)])
     snapshots = []
-    for col in (store.collection, store.unit_index.collection):
+    for col in (store.collection, store._parts.units.collection):
         for name in ("upsert", "delete"):
             original = getattr(type(col), name)
 
@@ -155,7 +155,7 @@ def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_wri
     rng = np.random.default_rng(8)
     store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     store.add([make_chunking("doc0", rng)])
-    assert store.unit_index.usable(0.5, 0.2) is not None  # the write recorded the counts it left in step
+    assert store._parts.units.usable(0.5, 0.2) is not None  # the write recorded the counts it left in step
     store.add([make_chunking("doc1", rng)])  # kept complete: the counts are recorded again
     scans = []
     original = type(store.collection).get
@@ -167,25 +167,25 @@ def test_a_new_store_object_trusts_recorded_counts_and_rescans_after_foreign_wri
 
     monkeypatch.setattr(type(store.collection), "get", counting_get)
     fresh = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert fresh.unit_index.usable(0.5, 0.2) is not None and scans == []
+    assert fresh._parts.units.usable(0.5, 0.2) is not None and scans == []
     # a record written by another tool changes the collection's count: the next object scans
     recs = records_for(make_chunking("doc2", rng))
     seg = next(r for r in recs if r.metadata["hseg_level"] == "segment")
     store.collection.add(ids=[seg.id], embeddings=[seg.embedding], metadatas=[seg.metadata], documents=[seg.document])
     other = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert other.unit_index.usable(0.5, 0.2) is None and scans == [chroma_collection_name]
+    assert other._parts.units.usable(0.5, 0.2) is None and scans == [chroma_collection_name]
 
 
 def test_drop_removes_the_collection_and_its_unit_index(chroma_client, chroma_collection_name, make_chunking):
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add([make_chunking("doc0", np.random.default_rng(1))])
     names = {c.name for c in chroma_client.list_collections()}
-    assert {chroma_collection_name, store.unit_index.name} <= names
+    assert {chroma_collection_name, store._parts.units.name} <= names
     store.drop()
     names = {c.name for c in chroma_client.list_collections()}
-    assert chroma_collection_name not in names and store.unit_index.name not in names
+    assert chroma_collection_name not in names and store._parts.units.name not in names
     again = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
-    assert again.count() == 0 and again.unit_index.count() == 0
+    assert again.count() == 0 and again._parts.units.count() == 0
 
 
 def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunking, monkeypatch):
@@ -197,18 +197,18 @@ def test_a_search_never_writes_the_unit_index(chroma_collection_name, make_chunk
     rng = np.random.default_rng(9)
     store = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
     store.add([make_chunking("doc0", rng), make_chunking("doc1", rng)])
-    meta = {k: v for k, v in store.unit_index.collection.metadata.items() if not k.startswith("hseg_synced")}
-    store.unit_index.collection.modify(metadata=meta)  # as a store written before the counts were kept
+    meta = {k: v for k, v in store._parts.units.collection.metadata.items() if not k.startswith("hseg_synced")}
+    store._parts.units.collection.modify(metadata=meta)  # as a store written before the counts were kept
     fresh = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
 
     def refuse(*args, **kwargs):
         raise AssertionError("a search wrote to Chroma")
 
-    for collection in (fresh.collection, fresh.unit_index.collection):
+    for collection in (fresh.collection, fresh._parts.units.collection):
         for method in ("modify", "upsert", "add", "delete", "update"):
             monkeypatch.setattr(collection, method, refuse)
     hits = fresh.search(np.ones(16, dtype=np.float32), budget_tokens=200, unit="auto")
-    assert hits and fresh.unit_index.usable(0.5, 0.2) is not None
+    assert hits and fresh._parts.units.usable(0.5, 0.2) is not None
 
 
 def test_unit_records_of_each_layout_hold_what_it_says():
@@ -248,9 +248,9 @@ def test_a_filter_on_a_key_the_unit_records_lack_is_served_by_the_gathered_path(
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add([make_chunking(f"doc{i}", rng, n_clusters=3, max_segments=4) for i in range(3)],
               [{"source": f"s{i}"} for i in range(3)])
-    assert store.unit_index.usable(0.5, 0.2, {"source": "s1"}) is not None
+    assert store._parts.units.usable(0.5, 0.2, {"source": "s1"}) is not None
     lacking = {"$and": [{"source": "s1"}, {"hseg_index": {"$gte": 0}}]}  # every segment of s1
-    assert store.unit_index.usable(0.5, 0.2, lacking) is None
+    assert store._parts.units.usable(0.5, 0.2, lacking) is None
     q = rng.standard_normal(16).astype(np.float32)
     for budget in (60, 400):
         expected = store.search(q, budget_tokens=budget, unit="auto", where={"source": "s1"})
@@ -276,9 +276,9 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
     with monkeypatch.context() as m:  # an index made by an earlier version
         m.setattr(connection, "UNIT_LAYOUT", old)
         store.add(chunkings[:2])
-    assert store.unit_index.layout == old
+    assert store._parts.units.layout == old
     store.add(chunkings[2:])  # a write keeps the index's layout: its records never mix two
-    metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
+    metas = store._parts.units.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
     if old == 1:
         assert all(TEXT_KEY not in m and m["hseg_level"] == "segment" for m in metas)
@@ -298,13 +298,13 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
 
     answers(store)
     assert store.sync_unit_index(["doc0"]) == len(chunkings[0].segments)  # part of it: the layout stays
-    assert store.unit_index.layout == old
+    assert store._parts.units.layout == old
     assert store.sync_unit_index() == sum(len(c.segments) for c in chunkings)
-    assert store.unit_index.layout == UNIT_LAYOUT and store.unit_index.weights == (0.5, 0.2)
-    metas = store.unit_index.collection.get(include=["metadatas"])["metadatas"]
+    assert store._parts.units.layout == UNIT_LAYOUT and store._parts.units.weights == (0.5, 0.2)
+    metas = store._parts.units.collection.get(include=["metadatas"])["metadatas"]
     assert len(metas) == sum(len(c.segments) for c in chunkings)
     assert all(TEXT_KEY not in m and "hseg_level" not in m and "hseg_doc_id" in m for m in metas)
-    assert store.unit_index.usable(0.5, 0.2) is not None
+    assert store._parts.units.usable(0.5, 0.2) is not None
     # the same hits as reading the passages from the collection (not compared with the layout-1
     # answers: an in-memory client's kNN over a freshly written index misses a record in about one
     # run in ten, at 5538a48 too; see the round-14 note)
@@ -313,7 +313,7 @@ def test_an_index_of_an_older_layout_is_searched_written_and_rebuilt_in_the_curr
         m.setattr(indexed, "_from_table", lambda *args: None)
         assert [[h[:5] for h in hits] for hits in answers(store)] == [[h[:5] for h in hits] for hits in rebuilt]
     reopened = HierarchicalStore(chroma_collection_name, client=client, encoder=HashingEncoder(16))
-    assert reopened.unit_index.layout == UNIT_LAYOUT and answers(reopened) == rebuilt
+    assert reopened._parts.units.layout == UNIT_LAYOUT and answers(reopened) == rebuilt
 
 
 def test_unit_records_of_another_text_do_not_count_for_hseg_index(chroma_client, chroma_collection_name,
@@ -326,6 +326,6 @@ def test_unit_records_of_another_text_do_not_count_for_hseg_index(chroma_client,
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add([chunking], [{"content_sha256": "aaaa"}])
     every = {s.id for s in chunking.segments}
-    assert store.unit_index.segment_ids(["doc0"]) == {"doc0": every}
-    assert store.unit_index.segment_ids(["doc0"], {"doc0": "aaaa"}) == {"doc0": every}
-    assert store.unit_index.segment_ids(["doc0"], {"doc0": "bbbb"}) == {"doc0": set()}
+    assert store._parts.units.segment_ids(["doc0"]) == {"doc0": every}
+    assert store._parts.units.segment_ids(["doc0"], {"doc0": "aaaa"}) == {"doc0": every}
+    assert store._parts.units.segment_ids(["doc0"], {"doc0": "bbbb"}) == {"doc0": set()}

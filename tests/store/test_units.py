@@ -157,11 +157,11 @@ def test_store_units_equal_brute_force(chroma_client, chroma_collection_name, ma
     chunkings = [make_chunking(f"doc{i}", rng, n_clusters=6, max_segments=5) for i in range(4)]
     store = HierarchicalStore(chroma_collection_name, client=chroma_client, encoder=HashingEncoder(16))
     store.add(chunkings)
-    assert store.unit_index.count() == sum(len(ch.segments) for ch in chunkings)
+    assert store._parts.units.count() == sum(len(ch.segments) for ch in chunkings)
     if path.startswith("gathered"):
-        store.unit_index = None  # as for a collection written by another tool
+        store._parts.units = None  # as for a collection written by another tool
     if unit == "auto":
-        usable = store.unit_index is not None and store.unit_index.usable(0.5, 0.2) is not None
+        usable = store._parts.units is not None and store._parts.units.usable(0.5, 0.2) is not None
         assert usable == (not path.startswith("gathered"))
     weight = 0.5 if unit == "auto" else 0.0
     # a filter keeps whole documents, so the brute force over those documents is the answer
@@ -304,7 +304,7 @@ def test_search_many_answers_each_query_as_search_does(chroma_client, chroma_col
     assert [_summary(h) for h in asyncio.run(store.asearch_many(queries[:3], budget_tokens=150, unit="auto"))] == \
         [_summary(store.search(q, budget_tokens=150, unit="auto")) for q in queries[:3]]
     counting = CountingCollection(store.collection)
-    store.collection = counting
+    store._parts.collection = counting
     for setting in (dict(budget_tokens=400), dict(budget_tokens=150, unit="auto", cluster_weight=0.3)):
         counting.calls = 0
         store.search_many(queries, **setting)

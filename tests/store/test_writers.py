@@ -64,7 +64,7 @@ def test_a_search_leaves_out_records_whose_vectors_its_view_lacks(tmp_path, monk
     chunker = HierarchicalChunker(encoder=enc, segmenter="texttiling")
     store.add(chunker.chunk_many([synthetic_book(2500, seed=1), synthetic_book(2500, seed=2)], ["a.md", "b.md"]))
     b_records = set(store.maintenance.records(["b.md"])["b.md"])
-    companion = store.unit_index.collection
+    companion = store._parts.units.collection
     companion.delete(where={"hseg_doc_id": "b.md"})  # the write's unit-index rows, not in this view yet
     real_get = type(store.collection).get
     refused = []
@@ -112,7 +112,7 @@ def test_a_search_that_meets_a_torn_view_reads_again_through_a_newer_one(tmp_pat
     monkeypatch.setattr(type(reader.collection), "query", query)
     hits = reader.search("river flood trade", k=3)
     assert [(h.cluster_id, h.start, h.end) for h in hits] == expected
-    assert reader._fresh.reopened == 2 and torn["left"] == 0  # the torn view, then a newer one
+    assert reader._parts.backend.fresh.reopened == 2 and torn["left"] == 0  # the torn view, then a newer one
 
     torn["left"] = 100  # every view torn: the search fails, after a bounded number of them
     writer.add(chunker.chunk(synthetic_book(2500, seed=2), "b.md"))
@@ -120,7 +120,7 @@ def test_a_search_that_meets_a_torn_view_reads_again_through_a_newer_one(tmp_pat
         reader.search("river flood trade", k=3)
     # views are opened in the background, five tries each: the one under way when the search met the
     # tear, then the one its retry opened
-    assert 2 < reader._fresh.reopened <= 2 + 2 * 5
+    assert 2 < reader._parts.backend.fresh.reopened <= 2 + 2 * 5
 
     calls = []  # the store's own collections (no other writer since): an error there is not a torn view
     own = HierarchicalStore("own", path=str(tmp_path / "own"), encoder=enc)
@@ -164,4 +164,4 @@ def test_a_search_whose_torn_view_another_search_replaced_reads_again(tmp_path, 
     monkeypatch.setattr(type(reader.collection), "query", real_query)
     expected = [(h.cluster_id, h.start, h.end) for h in writer.search("river flood trade", k=3)]
     assert [(h.cluster_id, h.start, h.end) for h in hits] == expected  # answered by the newer view
-    assert torn["left"] == 0 and reader._fresh.reopened == 2  # the torn view, the other search's newer one
+    assert torn["left"] == 0 and reader._parts.backend.fresh.reopened == 2  # the torn view, the other's newer one

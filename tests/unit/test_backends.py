@@ -114,12 +114,13 @@ def test_the_memory_backend_is_a_fast_store_fixture(fresh_store):
     assert fresh_store.add(chunking) > 0
     hits = fresh_store.search(chunking.segments[2].text, k=2)
     assert hits and hits[0].doc_id == "a.md"
-    assert fresh_store._backend.kind == "memory" and fresh_store.writer_turn() is None and fresh_store._fresh is None
-    assert fresh_store.lexical_index.location.kind == "memory" and fresh_store.unit_index is not None
+    parts = fresh_store._parts
+    assert parts.backend.kind == "memory" and fresh_store.writer_turn() is None and not hasattr(parts.backend, "fresh")
+    assert parts.lexical.location.kind == "memory" and parts.units is not None
 
 
 def test_a_store_chooses_its_backend_once(tmp_path, monkeypatch):
-    import hseg.store.store as store_module
+    import hseg.store.parts as parts_module
 
     chosen = []
 
@@ -127,7 +128,7 @@ def test_a_store_chooses_its_backend_once(tmp_path, monkeypatch):
         chosen.append(collection.name)
         return choose_backend(collection)
 
-    monkeypatch.setattr(store_module, "choose_backend", counting)
+    monkeypatch.setattr(parts_module, "choose_backend", counting)
     enc = HashingEncoder()
     chunking = HierarchicalChunker(encoder=enc, segmenter="texttiling").chunk(synthetic_book(1_500, seed=5), "b.md")
     for client in (chromadb.EphemeralClient(), chromadb.PersistentClient(path=str(tmp_path / "db"))):
@@ -141,5 +142,5 @@ def test_a_store_chooses_its_backend_once(tmp_path, monkeypatch):
         assert chosen == [store.collection.name]
         wrapped = HierarchicalStore.from_collection(store.collection, enc)
         wrapped.search("tides", k=1)
-        assert chosen == [store.collection.name] * 2 and type(wrapped._backend) is type(store._backend)
+        assert chosen == [store.collection.name] * 2 and type(wrapped._parts.backend) is type(store._parts.backend)
         assert wrapped.client is store.collection._client  # the collection's own connection

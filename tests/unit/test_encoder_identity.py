@@ -71,9 +71,9 @@ def test_a_store_recorded_with_the_folder_accepts_the_default_encoder(chroma_col
                                    metadata={"hseg_schema": 1, "hseg_encoder": offline_folder()})
     col.add(ids=["r"], embeddings=[[1.0, 0.0]])  # a collection holding something binds its encoder
     store = HierarchicalStore(chroma_collection_name, client=client)
-    store.encoder_binding.check_name(DEFAULT_MODEL)  # what opening without an encoder checks before loading it
+    store._parts.binding.check_name(DEFAULT_MODEL)  # what opening without an encoder checks before loading it
     with pytest.raises(ValueError, match="allow_encoder_mismatch"):
-        store.encoder_binding.check_name("BAAI/bge-small-en-v1.5")
+        store._parts.binding.check_name("BAAI/bge-small-en-v1.5")
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])

@@ -29,6 +29,7 @@ from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
 from hseg.segmentation.segmenters import TextTilingSegmenter  # noqa: E402
 from hseg.store import DEFAULT_HNSW, HierarchicalStore, records_for  # noqa: E402
+from hseg.store.parts import StoreParts  # noqa: E402
 from hseg_testing.chunkers import SMALL, hashing_chunker  # noqa: E402
 from hseg_testing.fakes import HashingEncoder  # noqa: E402
 from llama_index_hseg import (  # noqa: E402
@@ -409,7 +410,7 @@ def test_from_documents_batches_and_is_idempotent(docs, monkeypatch):
         return original_upsert(self, *args, **kwargs)
 
     monkeypatch.setattr(Collection, "upsert", counting_upsert)
-    monkeypatch.setattr(HierarchicalStore, "max_batch_size", lambda self: 7)
+    monkeypatch.setattr(StoreParts, "batch_size", lambda self: 7)
     parser = make_parser()
     retriever = HierarchicalSegmentRetriever.from_documents(docs, parser=parser, client=client, collection_name=name,
                                                             similarity_top_k=2)

@@ -161,7 +161,7 @@ def test_cli_index_accepts_another_name_of_the_recorded_encoder(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     client = chromadb.PersistentClient(path=str(tmp_path / "db"))
     store = HierarchicalStore("hseg", client=client)
-    store.encoder_binding.record(DEFAULT_MODEL)
+    store._parts.binding.record(DEFAULT_MODEL)
     store.collection.add(ids=["r"], embeddings=[[1.0] * 384])  # it holds something: its encoder binds
     del client, store
     seen = []

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar, TypeVar
 
+from hseg.chunking.records import SCHEMA_VERSION
+from hseg.chunking.schema import SCHEMA_KEY
 from hseg.errors import IndexOutOfStepError, ServerUnreachableError
 from hseg.retrieval.plans import is_missing_vector
-from hseg.store.connection import is_connection_error
-from hseg.store.freshness import FreshReads
+from hseg.retrieval.unit_vectors import companion_name
+from hseg.store.connection import created_concurrently, is_connection_error, unit_index_metadata
+from hseg.store.lexical import LexicalIndex, open_lexical_index
+from hseg.store.lexical.journal import Journal, journal_name
 from hseg.store.lexical.location import Location
+from hseg.store.unit_index import UnitIndex
 
 __all__ = ["Backend"]
 
@@ -57,7 +62,7 @@ class Backend:
         self.address = address
         self.units = units
         self.api = api
-        self._shared: Callable[[], tuple[Any, Any]] | None = None
+        self._shared: Callable[[], tuple[Any, UnitIndex | None]] | None = None
 
     def max_batch_size(self, client: Any) -> int:
         """Records per write call through ``client`` (the store's): its ``get_max_batch_size()``,
@@ -75,6 +80,60 @@ class Backend:
         """Where the lexical index of ``collection`` lives (``None``: it has none)."""
         return None
 
+    def unit_index(self, collection: Any, hnsw: Mapping[str, Any], batch_size: Callable[[], int]
+                   ) -> UnitIndex | None:
+        """The unit index of ``collection`` in its companion collection (:meth:`companion`, with the
+        HNSW settings ``hnsw``), opened, not created: a store opened only to read writes nothing, the
+        first write creates it. ``None`` where the client cannot make collections (:attr:`units`)."""
+        if not self.units:
+            return None
+        name, config = companion_name(collection.name), {"hnsw": dict(hnsw)}
+
+        def companion(create: bool) -> Any:
+            return self.companion(collection, name, create=create, metadata=unit_index_metadata(),
+                                  configuration=config)
+
+        return UnitIndex(companion, collection, batch_size, lambda: self.drop_collection(collection, name))
+
+    def lexical_index(self, collection: Any) -> LexicalIndex | None:
+        """The lexical index of ``collection`` at :meth:`lexical_location` (``None``: none); one kept
+        as a cache (``Location.maintained`` false: a server's clients) follows the write log its
+        writers keep (:meth:`journal`). Nothing is opened or read until its first use."""
+        return open_lexical_index(collection, self.lexical_location(collection), lambda: self.journal(collection))
+
+    def journal(self, collection: Any) -> Journal:
+        """The write log of ``collection`` (:mod:`hseg.store.lexical.journal`), created empty where absent."""
+        log = self.companion(collection, journal_name(collection.name), metadata={SCHEMA_KEY: SCHEMA_VERSION})
+        return Journal(log, self.api)
+
+    def companion(self, collection: Any, name: str, *, create: bool = True, metadata: dict[str, Any] | None = None,
+                  configuration: dict[str, Any] | None = None) -> Any:
+        """The collection ``name`` beside ``collection`` (its tenant and database), opened through the
+        same connection (:attr:`api`): ``None`` when it is absent and not ``create``, else created
+        with ``metadata`` and ``configuration`` (one another writer creates at the same moment is
+        opened). A unit index and a write log are such companions."""
+        from chromadb.api.models.Collection import Collection
+        from chromadb.errors import NotFoundError
+
+        api, where = self.api, {"tenant": collection.tenant, "database": collection.database}
+        try:
+            model = api.get_collection(name, **where)
+        except (NotFoundError, ValueError):
+            if not create:
+                return None
+            try:
+                model = api.get_or_create_collection(name=name, configuration=configuration, metadata=metadata,
+                                                     **where)
+            except Exception as exc:  # a server can refuse even get_or_create when two create at once
+                if not created_concurrently(exc):
+                    raise
+                model = api.get_collection(name, **where)
+        return Collection(client=api, model=model, embedding_function=None)
+
+    def drop_collection(self, collection: Any, name: str) -> None:
+        """Delete the collection ``name`` beside ``collection`` (``collection`` itself, or a companion)."""
+        self.api.delete_collection(name, tenant=collection.tenant, database=collection.database)
+
     @contextmanager
     def errors(self, action: str) -> Iterator[None]:
         """Around a call to Chroma: a lost connection to the server (:attr:`address`) is a
@@ -88,14 +147,12 @@ class Backend:
             raise ServerUnreachableError(f"Chroma server at {self.address}: {action} failed "
                                          f"({type(exc).__name__}: {exc})") from exc
 
-    def open_reads(self, shared: Callable[[], tuple[Any, Any]],
-                   build: Callable[[Any, Any], tuple[Any, Any]]) -> FreshReads | None:
+    def open_reads(self, shared: Callable[[], tuple[Any, UnitIndex | None]], batch_size: Callable[[], int]) -> None:
         """Where searches read: ``shared()`` gives the store's own ``(collection, unit index or None)``,
-        ``build(collection, companion)`` the same pair of a private client's collections. Returns the
-        views a search reads when they are not the store's own collections (the embedded shape's,
-        :mod:`hseg.store.freshness`); ``None``: a search reads ``shared()`` as it is."""
+        ``batch_size()`` its records per write call. Here a search reads ``shared()`` as it is; the
+        embedded shape reads through views that see other processes' writes
+        (:mod:`hseg.store.freshness`)."""
         self._shared = shared
-        return None
 
     def reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, Any]]:
         """The ``(collection, unit index)`` a search reads (:meth:`open_reads` first); ``wait_s``: how
@@ -131,15 +188,15 @@ class Backend:
     def _read_again(self, view: tuple[Any, Any], exc: Exception, units: Any) -> bool:
         """Whether a search that failed with ``exc`` reading ``view`` goes again (see :meth:`read`)."""
         if units is not None and units.gone(exc):
-            units.forget()  # deleted by another client: absent until a write makes it again
+            units.look_again()  # deleted by another client: absent until a write makes it again
         elif not isinstance(exc, IndexOutOfStepError):
             return is_missing_vector(exc) and self.discard(view)
         self.discard(view)  # the store's own collections are read again as they are
         return True
 
     @contextmanager
-    def writing(self, collection: Any, timeout_s: float) -> Iterator[None]:
-        """The writer's turn around a block of writes through ``collection``: nothing to take here."""
+    def writing(self, timeout_s: float) -> Iterator[None]:
+        """The writer's turn around a block of writes, waited for up to ``timeout_s``: nothing to take here."""
         yield
 
     def own_write(self) -> AbstractContextManager[None]:

@@ -14,8 +14,9 @@ from hseg.store.backends.base import Backend
 from hseg.store.freshness import FreshReads, current_writes
 from hseg.store.lexical.location import FOLDER, Location
 from hseg.store.lock import writer_lock, writer_turn
+from hseg.store.unit_index import UnitIndex
 
-__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "check_chromadb_version"]
+__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "check_chromadb_version", "private_view"]
 
 #: the chromadb releases, ``[low, high)`` by (major, minor), whose embedded internals this backend
 #: relies on (:mod:`hseg.store.freshness`: the engine's ``start()``, ``System`` outside the client
@@ -72,12 +73,12 @@ class EmbeddedBackend(Backend):
         name = str(collection.name)
         return Location("embedded", Path(self._path) / FOLDER / f"{name}.sqlite", name)
 
-    def open_reads(self, shared: Callable[[], tuple[Any, Any]],
-                   build: Callable[[Any, Any], tuple[Any, Any]]) -> FreshReads | None:
-        super().open_reads(shared, build)
+    def open_reads(self, shared: Callable[[], tuple[Any, UnitIndex | None]], batch_size: Callable[[], int]) -> None:
+        super().open_reads(shared, batch_size)
         if self.engine and self.fresh is None:
-            self.fresh = FreshReads(self._path, shared, build)
-        return self.fresh
+            self.fresh = FreshReads(self._path, self.api, shared,
+                                    lambda collection, companion: private_view(collection, companion,
+                                                                               shared()[1] is not None, batch_size))
 
     def reading(self, wait_s: float | None = None) -> AbstractContextManager[tuple[Any, Any]]:
         if self.fresh is None:
@@ -88,14 +89,14 @@ class EmbeddedBackend(Backend):
         return self.fresh is not None and self.fresh.discard(view)
 
     @contextmanager
-    def writing(self, collection: Any, timeout_s: float) -> Iterator[None]:
+    def writing(self, timeout_s: float) -> Iterator[None]:
         """The writer lock on the folder, and the client's engine started anew when another process
         wrote since this one's client last wrote (:func:`~hseg.store.freshness.current_writes`)."""
         fresh = self.fresh
         if fresh is None:
             yield
             return
-        with writer_lock(fresh.path, timeout_s=timeout_s), current_writes(collection, fresh.log) as new:
+        with writer_lock(fresh.path, timeout_s=timeout_s), current_writes(self.api, fresh.log) as new:
             if new is not None:
                 fresh.current(new)
             yield
@@ -111,3 +112,16 @@ class EmbeddedBackend(Backend):
 
     def writer_turn(self) -> object | None:
         return None if self.fresh is None else writer_turn(self.fresh.path)
+
+
+def private_view(collection: Any, companion: Any, units: bool, batch_size: Callable[[], int]
+                 ) -> tuple[Any, UnitIndex | None]:
+    """A search's view of a private client's ``collection`` and unit-index ``companion`` (never
+    written through; ``units``: the store has a unit index). The view's unit index decides its
+    coverage here, while the view is opened with no writer writing: counted during a write, the two
+    collections would seem out of step."""
+    if not units:
+        return collection, None
+    view = UnitIndex(lambda create: companion, collection, batch_size)
+    view.complete()
+    return collection, view

@@ -40,10 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hseg.chunking.records import SCHEMA_VERSION
-from hseg.chunking.schema import SCHEMA_KEY
-from hseg.store.connection import created_concurrently
-
 __all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "NEAR_MARGIN_S", "SWEEP_S",
            "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "CLOCK_REFRESH_S", "Entry",
            "LogRead", "Journal", "ServerClock", "journal_name"]
@@ -136,37 +132,24 @@ class LogRead:
 
 
 class Journal:
-    """The write log of ``collection`` (created empty where absent, through the collection's own
-    connection).
+    """The write log held in ``collection`` (its store's backend opens it,
+    :meth:`hseg.store.backends.Backend.journal`), read and written through ``api``, chromadb's
+    ``ServerAPI`` of that connection.
 
     Example:
-        >>> journal = Journal.open(collection)  # doctest: +SKIP
+        >>> journal = backend.journal(collection)  # doctest: +SKIP
         >>> entry = journal.begin(["doc-1"]); journal.end(entry, ["doc-1"])  # doctest: +SKIP
         >>> [e.docs for e in journal.read(since=0.0).done]  # doctest: +SKIP
         [('doc-1',)]
     """
 
-    def __init__(self, collection: Any) -> None:
+    def __init__(self, collection: Any, api: Any) -> None:
         self.collection = collection
-        self.clock = ServerClock(collection._client)
+        self.api = api  # the connection it was opened through: the server's clock, and drop()
+        self.clock = ServerClock(api)
         # entries this object has read (they never change: a write makes new ones), by id: a read asks
         # the server for the ids in its window, then for the metadata of the ids it does not know
         self._known: dict[str, tuple[str, Entry]] = {}
-
-    @classmethod
-    def open(cls, collection: Any) -> Journal:
-        from chromadb.api.models.Collection import Collection
-
-        api = collection._client
-        where = {"tenant": collection.tenant, "database": collection.database}
-        name = journal_name(collection.name)
-        try:
-            model = api.get_or_create_collection(name=name, metadata={SCHEMA_KEY: SCHEMA_VERSION}, **where)
-        except Exception as exc:
-            if not created_concurrently(exc):
-                raise
-            model = api.get_collection(name=name, **where)  # another writer made it
-        return cls(Collection(client=api, model=model, embedding_function=None))
 
     @property
     def name(self) -> str:
@@ -250,7 +233,7 @@ class Journal:
     def drop(self) -> None:
         """Delete the journal collection."""
         c = self.collection
-        c._client.delete_collection(c.name, tenant=c.tenant, database=c.database)
+        self.api.delete_collection(c.name, tenant=c.tenant, database=c.database)
 
     def _put(self, rid: str, kind: str, at: float, doc_ids: Sequence[str]) -> None:
         self.collection.upsert(ids=[rid], embeddings=[[1.0]],
