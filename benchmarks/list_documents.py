@@ -5,13 +5,15 @@ measured at two sizes.
 
 The store: ``--small`` documents, measured, then grown to ``--large`` (synthetic books of 1,200
 characters, about 16 records each, chunked by TextTiling on the hashing encoder) and measured again;
-embedded Chroma in ``--path`` (a fresh folder). Each measurement times ``--calls`` calls of each
+embedded Chroma in ``--path`` (a fresh folder), or with ``--server`` a ``chroma run`` server on that
+folder (127.0.0.1, stopped by its PID at the end), where the page is read from the client's lexical
+cache after its one read of the write log. Each measurement times ``--calls`` calls of each
 side, interleaved, for the first page and for the last (``limit=100``), and reports the median per call
 and the ratio of the two sides; the growth of each side from the small store to the large one is
 the question (a cost that grows with the store is a bug).
 
 Usage (from the repository root):
-    python -m benchmarks.list_documents --path /tmp/ld --small 250 --large 2500
+    python -m benchmarks.list_documents --path /tmp/ld --small 250 --large 2500 [--server]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import shutil
 import statistics
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +78,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", type=int, default=250, help="documents of the first measurement")
     ap.add_argument("--large", type=int, default=2500, help="documents of the second")
     ap.add_argument("--calls", type=int, default=20, help="calls of each side per measurement")
+    ap.add_argument("--server", action="store_true", help="through a chroma run server on --path")
     args = ap.parse_args(argv)
     shutil.rmtree(args.path, ignore_errors=True)
+    from hseg_testing.chroma_server import ChromaServer
     from hseg_testing.fakes import HashingEncoder
 
-    store = HierarchicalStore("bench", path=str(args.path), encoder=HashingEncoder())
-    rows = []
-    for start, size in ((0, args.small), (args.small, args.large)):
-        grow(store, start, size)
-        rows.append((size, store.count(), measure(store, args.calls)))
-    lines = [f"list_documents(limit={LIMIT}), median ms per call of {args.calls}, embedded Chroma:", "",
+    with ExitStack() as stack:
+        where: dict[str, Any] = {"path": str(args.path)}
+        if args.server:
+            where = {"client": stack.enter_context(ChromaServer(args.path)).client()}
+        store = HierarchicalStore("bench", encoder=HashingEncoder(), **where)
+        rows = []
+        for start, size in ((0, args.small), (args.small, args.large)):
+            grow(store, start, size)
+            rows.append((size, store.count(), measure(store, args.calls)))
+    kind = "a chroma run server" if args.server else "embedded Chroma"
+    lines = [f"list_documents(limit={LIMIT}), median ms per call of {args.calls}, {kind}:", "",
              "| documents | records | page, first | page, last | every cluster, first | every cluster, last |"
              " scan / page (first) |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for size, records, m in rows:
