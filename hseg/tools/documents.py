@@ -152,7 +152,7 @@ def document_page(store: Any, offset: int, limit: int) -> DocumentPage:
     follows other writers as a search does), in one snapshot of it. Without a lexical index (a store
     over an object that is not a chromadb collection) every cluster record is read (:func:`documents`).
     """
-    index = store.lexical_index
+    index = store._parts.lexical  # the tools read the index itself (the store keeps it private)
     if index is None:
         every = documents(store)
         return DocumentPage(len(every), offset, every[offset:offset + limit])
@@ -176,7 +176,7 @@ def document_page(store: Any, offset: int, limit: int) -> DocumentPage:
 def nearby_sources(store: Any, source: str, n: int = 50) -> list[str]:
     """Up to ``2 n`` stored document ids next to ``source`` in sorted order (every id without a
     lexical index): the candidates of a "did you mean" that costs no read of the whole store."""
-    index = store.lexical_index
+    index = store._parts.lexical  # the tools read the index itself (the store keeps it private)
     if index is None:
         return [d.doc_id for d in documents(store)]
     with remote_errors(store.collection, "listing the documents"), lexical_errors(index.location.path):

@@ -229,7 +229,7 @@ class StoreTools:
         if not words:
             raise ToolInputError(f"terms: {text!r:.80} has no words to search for; give words, e.g. 'tidal "
                                  "locking'")
-        index = self.store.lexical_index
+        index = self.store._parts.lexical  # read directly (the store keeps it private)
         if index is None:
             raise ToolInputError("lexical_search: this store has no lexical index (it wraps an object that is not a "
                                  "chromadb collection); use search")
