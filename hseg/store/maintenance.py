@@ -20,11 +20,13 @@ Example:
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hseg.chunking.schema import DOC_ID_KEY
+from hseg.errors import LexicalIndexStorageError, LexicalIndexUnavailable
 from hseg.store.completeness import (
     documents_missing_vectors,
     is_complete,
@@ -197,6 +199,21 @@ class Maintenance:
         with self._errors("reading the indexes derived from the collection"):
             return self._indexes().held(doc_ids, shas)
 
+    def _readable(self, doc_ids: Sequence[str]) -> list[tuple[DerivedIndex, dict[str, set[str]]]]:
+        """:meth:`_held` of the indexes that can be read: one whose file can be neither read nor built
+        again is left out (logged; ``stats`` says why), so that the others are still repaired."""
+        out = []
+        with self._errors("reading the indexes derived from the collection"):
+            for index in self._indexes():
+                try:
+                    held = index.held(doc_ids)
+                except (LexicalIndexUnavailable, LexicalIndexStorageError, sqlite3.Error) as exc:
+                    logger.info("an index cannot be read (%s): its rows are not repaired", exc)
+                    continue
+                if held is not None:
+                    out.append((index, held))
+        return out
+
     def lexical_segments(self, doc_ids: Sequence[str]) -> dict[str, set[str]] | None:
         """``{doc id: segment ids}`` the lexical index holds for these documents (absent: none); ``None``
         where writers keep no lexical index (a server's per-client cache is derived from the collection)."""
@@ -234,7 +251,7 @@ class Maintenance:
         # each index rebuilds the whole documents whose rows it holds out of step (written around hseg,
         # and perhaps followed by an hseg write, a document can have one index's rows but not another's)
         off = [(index, [d for d in sorted(records) if d not in lost and held.get(d, set()) != segment_ids(records[d])])
-               for index, held in self._held(docs)]
+               for index, held in self._readable(docs)]
         rows = 0
         for index, docs_off in off:
             if docs_off:
