@@ -1,4 +1,5 @@
-"""What one search of a store reads: its settings, the query's words, and the plan over the
+"""A store's searches: :class:`Searcher` holds the bodies of ``search`` and ``search_many``, and
+:class:`SearchPlanner` what one search reads: its settings, the query's words, and the plan over the
 collection, the unit index and the lexical index that :mod:`hseg.retrieval.plans` runs (one search
 or many together)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -17,13 +18,14 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import lexical_query
 from hseg.retrieval.parents import parents_plan
 from hseg.retrieval.passages import units_plan
-from hseg.retrieval.plans import Plan
+from hseg.retrieval.plans import Plan, run_many, run_one
 from hseg.retrieval.settings import SearchSettings
 from hseg.store.connection import lexical_storage_error
 from hseg.store.lexical import LexicalIndex, LexicalIndexUnavailable
+from hseg.store.parts import StoreParts
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["search_settings", "query_text", "SearchPlanner", "refused_filter"]
+__all__ = ["search_settings", "text_of_query", "Searcher", "SearchPlanner", "refused_filter"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ def search_settings(settings: SearchSettings | None, k: int | None, fields: Mapp
     return SearchSettings.resolve(settings, **fields)
 
 
-def query_text(query: Any, text: str | None, name: str) -> str | None:
+def text_of_query(query: Any, text: str | None, name: str) -> str | None:
     """The words of a query for the lexical side: a string query's own, else ``text`` (may be ``None``)."""
     if text is not None and not isinstance(text, str):
         raise ValueError(f"{name} must be a string or None, got {type(text).__name__}")
@@ -46,6 +48,63 @@ def query_text(query: Any, text: str | None, name: str) -> str | None:
             raise ValueError(f"{name}: give it only beside a vector query (a string query is its own text)")
         return query
     return text
+
+
+class Searcher:
+    """The searches of one store (:meth:`hseg.store.HierarchicalStore.search` and ``search_many``, which
+    delegate here): the call's settings and the queries' words checked, the queries embedded on the
+    view the backend gives a search, their plans run (:func:`~hseg.retrieval.plans.run_one` for one,
+    :func:`~hseg.retrieval.plans.run_many` for many: each step's Chroma and lexical reads shared), and
+    the hits checked against the query encoder. ``refuse`` raises for a store that opening created
+    and nothing has written since (:meth:`hseg.store.reads.Reads.refuse_made_by_opening`).
+
+    Example:
+        >>> Searcher(parts, reads.refuse_made_by_opening).search("tides", k=2)  # doctest: +SKIP
+        [SearchHit(cluster_id='clu-...', ...), ...]
+    """
+
+    def __init__(self, parts: StoreParts, refuse: Callable[[], None]) -> None:
+        self.parts = parts
+        self.planner = SearchPlanner(parts.collection.name, parts.lexical, parts.oversample)
+        self._refuse = refuse
+
+    def search(self, query: Any, k: int | None = None, *, settings: SearchSettings | None = None,
+               query_text: str | None = None, **fields: Any) -> list[SearchHit]:
+        """The hits of one query (:meth:`hseg.store.HierarchicalStore.search`)."""
+        chosen = search_settings(settings, k, fields)
+        text = text_of_query(query, query_text, "query_text")
+        return self._answered([query], [text], ["query"], chosen, lambda plans: [run_one(plans[0])])[0]
+
+    def search_many(self, queries: Sequence[Any], k: int | None = None, *, settings: SearchSettings | None = None,
+                    query_texts: Sequence[str | None] | None = None, **fields: Any) -> list[list[SearchHit]]:
+        """The hits of each query, as :meth:`search` gives them, the searches run together
+        (:meth:`hseg.store.HierarchicalStore.search_many`)."""
+        if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
+            raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
+        if query_texts is not None and (isinstance(query_texts, str) or len(query_texts) != len(queries)):
+            raise ValueError(f"query_texts must be a list with one entry per query ({len(queries)}), "
+                             f"got {query_texts!r:.80}")
+        chosen = search_settings(settings, k, fields)
+        texts = [text_of_query(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
+                 for i, q in enumerate(queries)]
+        return self._answered(list(queries), texts, [f"queries[{i}]" for i in range(len(queries))], chosen, run_many)
+
+    def _answered(self, queries: list[Any], texts: list[str | None], names: list[str], chosen: SearchSettings,
+                  runner: Callable[[list[Plan[list[SearchHit]]]], list[list[SearchHit]]]) -> list[list[SearchHit]]:
+        """Each query's hits: embedded (``names`` say which in an error) on the view a search reads,
+        its plan run by ``runner`` (again on a newer view where that one was torn: the backend's ``read``)."""
+        parts, planner = self.parts, self.planner
+        self._refuse()
+
+        def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
+            vectors = [parts.binding.query_vector(q, what, collection=collection) for q, what in zip(queries, names)]
+            with parts.backend.errors("search"):
+                return planner.answer(chosen, lambda used: runner(
+                    [planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
+
+        answers = parts.backend.read(run, parts.units, parts.lock_timeout)
+        parts.binding.check_hits(h.metadata for hits in answers for h in hits)
+        return answers
 
 
 class SearchPlanner:

@@ -18,15 +18,12 @@ from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
-from hseg.retrieval.plans import run_many, run_one
 from hseg.retrieval.settings import SearchSettings
 from hseg.store.delegation import Delegated
 from hseg.store.maintenance import Incomplete
 from hseg.store.parts import DEFAULT_LOCK_TIMEOUT, StoreParts, open_store, wrap_collection
 from hseg.store.reads import Reads
-from hseg.store.searching import SearchPlanner, search_settings
-from hseg.store.searching import query_text as query_text_of
-from hseg.store.unit_index import UnitIndex
+from hseg.store.searching import Searcher
 from hseg.store.writes import Writes
 
 __all__ = ["HierarchicalStore"]
@@ -88,7 +85,7 @@ class HierarchicalStore:
     encoder = Delegated("_parts.binding.encoder", "The query encoder (the default model is loaded on first "
                         "access).", settable=True)
     encoder_name = Delegated("_parts.binding.recorded", "The encoder name recorded in the collection, if any.")
-    planner = Delegated("_planner", "The search planner.", deprecated=_PRIVATE)
+    planner = Delegated("_searcher.planner", "The search planner.", deprecated=_PRIVATE)
     encoder_binding = Delegated("_parts.binding", "The encoder binding.", deprecated=f"{_PRIVATE}; use encoder, "
                                 "encoder_name and use_encoder()")
     unit_index = Delegated("_parts.units", "The unit index.", settable=True, deprecated=f"{_PRIVATE}; use "
@@ -147,7 +144,7 @@ class HierarchicalStore:
         self.maintenance = self._writes.maintenance
         """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
         (:class:`hseg.store.maintenance.Maintenance`)."""
-        self._planner = SearchPlanner(parts.collection.name, parts.lexical, parts.oversample)
+        self._searcher = Searcher(parts, self._reads.refuse_made_by_opening)
 
     # ----------------------------------------------------------------- writes
 
@@ -498,20 +495,7 @@ class HierarchicalStore:
             >>> hits = store.search("tides", budget_tokens=1024, unit="auto")  # doctest: +SKIP
             >>> hybrid = store.search("tides", budget_tokens=1024, unit="auto", lexical_weight=0.3)  # doctest: +SKIP
         """
-        chosen = search_settings(settings, k, fields)
-        text = query_text_of(query, query_text, "query_text")
-        parts = self._parts
-        self._reads.refuse_made_by_opening()
-
-        def run(collection: Any, units: UnitIndex | None) -> list[SearchHit]:
-            vec = parts.binding.query_vector(query, collection=collection)
-            with parts.backend.errors("search"):
-                return self._planner.answer(chosen, lambda used: run_one(self._planner.plan(vec, used, collection,
-                                                                                            units, text)))
-
-        hits = parts.backend.read(run, parts.units, parts.lock_timeout)
-        parts.binding.check_hits(h.metadata for h in hits)
-        return hits
+        return self._searcher.search(query, k, settings=settings, query_text=query_text, **fields)
 
     def search_many(
         self,
@@ -551,27 +535,7 @@ class HierarchicalStore:
             >>> len(hits)  # doctest: +SKIP
             2
         """
-        if isinstance(queries, (str, np.ndarray)) or not isinstance(queries, Sequence):
-            raise ValueError(f"queries must be a list of strings or vectors, got {type(queries).__name__}")
-        if query_texts is not None and (isinstance(query_texts, str) or len(query_texts) != len(queries)):
-            raise ValueError(f"query_texts must be a list with one entry per query ({len(queries)}), "
-                             f"got {query_texts!r:.80}")
-        chosen = search_settings(settings, k, fields)
-        texts = [query_text_of(q, None if query_texts is None else query_texts[i], f"query_texts[{i}]")
-                 for i, q in enumerate(queries)]
-        parts = self._parts
-        binding = parts.binding
-        self._reads.refuse_made_by_opening()
-
-        def run(collection: Any, units: UnitIndex | None) -> list[list[SearchHit]]:
-            vectors = [binding.query_vector(q, f"queries[{i}]", collection=collection) for i, q in enumerate(queries)]
-            with parts.backend.errors("search"):
-                return self._planner.answer(chosen, lambda used: run_many(
-                    [self._planner.plan(v, used, collection, units, t) for v, t in zip(vectors, texts)]))
-
-        answers = parts.backend.read(run, parts.units, parts.lock_timeout)
-        binding.check_hits(h.metadata for hits in answers for h in hits)
-        return answers
+        return self._searcher.search_many(queries, k, settings=settings, query_texts=query_texts, **fields)
 
     # ----------------------------------------------------------------- async
 
