@@ -242,11 +242,11 @@ def test_a_persisted_index_is_not_rebuilt_on_open(tmp_path, chroma_collection_na
     path = str(tmp_path / "db")
     HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder()).add(
         [chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
-    from hseg.store.lexical import LexicalIndex
+    from hseg.store.lexical.table import LexicalTable
 
     rebuilt = []
-    original = LexicalIndex.rebuild
-    monkeypatch.setattr(LexicalIndex, "rebuild", lambda self, **m: rebuilt.append(1) or original(self, **m))
+    original = LexicalTable.rebuild
+    monkeypatch.setattr(LexicalTable, "rebuild", lambda self, **m: rebuilt.append(1) or original(self, **m))
     reopened = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     assert in_step(reopened) and rebuilt == []
 

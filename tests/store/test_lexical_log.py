@@ -15,6 +15,7 @@ from hseg.chunking.records import records_for
 from hseg.store import HierarchicalStore
 from hseg.store.lexical import LexicalIndex, Location, journal_name
 from hseg.store.lexical.journal import KEEP_S, MARGIN_S, Journal
+from hseg.store.lexical.table import LexicalTable
 from hseg_testing.chunkers import small_chunker
 from hseg_testing.fakes import HashingEncoder, synthetic_book
 
@@ -88,13 +89,13 @@ def test_a_reader_rereads_only_the_documents_written(tmp_path, chroma_collection
     reader = open_store(tmp_path / "db", chroma_collection_name)
     index = checked(reader)
     asked: list[list[str]] = []
-    real = LexicalIndex.rewrite
+    real = LexicalTable.rewrite
 
     def rewrite(self, doc_ids, **kwargs):
         asked.append(sorted(doc_ids))
         return real(self, doc_ids, **kwargs)
 
-    monkeypatch.setattr(LexicalIndex, "rewrite", rewrite)
+    monkeypatch.setattr(LexicalTable, "rewrite", rewrite)
     writer.add(chunker.chunk(book(9), doc_id="d4"))
     checked(reader)
     assert asked == [["d4"]] and index.follower is not None and index.follower.rebuilds == 1
@@ -132,7 +133,7 @@ def test_a_log_compacted_past_a_readers_position_makes_it_rebuild(tmp_path, chro
     follower = checked(reader).follower
     assert follower is not None
     writer.add(chunker.chunk(book(2), doc_id="b"))
-    journal = Journal.open(writer.collection)
+    journal = writer._parts.backend.journal(writer.collection)
     # a writer long after: every entry is older than the log keeps, and goes
     assert journal.compact(time.time() + KEEP_S + 1) >= 2
     assert journal.read(since=0.0).done == [] and journal.read(since=0.0).horizon > 0
@@ -170,7 +171,7 @@ def test_a_live_writers_documents_keep_their_last_version_until_its_write_ends(t
     reader = open_store(tmp_path / "db", chroma_collection_name)
     index = checked(reader)
     before = rows(index)
-    journal = Journal.open(writer.collection)
+    journal = writer._parts.backend.journal(writer.collection)
     journal.begin(["a"])
     recs = records_for(chunker.chunk(book(4), doc_id="a"))
     writer.collection.upsert(ids=[r.id for r in recs], embeddings=[r.embedding for r in recs],
@@ -188,7 +189,7 @@ def test_a_failed_write_is_logged_as_ended_so_readers_reread_it(tmp_path, chroma
                                                                monkeypatch):
     writer = open_store(tmp_path / "db", chroma_collection_name)
     writer.add(chunker.chunk(book(1), doc_id="a"))
-    journal = Journal.open(writer.collection)
+    journal = writer._parts.backend.journal(writer.collection)
     real = writer.collection.upsert
     calls = []
 
@@ -209,7 +210,7 @@ def test_the_log_keeps_only_recent_entries(tmp_path, chroma_collection_name, chu
     writer = open_store(tmp_path / "db", chroma_collection_name)
     for i in range(4):
         writer.add(chunker.chunk(book(i), doc_id=f"d{i}"))
-    journal = Journal.open(writer.collection)
+    journal = writer._parts.backend.journal(writer.collection)
     assert journal.name == journal_name(chroma_collection_name)
     assert len(journal.read(since=0.0).done) == 4
     journal.compact(time.time() + KEEP_S + 1)
@@ -233,7 +234,7 @@ def test_an_entry_stamped_long_before_it_landed_is_found_by_the_next_sweep(tmp_p
     monkeypatch.setattr(Journal, "now", lambda self: now[0])  # the server's clock, for every journal
     index.ensure_fresh()  # a sweep: the next checks look NEAR_MARGIN_S back until SWEEP_S has passed
     writer.add(chunker.chunk("Zyzzogeton beetles live in Peru. " * 20, doc_id="z"))
-    late = Journal.open(writer.collection)
+    late = writer._parts.backend.journal(writer.collection)
     log = late.collection.get(include=["metadatas"])
     entry = next(i for i, m in zip(log["ids"], log["metadatas"]) if m["docs"] == '["z"]')
     stamped = now[0] - journal.NEAR_MARGIN_S - 5  # its writer's clock runs behind
