@@ -125,17 +125,20 @@ class StoredDocument:
 
 @dataclass(frozen=True)
 class DocumentPage:
-    """Documents sorted by id, ``limit`` of them from ``offset``, and how many the store holds."""
+    """Documents sorted by id, ``limit`` of them from ``offset``, how many the store holds, and whether
+    more follow."""
 
     total: int
     offset: int
     documents: list[StoredDocument]
+    more: bool
 
 
-# a page of the lexical index's documents, sorted by id, with each one's segments, tokens, clusters and
-# last position: one range of the documents table's key, then the page's segment rows (index segments_doc)
+# a page of the lexical index's documents, sorted by id (after a given one: {after}), with each one's
+# segments, tokens, clusters and last position: one range of the documents table's key, then the page's
+# segment rows (index segments_doc)
 _PAGE = ("SELECT d.doc_id, d.sha, count(*), sum(s.tokens), count(DISTINCT s.cluster_id), max(s.position) "
-         "FROM (SELECT doc_id, sha FROM documents ORDER BY doc_id LIMIT ? OFFSET ?) d "
+         "FROM (SELECT doc_id, sha FROM documents {after} ORDER BY doc_id LIMIT ? OFFSET ?) d "
          "JOIN segments s ON s.doc_id = d.doc_id GROUP BY d.doc_id ORDER BY d.doc_id")
 # the last segment of each document named, with its text: where the document ends, its user metadata
 # and its time (every record of a document carries the same); index segments_doc_position
@@ -146,21 +149,26 @@ _AFTER = "SELECT doc_id FROM documents WHERE doc_id >= ? ORDER BY doc_id LIMIT ?
 _BEFORE = "SELECT doc_id FROM documents WHERE doc_id < ? ORDER BY doc_id DESC LIMIT ?"
 
 
-def document_page(store: Any, offset: int, limit: int) -> DocumentPage:
-    """The documents of ``store`` sorted by id, ``limit`` of them from ``offset``, each with its size,
-    content hash, time and metadata: read from the lexical index, brought in step first (a reader
-    follows other writers as a search does), in one snapshot of it. Without a lexical index (a store
-    over an object that is not a chromadb collection) every cluster record is read (:func:`documents`).
+def document_page(store: Any, offset: int, limit: int, after: str | None = None) -> DocumentPage:
+    """The documents of ``store`` sorted by id (only those after id ``after``, where given), ``limit``
+    of them from ``offset``, each with its size, content hash, time and metadata: read from the lexical
+    index, brought in step first (a reader follows other writers as a search does), in one snapshot of
+    it. A page after an id costs the same however deep it lies; one from an offset skips that many
+    ids first. Without a lexical index (a store over an object that is not a chromadb collection)
+    every segment record is read (:func:`documents`).
     """
     index = store._parts.lexical  # the tools read the index itself (the store keeps it private)
     if index is None:
         every = documents(store)
-        return DocumentPage(len(every), offset, every[offset:offset + limit])
+        rest = every if after is None else [d for d in every if d.doc_id > after]
+        return DocumentPage(len(every), offset, rest[offset:offset + limit], len(rest) > offset + limit)
     with remote_errors(store.collection, "listing the documents"), lexical_errors(index.location.path):
         index.ensure_fresh()
         with index.db.snapshot() as conn:
             total = int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
-            page = conn.execute(_PAGE, (limit, offset)).fetchall()
+            page = conn.execute(_PAGE.format(after="" if after is None else "WHERE doc_id > ?"),
+                                ([] if after is None else [after]) + [limit + 1, offset]).fetchall()
+            more, page = len(page) > limit, page[:limit]  # one more row read: whether another page follows
             last = conn.execute(_LAST.format(pairs=",".join(["(?, ?)"] * len(page))),
                                 [x for row in page for x in (row[0], row[5])]).fetchall() if page else []
     ends = {doc: (json.loads(record), text) for doc, record, text in last}
@@ -170,7 +178,7 @@ def document_page(store: Any, offset: int, limit: int) -> DocumentPage:
         out.append(StoredDocument(str(doc), int(meta.get(START_KEY, 0)) + len(text or ""), int(tokens or 0),
                                   int(clusters), None if sha is None else str(sha), iso_utc(meta.get(INDEXED_AT_KEY)),
                                   _user(meta)))
-    return DocumentPage(total, offset, out)
+    return DocumentPage(total, offset, out, more)
 
 
 def nearby_sources(store: Any, source: str, n: int = 50) -> list[str]:

@@ -155,6 +155,9 @@ class DocumentList:
     documents: list[DocumentInfo]
     #: the ``offset`` of the next page, ``None`` on the last
     next_offset: int | None = None
+    #: the ``after`` of the next page (this page's last source), ``None`` on the last: a page after a
+    #: source costs the same however deep it lies
+    next_after: str | None = None
 
 
 def page_list(pages: tuple[int, int] | None) -> list[int] | None:

@@ -88,6 +88,7 @@ _TERMS = Field(description="words to find (BM25 over the exact words, stemmed; n
 _LIMIT = Field(description="the most hits to return", ge=1, le=LIMITS.max_lexical_hits)
 _DOCS = Field(description="the most documents to list", ge=1, le=LIMITS.max_documents)
 _OFFSET = Field(description="documents to skip (for the next page)", ge=0)
+_AFTER = Field(description="list only the sources after this one (the previous page's next_after)", min_length=1)
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ TOOLS: tuple[ToolDeclaration, ...] = (
         LexicalAnswer),
     ToolDeclaration(
         "list_documents",
-        "List the stored documents, sorted by source, a page at a time (limit, offset; next_offset gives the next "
-        "page): each one's source, size in characters and tokens, sections, when it was indexed (ISO 8601 UTC) "
-        "and metadata.",
+        "List the stored documents, sorted by source, a page at a time (limit; for the next page pass after = the "
+        "result's next_after, or offset = its next_offset): each one's source, size in characters and tokens, "
+        "sections, when it was indexed (ISO 8601 UTC) and metadata.",
         DocumentList),
 )
 
@@ -247,18 +248,21 @@ class StoreTools:
                                    list(view.heading_path), view.cluster_id, row.segment_id, page_list(view.pages)))
         return LexicalAnswer(words, hits)
 
-    def list_documents(self, limit: Annotated[int, _DOCS] = 100, offset: Annotated[int, _OFFSET] = 0
-                       ) -> DocumentList:
-        """The stored documents sorted by source, ``limit`` of them from ``offset`` (the result's
-        ``next_offset`` reads on), each with its size, content hash, time indexed and metadata. A call
-        reads the page's documents, not the whole store."""
+    def list_documents(self, limit: Annotated[int, _DOCS] = 100, offset: Annotated[int, _OFFSET] = 0,
+                       after: Annotated[str | None, _AFTER] = None) -> DocumentList:
+        """The stored documents sorted by source, ``limit`` of them from ``offset`` (after source
+        ``after``, where given; the result's ``next_offset`` and ``next_after`` read on), each with its
+        size, content hash, time indexed and metadata. A call reads the page's documents, not the
+        whole store."""
         limit = _bounded("limit", limit, 1, self.limits.max_documents)
         offset = _bounded("offset", offset, 0, 10**12)
-        got = document_page(self.store, offset, limit)
+        after = None if after is None else _text("after", after, 4096)
+        got = document_page(self.store, offset, limit, after)
         page = [DocumentInfo(d.doc_id, d.chars, d.tokens, d.clusters, d.content_sha256, d.indexed_at, d.metadata)
                 for d in got.documents]
-        after = offset + len(page)
-        return DocumentList(got.total, offset, page, after if page and after < got.total else None)
+        if not got.more:
+            return DocumentList(got.total, offset, page)
+        return DocumentList(got.total, offset, page, offset + len(page), page[-1].source)
 
     # ----------------------------------------------------------------- helpers
 

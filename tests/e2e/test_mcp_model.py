@@ -132,6 +132,8 @@ def test_mcp_over_stdio_with_the_sdk_client(indexed):
             assert (first["total"], first["next_offset"], first["documents"]) == (2, 1, docs["documents"][:1])
             rest = (await client.call_tool("list_documents", {"limit": 1, "offset": 1})).structured_content
             assert (rest["next_offset"], rest["documents"]) == (None, docs["documents"][1:])
+            after = (await client.call_tool("list_documents", {"limit": 1, "after": first["next_after"]}))
+            assert after.structured_content["documents"] == docs["documents"][1:]
             # written just now by the other process, after example.md (the index's clock is whole seconds)
             assert _seconds(docs["documents"][0]["indexed_at"]) <= _seconds(docs["documents"][1]["indexed_at"])
             assert abs(_seconds(docs["documents"][1]["indexed_at"]) - time.time()) < 600

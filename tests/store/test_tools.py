@@ -127,10 +127,15 @@ def test_list_documents_gives_sources_sizes_and_when_indexed(tool_store):
         at = datetime.datetime.strptime(d.indexed_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
         assert at.timestamp() == stored[d.source] and abs(time.time() - stored[d.source]) < 600
     first = tools.list_documents(limit=1)
-    assert ([d.source for d in first.documents], first.next_offset) == ([sorted(texts)[0]], 1)
+    assert ([d.source for d in first.documents], first.next_offset, first.next_after) == \
+        ([sorted(texts)[0]], 1, sorted(texts)[0])
     second = tools.list_documents(limit=1, offset=first.next_offset)
-    assert (second.total, [d.source for d in second.documents], second.next_offset) == (2, [sorted(texts)[1]], None)
-    assert tools.list_documents(offset=5).documents == []
+    assert (second.total, second.documents, second.next_offset, second.next_after) == \
+        (2, listed.documents[1:], None, None)
+    by_cursor = tools.list_documents(limit=1, after=first.next_after)  # the same page, by its cursor
+    assert (by_cursor.documents, by_cursor.next_after) == (second.documents, None)
+    assert tools.list_documents(after=sorted(texts)[0][:-1]).documents == listed.documents  # any string: ids after it
+    assert tools.list_documents(offset=5).documents == tools.list_documents(after="zzz").documents == []
 
 
 @pytest.mark.parametrize(("call", "names"), [
@@ -150,6 +155,7 @@ def test_list_documents_gives_sources_sizes_and_when_indexed(tool_store):
     (lambda t: t.lexical_search("tides", limit=51), ["limit must be from 1 to 50"]),
     (lambda t: t.list_documents(limit=0), ["limit must be from 1 to 1,000"]),
     (lambda t: t.list_documents(offset=-2), ["offset must be from 0"]),
+    (lambda t: t.list_documents(after=""), ["after must be a non-empty string"]),
 ])
 def test_each_bad_input_is_refused_with_one_line_naming_it(tool_store, call, names):
     tools, _, _ = tool_store
