@@ -43,7 +43,7 @@ def book(seed: int, n: int = 2500) -> str:
 
 def lexical_rows(store: HierarchicalStore) -> dict[str, str]:
     """``{segment id: text}`` as the lexical index holds them."""
-    db = store.lexical_index.db
+    db = store._parts.lexical.db
     return dict(db.rows("SELECT s.id, f.text FROM segments s JOIN fts f ON f.rowid = s.rowid"))
 
 
@@ -53,20 +53,20 @@ def chroma_segments(store: HierarchicalStore) -> dict[str, str]:
 
 
 def in_step(store: HierarchicalStore) -> bool:
-    store.lexical_index.ensure_fresh()
+    store._parts.lexical.ensure_fresh()
     return lexical_rows(store) == chroma_segments(store)
 
 
 def test_where_each_kind_of_store_keeps_its_index(tmp_path, chroma_collection_name, chunker):
     embedded = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
-    assert embedded.lexical_index.location.kind == "embedded"
-    assert embedded.lexical_index.location.path == tmp_path / "db" / FOLDER / f"{chroma_collection_name}.sqlite"
+    assert embedded._parts.lexical.location.kind == "embedded"
+    assert embedded._parts.lexical.location.path == tmp_path / "db" / FOLDER / f"{chroma_collection_name}.sqlite"
     memory = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
-    assert memory.lexical_index.location.kind == "memory" and memory.lexical_index.location.path is None
+    assert memory._parts.lexical.location.kind == "memory" and memory._parts.lexical.location.path is None
     wrapped = HierarchicalStore.from_collection(memory.collection, HashingEncoder())
-    assert wrapped.lexical_index.location == memory.lexical_index.location  # one in-memory index per collection
+    assert wrapped._parts.lexical.location == memory._parts.lexical.location  # one in-memory index per collection
     embedded.add(chunker.chunk(book(1), doc_id="a"))
-    assert embedded.lexical_index.location.path.is_file()
+    assert embedded._parts.lexical.location.path.is_file()
 
 
 def test_writes_keep_the_rows_in_step(chroma_client, chroma_collection_name, chunker):
@@ -76,10 +76,10 @@ def test_writes_keep_the_rows_in_step(chroma_client, chroma_collection_name, chu
     store.add(chunker.chunk(book(7, 1800), doc_id="d1"), {"source": "s1"})  # another text: old segments go
     assert in_step(store)
     store.delete("d0")
-    assert in_step(store) and not any(i.startswith("d0") for i in store.lexical_index.documents(["d0"]))
+    assert in_step(store) and not any(i.startswith("d0") for i in store._parts.lexical.documents(["d0"]))
     store.delete_where({"source": "s2"})
     assert in_step(store)
-    assert set(store.lexical_index.documents(["d0", "d1", "d2"])) == {"d1"}
+    assert set(store._parts.lexical.documents(["d0", "d1", "d2"])) == {"d1"}
 
 
 def test_an_edit_that_keeps_every_boundary_replaces_the_text(tmp_path, chroma_collection_name, chunker):
@@ -97,13 +97,13 @@ def test_an_edit_that_keeps_every_boundary_replaces_the_text(tmp_path, chroma_co
     store.add(dataclasses.replace(first, text=edited, segments=tuple(segments), clusters=tuple(clusters)))
     assert set(chroma_segments(store)) == {s.id for s in first.segments}
     assert in_step(store)
-    assert not store.lexical_index.top(["nebula"], 5) and store.lexical_index.top(["zzzzzz"], 5)
+    assert not store._parts.lexical.top(["nebula"], 5) and store._parts.lexical.top(["zzzzzz"], 5)
 
 
 def test_top_and_lookup_give_the_same_bm25(chroma_collection_name, chunker):
     store = HierarchicalStore(chroma_collection_name, client=chromadb.EphemeralClient(), encoder=HashingEncoder())
     store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(4)])
-    index = store.lexical_index
+    index = store._parts.lexical
     match = query_terms("What moves the glacier and the river delta?")
     top = index.top(match, 1000)
     assert top and all(a[1] >= b[1] for a, b in zip(top, top[1:]))
@@ -127,7 +127,7 @@ def six_books(chunker):
     store = HierarchicalStore(f"six-{uuid.uuid4().hex[:8]}", client=chromadb.EphemeralClient(),
                               encoder=HashingEncoder())
     store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(6)])
-    store.lexical_index.ensure_fresh()
+    store._parts.lexical.ensure_fresh()
     return store
 
 
@@ -141,7 +141,7 @@ def _vocabulary(store: HierarchicalStore) -> list[str]:
 def test_scored_is_fts5s_own_ranking_of_the_or_query_to_the_bit(six_books, data):
     """The index sums a query's words one at a time; FTS5 scores the OR of them in one go. Same
     rows, same order (ties by rowid), equal floats: what a search ranks cannot have moved."""
-    index = six_books.lexical_index
+    index = six_books._parts.lexical
     vocabulary = _vocabulary(six_books)
     # corpus words (stems shared by several of them included), words nowhere in it, and words the
     # tokenizer turns into nothing or into two tokens (a phrase)
@@ -180,7 +180,7 @@ def _or_ranking(index, terms):
 
 
 def test_a_querys_pages_and_scores_are_the_or_rankings_normalised_by_its_best(six_books):
-    index = six_books.lexical_index
+    index = six_books._parts.lexical
     terms = query_terms(" ".join(_vocabulary(six_books)[5:200:9]))
     expected = _or_ranking(index, terms)
     names = index.ids_at([r for r, _ in expected])
@@ -204,7 +204,7 @@ def test_words_kept_from_an_earlier_query_are_read_again_after_any_write(tmp_pat
     path = str(tmp_path / "db")
     reader = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     reader.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
-    index = reader.lexical_index
+    index = reader._parts.lexical
     terms = query_terms(" ".join(_vocabulary(reader)[:40:4]))
     before = index.scored(terms)
     assert [r for r, _ in _or_ranking(index, terms)] == before[0].tolist()
@@ -225,7 +225,7 @@ def test_the_kept_terms_are_counted_and_can_be_forgotten(tmp_path, chroma_collec
     words (the next read goes to the file) and the answer is the same either way."""
     store = HierarchicalStore(chroma_collection_name, path=str(tmp_path / "db"), encoder=HashingEncoder())
     store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
-    index = store.lexical_index
+    index = store._parts.lexical
     terms = query_terms(" ".join(_vocabulary(store)[:40:4]))
     assert index.db.kept_term_pairs == 0
     first = index.scored(terms)
@@ -258,7 +258,7 @@ def test_an_unfinished_write_is_repaired_on_the_next_check(tmp_path, chroma_coll
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     store.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(2)])
     new = records_for(chunker.chunk(book(9), doc_id="d1"))
-    index = store.lexical_index
+    index = store._parts.lexical
     with index.db.transaction() as c:  # the first commit of a write, then Chroma's records, then death
         c.execute("INSERT INTO pending VALUES ('d1')")
     store.collection.upsert(ids=[r.id for r in new], embeddings=[r.embedding for r in new],
@@ -266,7 +266,7 @@ def test_an_unfinished_write_is_repaired_on_the_next_check(tmp_path, chroma_coll
     assert lexical_rows(store) != chroma_segments(store)
     reopened = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     assert in_step(reopened)
-    assert reopened.lexical_index.db.rows("SELECT * FROM pending") == []
+    assert reopened._parts.lexical.db.rows("SELECT * FROM pending") == []
 
 
 def test_a_failed_write_leaves_the_rows_as_chroma_has_them(chroma_collection_name, chunker, monkeypatch):
@@ -276,7 +276,7 @@ def test_a_failed_write_leaves_the_rows_as_chroma_has_them(chroma_collection_nam
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(store.lexical_index, "write", broken)
+    monkeypatch.setattr(store._parts.lexical, "write", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         store.add(chunker.chunk(book(2), doc_id="a"))
     monkeypatch.undo()
@@ -303,10 +303,10 @@ def test_a_collection_created_again_under_its_name_gets_a_new_index(tmp_path, ch
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     store.add(chunker.chunk(book(1), doc_id="a"))
     store.drop()
-    assert not store.lexical_index.location.path.exists()
+    assert not store._parts.lexical.location.path.exists()
     again = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     again.add(chunker.chunk(book(2), doc_id="b"))
-    assert in_step(again) and set(again.lexical_index.documents(["a", "b"])) == {"b"}
+    assert in_step(again) and set(again._parts.lexical.documents(["a", "b"])) == {"b"}
 
 
 # --------------------------------------------------------------------------- hseg index's completeness
@@ -328,7 +328,7 @@ def test_hseg_index_redoes_a_document_whose_lexical_rows_are_missing(tmp_path, c
     texts = {"a": book(1), "b": book(2)}
     assert ingest_batch(texts, chunker, store).documents == 2
     assert ingest_batch(texts, chunker, store).unchanged == 2
-    with store.lexical_index.db.transaction() as c:  # as if the rows of "b" had never been written
+    with store._parts.lexical.db.transaction() as c:  # as if the rows of "b" had never been written
         c.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM segments WHERE doc_id = 'b')")
         c.execute("DELETE FROM segments WHERE doc_id = 'b'")
         c.execute("DELETE FROM documents WHERE doc_id = 'b'")
@@ -416,7 +416,7 @@ def test_following_lists_the_segments_after_one_while_their_tokens_fit_then_the_
     store.add([chunking, chunker.chunk(book(4), doc_id="e")])
     segs = chunking.segments
     assert len(segs) > 12  # longer than one page of positions (8)
-    index = store.lexical_index
+    index = store._parts.lexical
     everything = sum(s.token_count for s in segs)
     assert [r.segment_id for r in index.following([segs[0].id], everything)[segs[0].id]] == [s.id for s in segs[1:]]
     assert index.following([segs[-1].id], everything) == {segs[-1].id: []}  # the end of its document
@@ -441,7 +441,7 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_c
     store = HierarchicalStore(chroma_collection_name, path=path, encoder=HashingEncoder())
     chunking = chunker.chunk(book(5, 6000), doc_id="d")
     store.add([chunking])
-    db = store.lexical_index.db
+    db = store._parts.lexical.db
     with db.transaction() as c:  # the file as version 0.4 left it
         c.execute("DROP TABLE segments")
         c.execute("CREATE TABLE segments(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, "
@@ -453,9 +453,9 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_in_this_one(tmp_path, chroma_c
     hits = again.search("river delta", budget_tokens=400, unit="auto")
     assert hits and in_step(again)
     segs = chunking.segments
-    rows = again.lexical_index.following([segs[0].id], 10**6)[segs[0].id]
+    rows = again._parts.lexical.following([segs[0].id], 10**6)[segs[0].id]
     assert [(r.segment_id, decode_cuts(r.cuts)) for r in rows] == [(s.id, list(s.cuts)) for s in segs[1:]]
-    assert again.lexical_index.db.rows("SELECT value FROM meta WHERE key = 'format'") == [(FORMAT,)]
-    records = again.lexical_index.records(s.id for s in segs)
+    assert again._parts.lexical.db.rows("SELECT value FROM meta WHERE key = 'format'") == [(FORMAT,)]
+    records = again._parts.lexical.records(s.id for s in segs)
     assert [(records[s.id][1], records[s.id][0]["hseg_start"], records[s.id][0]["hseg_end"]) for s in segs] == \
         [(s.text, s.start, s.end) for s in segs]
