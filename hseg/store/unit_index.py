@@ -62,8 +62,9 @@ class UnitIndex:
     deletes the companion collection (for :meth:`rebuild`; ``None``: the index cannot be rebuilt).
 
     Example:
-        >>> store.unit_index.usable(0.5, 0.2) is not None  # doctest: +SKIP
-        True
+        >>> units = backend.unit_index(collection, DEFAULT_HNSW, lambda: 1000)  # doctest: +SKIP
+        >>> units.usable(0.5, 0.2) is not None, units.held(["a.md"])  # doctest: +SKIP
+        (True, {'a.md': {'seg-...', ...}})
     """
 
     def __init__(self, open_companion: Callable[[bool], Any], records: Any, batch_size: Callable[[], int],

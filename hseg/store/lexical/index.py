@@ -37,7 +37,7 @@ class LexicalIndex(TableReads):
     reads it as the table (:class:`~hseg.store.lexical.reads.TableReads`).
 
     Example:
-        >>> index = store._backend.lexical_index(collection)  # doctest: +SKIP
+        >>> index = backend.lexical_index(collection)  # doctest: +SKIP
         >>> index.ensure_fresh(); index.top(["tides"], 3)  # doctest: +SKIP
         [(LexicalRow(segment_id='seg-...', ...), 7.91), ...]
     """
