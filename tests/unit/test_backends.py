@@ -71,6 +71,31 @@ def test_each_shape_gets_its_backend(tmp_path, monkeypatch):
     assert foreign.lexical_location(col) is None
 
 
+def test_a_new_shape_is_one_subclass_that_claims_its_clients(tmp_path, monkeypatch):
+    """What the next maintainer writes for a fourth shape (Chroma Cloud, with its own lexical index):
+    a subclass whose claim recognises its clients, placed in SHAPES before the shape it refines."""
+    import hseg.store.backends.choose as choose
+
+    class CloudBackend(ServerBackend):
+        kind = "cloud"
+
+        @classmethod
+        def claim(cls, facts):
+            if facts.address is None or not facts.address.startswith("10.1.2.3"):
+                return None
+            return cls(address=facts.address, units=facts.units, api=facts.api)
+
+        def lexical_index(self, collection):
+            return None  # the service's own sparse index would answer here
+
+    monkeypatch.setattr(choose, "SHAPES", (CloudBackend, *choose.SHAPES))
+    monkeypatch.setenv("HSEG_CACHE", str(tmp_path / "cache"))
+    cloud = choose_backend(_Collection(_HttpApi()))
+    assert type(cloud) is CloudBackend and cloud.address == "10.1.2.3:8123"
+    assert cloud.lexical_index(_Collection(None)) is None
+    assert choose_backend(fresh_collection(chromadb.EphemeralClient())).kind == "memory"  # the others unchanged
+
+
 def test_only_the_servers_backend_names_the_server_in_its_errors():
     with pytest.raises(ServerUnreachableError, match=r"^Chroma server at 10\.1\.2\.3:8123: search failed "
                                                      r"\(ConnectionError: reset\)$"):

@@ -9,7 +9,9 @@ opens (:func:`choose_backend`): the only place that looks at a Chroma client.
 :class:`ForeignBackend`    an object that is not a chromadb collection: none of these
 =========================  ==================================================================
 
-A fourth shape is one more module here with its subclass, and one more branch in :func:`choose_backend`.
+A fourth shape (Chroma Cloud, say) is one more module here: its subclass, with the :meth:`Backend.claim`
+that recognises its clients and what its shape does differently (a ``lexical_index`` of its own
+class where it has a native sparse index), listed in :data:`SHAPES` before the shapes it refines.
 
 Example:
     >>> import chromadb, uuid
@@ -20,12 +22,13 @@ Example:
 """
 
 from hseg.errors import ChromaVersionError
-from hseg.store.backends.base import Backend
-from hseg.store.backends.choose import choose_backend, opening_errors, remote_errors, server_address
+from hseg.store.backends.base import Backend, ClientFacts
+from hseg.store.backends.choose import SHAPES, choose_backend, opening_errors, remote_errors, server_address
 from hseg.store.backends.embedded import CHROMADB_RANGE, EmbeddedBackend
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
 
-__all__ = ["Backend", "choose_backend", "opening_errors", "remote_errors", "server_address", "MemoryBackend",
-           "EmbeddedBackend", "ServerBackend", "ForeignBackend", "CHROMADB_RANGE", "ChromaVersionError"]
+__all__ = ["Backend", "ClientFacts", "SHAPES", "choose_backend", "opening_errors", "remote_errors", "server_address",
+           "MemoryBackend", "EmbeddedBackend", "ServerBackend", "ForeignBackend", "CHROMADB_RANGE",
+           "ChromaVersionError"]

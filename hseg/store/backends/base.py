@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from hseg.chunking.records import SCHEMA_VERSION
@@ -20,7 +21,7 @@ from hseg.store.lexical.journal import Journal, journal_name
 from hseg.store.lexical.location import Location
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "ClientFacts"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,24 @@ _TORN_VIEW_WAIT_S = 0.05
 _FALLBACK_BATCH = 1000
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClientFacts:
+    """What :func:`~hseg.store.backends.choose_backend` reads of a collection's client, once, for
+    each shape to claim it by (:meth:`Backend.claim`): ``api``, chromadb's ``ServerAPI`` behind the
+    collection (``None``: none); ``settings``, its ``Settings`` (``None``: it tells none); ``address``,
+    ``"host:port"`` of its server (``None``: none); ``units``, whether it can make collections.
+
+    Example:
+        >>> ClientFacts(api=None, settings=None, address=None, units=False).settings is None
+        True
+    """
+
+    api: Any
+    settings: Any
+    address: str | None
+    units: bool
 
 
 class Backend:
@@ -63,6 +82,13 @@ class Backend:
         self.units = units
         self.api = api
         self._shared: Callable[[], tuple[Any, UnitIndex | None]] | None = None
+
+    @classmethod
+    def claim(cls, facts: ClientFacts) -> Backend | None:
+        """This shape's backend for a client with these ``facts``, ``None`` where the client is not of
+        this shape; :func:`~hseg.store.backends.choose_backend` asks the shapes in turn. The base
+        claims every client: a collection-like object served as it is."""
+        return cls(address=facts.address, units=facts.units, api=facts.api)
 
     def max_batch_size(self, client: Any) -> int:
         """Records per write call through ``client`` (the store's): its ``get_max_batch_size()``,

@@ -7,25 +7,26 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from hseg.errors import ServerUnreachableError
-from hseg.store.backends.base import Backend
-from hseg.store.backends.embedded import EmbeddedBackend, check_chromadb_version
+from hseg.store.backends.base import Backend, ClientFacts
+from hseg.store.backends.embedded import EmbeddedBackend
 from hseg.store.backends.foreign import ForeignBackend
 from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
 from hseg.store.connection import is_connection_error
 
-__all__ = ["choose_backend", "opening_errors", "server_address", "remote_errors"]
+__all__ = ["SHAPES", "choose_backend", "client_facts", "opening_errors", "server_address", "remote_errors"]
 
-#: the class of chromadb's embedded engine, the one that never reloads its vector index by itself
-_EMBEDDED_ENGINE = "RustBindingsAPI"
+#: the shapes a store can run on, most particular first: the first whose :meth:`~Backend.claim`
+#: takes a client serves it (the foreign shape takes any); a new shape is its module and its place here
+SHAPES: tuple[type[Backend], ...] = (EmbeddedBackend, MemoryBackend, ServerBackend, ForeignBackend)
 
 
 def choose_backend(collection: Any) -> Backend:
-    """The backend of ``collection``'s client, chosen from what the client is (chromadb's
-    ``ServerAPI`` behind the collection, ``collection._client``): a server's (it has an API address),
-    an embedded one (persistent, with a folder), an in-memory one, else a foreign one. A store
-    chooses once, when it opens; an embedded client of chromadb's own engine outside
-    :data:`~hseg.store.backends.embedded.CHROMADB_RANGE` is refused here
+    """The backend of ``collection``'s client: the first of :data:`SHAPES` to claim it, from what
+    the client is (chromadb's ``ServerAPI`` behind the collection, ``collection._client``, read here
+    once into :class:`~hseg.store.backends.base.ClientFacts`). A store chooses once, when it opens;
+    an embedded client of chromadb's own engine outside
+    :data:`~hseg.store.backends.embedded.CHROMADB_RANGE` is refused
     (:class:`~hseg.errors.ChromaVersionError`).
 
     Example:
@@ -36,23 +37,20 @@ def choose_backend(collection: Any) -> Backend:
         >>> choose_backend(collection).kind
         'memory'
     """
-    api = getattr(collection, "_client", None)
-    units = api is not None and hasattr(api, "get_or_create_collection")
-    address = server_address(collection)
-    if api is None or not hasattr(api, "get_settings"):
-        return ForeignBackend(address=address, units=units, api=api)
-    settings = api.get_settings()
-    folder = getattr(settings, "persist_directory", None)
-    if address is None and getattr(settings, "is_persistent", False) and folder:
-        engine = type(api).__name__ == _EMBEDDED_ENGINE
-        if engine:
-            import chromadb
+    facts = client_facts(collection)
+    for shape in SHAPES:
+        backend = shape.claim(facts)
+        if backend is not None:
+            return backend
+    raise AssertionError("unreachable")  # the foreign shape claims every client
 
-            check_chromadb_version(str(chromadb.__version__))
-        return EmbeddedBackend(str(folder), engine=engine, units=units, api=api)
-    if address is None and not getattr(settings, "is_persistent", True):
-        return MemoryBackend(units=units, api=api)
-    return ServerBackend(address=address, units=units, api=api)  # no address: a client of some server, cached as one
+
+def client_facts(collection: Any) -> ClientFacts:
+    """What the shapes are told of ``collection``'s client (:class:`~hseg.store.backends.base.ClientFacts`)."""
+    api = getattr(collection, "_client", None)
+    settings = api.get_settings() if api is not None and hasattr(api, "get_settings") else None
+    units = api is not None and hasattr(api, "get_or_create_collection")
+    return ClientFacts(api, settings, server_address(collection), units)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hseg.errors import ChromaVersionError
-from hseg.store.backends.base import Backend
+from hseg.store.backends.base import Backend, ClientFacts
 from hseg.store.freshness import FreshReads, current_writes
 from hseg.store.lexical.location import FOLDER, Location
 from hseg.store.lock import writer_lock, writer_turn
@@ -22,6 +22,8 @@ __all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "check_chromadb_version", "priva
 #: relies on (:mod:`hseg.store.freshness`: the engine's ``start()``, ``System`` outside the client
 #: cache, the ``embeddings_queue`` table of ``chroma.sqlite3``); pyproject.toml allows the same
 CHROMADB_RANGE = ((1, 3), (2, 0))
+#: the class of chromadb's embedded engine, the one that never reloads its vector index by itself
+_EMBEDDED_ENGINE = "RustBindingsAPI"
 
 
 def check_chromadb_version(version: str) -> None:
@@ -58,6 +60,21 @@ class EmbeddedBackend(Backend):
     """
 
     kind: ClassVar[str] = "embedded"
+
+    @classmethod
+    def claim(cls, facts: ClientFacts) -> Backend | None:
+        """A persistent client on a folder, with no server address. Chroma's own engine (the one
+        that never reloads its vector index by itself) is refused outside :data:`CHROMADB_RANGE`."""
+        folder = None if facts.settings is None else getattr(facts.settings, "persist_directory", None)
+        if folder is None or facts.address is not None or not getattr(facts.settings, "is_persistent", False) \
+                or not folder:
+            return None
+        engine = type(facts.api).__name__ == _EMBEDDED_ENGINE
+        if engine:
+            import chromadb
+
+            check_chromadb_version(str(chromadb.__version__))
+        return cls(str(folder), engine=engine, units=facts.units, api=facts.api)
 
     def __init__(self, path: str, *, engine: bool = True, units: bool = True, api: Any = None) -> None:
         super().__init__(units=units, api=api)

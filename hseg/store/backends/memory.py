@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hseg.store.backends.base import Backend
+from hseg.store.backends.base import Backend, ClientFacts
 from hseg.store.lexical.location import Location
 
 __all__ = ["MemoryBackend"]
@@ -20,6 +20,13 @@ class MemoryBackend(Backend):
     """
 
     kind: ClassVar[str] = "memory"
+
+    @classmethod
+    def claim(cls, facts: ClientFacts) -> Backend | None:
+        """A client that tells its settings, is not persistent and has no server address."""
+        if facts.settings is None or facts.address is not None or getattr(facts.settings, "is_persistent", True):
+            return None
+        return cls(units=facts.units, api=facts.api)
 
     def lexical_location(self, collection: Any) -> Location | None:
         return Location("memory", None, f"{collection.id}")

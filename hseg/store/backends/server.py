@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hseg.store.backends.base import Backend
+from hseg.store.backends.base import Backend, ClientFacts
 from hseg.store.lexical.location import Location, cache_root
 
 __all__ = ["ServerBackend"]
@@ -21,6 +21,14 @@ class ServerBackend(Backend):
     """
 
     kind: ClassVar[str] = "server"
+
+    @classmethod
+    def claim(cls, facts: ClientFacts) -> Backend | None:
+        """Any client that tells its settings and is neither embedded nor in memory (those shapes are
+        asked first); one without an address is a client of some server, cached as one."""
+        if facts.settings is None:
+            return None
+        return cls(address=facts.address, units=facts.units, api=facts.api)
 
     def lexical_location(self, collection: Any) -> Location | None:
         name, tenant, database = str(collection.name), str(collection.tenant), str(collection.database)
