@@ -507,8 +507,9 @@ class HierarchicalStore:
         **fields: Any,
     ) -> list[list[SearchHit]]:
         """:meth:`search` for many queries, with the same settings and the same answers, in fewer
-        Chroma calls: the searches advance together and each step's reads go to Chroma as one
-        ``query`` with many query vectors and one ``get`` (:mod:`hseg.retrieval.plans`). For evaluations
+        calls: the searches advance together and each step's reads go to Chroma as one ``query`` with
+        many query vectors and one ``get``, and to the lexical index as one read of each kind
+        (:mod:`hseg.retrieval.plans`). For evaluations
         and batch jobs; a single question is :meth:`search`.
 
         Args:
