@@ -241,7 +241,9 @@ def test_search_many_and_async_answer_as_search_does(chroma_collection_name, mon
     queries = [q / np.linalg.norm(q) for q in rng.standard_normal((len(QUESTIONS), 16)).astype(np.float32)]
     for setting in (dict(k=3), dict(budget_tokens=150, mode="segment"), dict(k=4, unit="segment"),
                     dict(budget_tokens=150, unit="auto"), dict(budget_tokens=150, unit="auto", cluster_weight=0.3),
-                    dict(budget_tokens=400, unit="auto", where={"hseg_doc_id": "doc2"})):
+                    dict(budget_tokens=400, unit="auto", where={"hseg_doc_id": "doc2"}),
+                    dict(budget_tokens=150, unit="auto", lexical_weighting="coverage"),
+                    dict(k=3, unit="segment", lexical_weighting="coverage")):
         setting = {**setting, "lexical_weight": 0.4}
         one = [[(h.segment_ids, h.cluster_id, h.score) for h in store.search(q, query_text=t, **setting)]
                for q, t in zip(queries, QUESTIONS)]
