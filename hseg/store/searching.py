@@ -138,10 +138,7 @@ class SearchPlanner:
         if settings.lexical_weight:
             index = self.lexical("a search with lexical_weight > 0")
             try:
-                if index.follower is not None:  # a cache: its check reads the write log over the network
-                    index.check_beside()
-                else:
-                    index.ensure_fresh()
+                index.prepare()  # a cache's check runs beside the search (it reads the write log from the server)
             except LexicalIndexUnavailable as exc:
                 return self.dense(settings, exc)
             except OSError as exc:  # a read-only folder: its lock file cannot be opened, the dense side still can

@@ -27,6 +27,8 @@ class CachedKind:
 
     #: derived by each reader from the collection: it cannot miss a document
     maintained = False
+    #: its check reads the write log from the server: run beside the search's first read of Chroma
+    checks_beside = True
 
     def __init__(self, table: LexicalTable, journal: Journal) -> None:
         self.table = table

@@ -91,6 +91,15 @@ class LexicalIndex(TableReads):
             self.repair(exc)
             self._step()
 
+    def prepare(self) -> None:
+        """Before a search that reads the index: :meth:`ensure_fresh` now (maintained: a look at its
+        *pending* table), or beside the search for a cache (:meth:`check_beside`: its check reads the
+        write log over the network, at the same time as the search's first read of Chroma)."""
+        if self.kind.checks_beside:
+            self.check_beside()
+        else:
+            self.ensure_fresh()
+
     def check_beside(self) -> None:
         """Start :meth:`ensure_fresh` in a worker thread; this thread's next read of the index waits for
         it (and raises what it raised). For a cache, whose check reads the write log from the server: a

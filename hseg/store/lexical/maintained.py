@@ -30,6 +30,8 @@ class MaintainedKind:
     #: writers keep the rows: a document can be missing from them (a write around hseg)
     maintained = True
     follower = None
+    #: its check is a look at a local file: run before the search, not beside it
+    checks_beside = False
 
     def __init__(self, table: LexicalTable) -> None:
         self.table = table
