@@ -130,7 +130,6 @@ class MaintainedStore(Protocol):
     def doc_ids(self) -> list[str]: ...
     def count(self, where: Mapping[str, Any] | None = None) -> int: ...
     def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int: ...
-    def sync_lexical_index(self, doc_ids: Sequence[str] | None = None) -> int: ...
 
 
 class Maintenance:
@@ -262,13 +261,10 @@ class Maintenance:
         return Repaired(repaired, rows, [d for d in lost if d not in mixed], len(records), mixed)
 
     def _rebuild(self, index: DerivedIndex, doc_ids: list[str]) -> int:
-        """``index``'s rows of these documents again, through the store's door for it where it has one
-        (the unit index's: the writer lock, and the encoder check of the vectors it reads)."""
-        store = self._store
-        if index is store.unit_index:
-            return store.sync_unit_index(doc_ids)
-        if index is store.lexical_index:
-            return store.sync_lexical_index(doc_ids)
+        """``index``'s rows of these documents again; the unit index through the store's door for it
+        (the writer lock, and the encoder check of the vectors it reads)."""
+        if index is self._store.unit_index:
+            return self._store.sync_unit_index(doc_ids)
         with self._errors("rebuilding an index derived from the collection"):
             return index.rebuild(doc_ids)
 

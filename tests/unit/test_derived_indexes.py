@@ -297,3 +297,22 @@ def test_a_file_replaced_or_missing_rows_is_opened_again_or_rebuilt(collection, 
     check_file(table, rebuild)
     assert table.opened() == (True, file_inode(path)) and rebuilt == [1]
     assert lexical_rows(table) == stored_segments(collection)
+
+
+# --------------------------------------------------------------------------- the upkeep loops over the indexes
+
+
+def test_repair_rebuilds_in_each_index_the_documents_it_holds_out_of_step(documents):
+    from hseg.store import HierarchicalStore
+    from hseg_testing.fakes import HashingEncoder
+
+    store = HierarchicalStore(f"t-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    store.add_records(documents)
+    units, lexical = store._parts.units, store._parts.lexical
+    assert units is not None and lexical is not None
+    assert store.maintenance.repair().repaired == []
+    lexical.forget(["d0"])  # as a write around hseg leaves them: d0 without lexical rows ...
+    units.forget(["d1"])  # ... d1 without unit records
+    done = store.maintenance.repair()
+    assert done.repaired == ["d0", "d1"] and done.rows == len(segments_of(documents)["d1"])
+    assert units.held(list(documents)) == lexical.held(list(documents)) == segments_of(documents)
