@@ -18,7 +18,7 @@ from tests.store.test_hybrid import QUESTIONS, make_store
 
 def expected_coverage(store, text):
     """By hand: the best row of FTS5's own OR query, each word's IDF as FTS5's BM25 has it."""
-    db = store.lexical_index.db
+    db = store._parts.lexical.db
     found = db.rows("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT 1",
                     (fts5_match(query_terms(text)),))
     if not found:
@@ -37,13 +37,13 @@ def expected_coverage(store, text):
 
 def test_coverage_is_the_best_matchs_share_of_the_query_idf_and_scales_the_weight(chroma_collection_name):
     store, chunkings, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
-    store.lexical_index.ensure_fresh()
+    store._parts.lexical.ensure_fresh()
     seen = []
     for text in [*QUESTIONS, "tide zebra", "zebra okapi"]:
         cov = expected_coverage(store, text)
         seen.append(cov)
-        fixed = run_one(lexical_query(store.lexical_index, text, 0.3))
-        scaled = run_one(lexical_query(store.lexical_index, text, 0.3, "coverage"))
+        fixed = run_one(lexical_query(store._parts.lexical, text, 0.3))
+        scaled = run_one(lexical_query(store._parts.lexical, text, 0.3, "coverage"))
         assert fixed is not None and scaled is not None
         assert fixed.weight == 0.3 and run_one(scaled.coverage()) == pytest.approx(cov, abs=1e-12)
         assert scaled.weight == pytest.approx(0.3 * cov, abs=1e-12)
