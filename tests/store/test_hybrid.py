@@ -34,7 +34,7 @@ def make_store(client, name, seed=7, docs=4):
 def lexical_scores(store, chunkings, text):
     """lex(s) for every segment: its BM25 divided by the query's best over the whole collection, as
     FTS5 itself ranks the query's words (one OR query, not the index's word-at-a-time sum)."""
-    index = store.lexical_index
+    index = store._parts.lexical
     index.ensure_fresh()
     found = dict(index.db.rows("SELECT s.id, -bm25(fts) FROM fts JOIN segments s ON s.rowid = fts.rowid "
                                "WHERE fts MATCH ?", (fts5_match(query_terms(text)),)))
@@ -147,7 +147,7 @@ def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name
         read_in_small_pages(monkeypatch)
     store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
     if path.startswith("gathered"):
-        store.unit_index = None
+        store._parts.units = None
     where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
     kept = {"doc0", "doc2"} if where else {ch.doc_id for ch in chunkings}
     by_id = {s.id: s for ch in chunkings for s in ch.segments}

@@ -59,7 +59,7 @@ def stored(store: HierarchicalStore) -> dict[str, str]:
 
 
 def checked(store: HierarchicalStore) -> LexicalIndex:
-    index = store.lexical_index
+    index = store._parts.lexical
     assert index is not None
     index.ensure_fresh()
     assert rows(index) == stored(store)
@@ -140,7 +140,7 @@ def test_a_log_compacted_past_a_readers_position_makes_it_rebuild(tmp_path, chro
     checked(reader)  # the entry of "b" is gone from the log: only a rebuild can find it
     assert follower.rebuilds == 2
     # a compaction well before a reader's last read costs it nothing
-    follower_position = follower.position(reader.lexical_index.meta())
+    follower_position = follower.position(reader._parts.lexical.meta())
     writer.add(chunker.chunk(book(3), doc_id="c"))
     journal.collection.upsert(ids=["horizon"], embeddings=[[1.0]],
                               metadatas=[{"kind": "horizon", "at": follower_position - 2 * MARGIN_S}])
@@ -275,7 +275,7 @@ def test_a_caches_check_runs_beside_the_searchs_knn_and_its_failure_leaves_a_den
     writer.add([chunker.chunk(book(i), doc_id=f"d{i}") for i in range(3)])
     reader = open_store(tmp_path / "db", chroma_collection_name)
     expected = [(h.segment_ids, h.end) for h in reader.search("river flood", budget_tokens=300)]
-    index = reader.lexical_index
+    index = reader._parts.lexical
     real_check = type(index).ensure_fresh
     checking = threading.Event()
     release = threading.Event()
