@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from hseg.chunking.schema import DOC_ID_KEY
 from hseg.errors import LexicalIndexStorageError, LexicalIndexUnavailable
@@ -35,8 +35,10 @@ from hseg.store.completeness import (
     tiled_length,
 )
 from hseg.store.connection import ServerErrors
-from hseg.store.indexes import DerivedIndex, Indexes
+from hseg.store.indexes import DerivedIndex
+from hseg.store.parts import StoreParts
 from hseg.store.reading import get_by_documents
+from hseg.store.reads import Reads
 from hseg.store.remembered import (
     remember_chunk_options,
     remember_fingerprint,
@@ -44,11 +46,7 @@ from hseg.store.remembered import (
     remembered_fingerprint,
 )
 
-if TYPE_CHECKING:  # annotations only
-    from hseg.store.lexical.index import LexicalIndex
-    from hseg.store.unit_index import UnitIndex
-
-__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "MaintainedStore", "Maintenance"]
+__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "Maintenance"]
 
 #: ``{doc id: {record id: metadata}}``
 logger = logging.getLogger(__name__)
@@ -113,32 +111,17 @@ class Repaired:
     mixed: list[str] = field(default_factory=list)
 
 
-class MaintainedStore(Protocol):
-    """What :class:`Maintenance` reads and calls of the store it keeps (a
-    :class:`~hseg.store.HierarchicalStore`), named here so that this module does not import the store
-    that builds it."""
-
-    @property
-    def collection(self) -> Any: ...
-    @property
-    def unit_index(self) -> UnitIndex | None: ...
-    @property
-    def lexical_index(self) -> LexicalIndex | None: ...
-    @property
-    def encoder_name(self) -> str | None: ...
-    def writer_turn(self) -> object | None: ...
-    def doc_ids(self) -> list[str]: ...
-    def count(self, where: Mapping[str, Any] | None = None) -> int: ...
-    def sync_unit_index(self, doc_ids: Sequence[str] | None = None) -> int: ...
-
-
 class Maintenance:
-    """The upkeep of one store (:attr:`hseg.store.HierarchicalStore.maintenance`): what is incomplete,
-    the repair of what its records can give back, and what it remembers between ``hseg index`` runs."""
+    """The upkeep of the store whose parts are ``parts`` (:attr:`hseg.store.HierarchicalStore.maintenance`):
+    what is incomplete, the repair of what its records can give back, and what it remembers between
+    ``hseg index`` runs. ``reads`` lists the store's documents; ``sync_unit_index(doc ids)`` is the
+    store's door to its unit index (the writer lock, and the encoder check of the vectors it reads)."""
 
-    def __init__(self, store: MaintainedStore, errors: ServerErrors) -> None:
-        self._store = store
-        self._errors = errors  # the store's backend's: a lost server named in what fails
+    def __init__(self, parts: StoreParts, reads: Reads, sync_unit_index: Callable[[Sequence[str]], int]) -> None:
+        self._parts = parts
+        self._reads = reads  # the documents and records the store holds
+        self._sync_units = sync_unit_index  # the store's door to the unit index: writer lock, encoder check
+        self._errors: ServerErrors = parts.backend.errors  # a lost server named in what fails
 
     # ----------------------------------------------------------------- what is incomplete
 
@@ -154,8 +137,7 @@ class Maintenance:
             >>> store.maintenance.incomplete({"a.md": Expected(sha, settings, 21)}).doc_ids  # doctest: +SKIP
             ()
         """
-        store = self._store
-        turn = store.writer_turn()
+        turn = self._parts.backend.writer_turn()
         docs = list(expected)
         stored = self.records(docs) if docs else {}
         if force:
@@ -178,7 +160,7 @@ class Maintenance:
             >>> store.maintenance.records(["report"])["report"]  # doctest: +SKIP
             {'cluster-5d0c...': {'hseg_level': 'cluster', ...}, ...}
         """
-        collection = self._store.collection
+        collection = self._parts.collection
         out: StoredRecords = {}
         with self._errors("reading the collection"):
             for got in get_by_documents(collection, doc_ids, ["metadatas"]):
@@ -187,23 +169,19 @@ class Maintenance:
                         out.setdefault(str(meta[DOC_ID_KEY]), {})[rid] = dict(meta)
         return out
 
-    def _indexes(self) -> Indexes:
-        """The store's derived indexes, in write order."""
-        return Indexes(self._store.unit_index, self._store.lexical_index)
-
     def _held(self, doc_ids: Sequence[str], shas: Mapping[str, str] | None = None
               ) -> list[tuple[DerivedIndex, dict[str, set[str]]]]:
         """``(index, {doc id: segment ids it holds})`` for each index writers keep
         (:meth:`hseg.store.indexes.DerivedIndex.held`; with ``shas``, only rows written from that text)."""
         with self._errors("reading the indexes derived from the collection"):
-            return self._indexes().held(doc_ids, shas)
+            return self._parts.indexes.held(doc_ids, shas)
 
     def _readable(self, doc_ids: Sequence[str]) -> list[tuple[DerivedIndex, dict[str, set[str]]]]:
         """:meth:`_held` of the indexes that can be read: one whose file can be neither read nor built
         again is left out (logged; ``stats`` says why), so that the others are still repaired."""
         out = []
         with self._errors("reading the indexes derived from the collection"):
-            for index in self._indexes():
+            for index in self._parts.indexes:
                 try:
                     held = index.held(doc_ids)
                 except (LexicalIndexUnavailable, LexicalIndexStorageError, sqlite3.Error) as exc:
@@ -216,7 +194,7 @@ class Maintenance:
     def lexical_segments(self, doc_ids: Sequence[str]) -> dict[str, set[str]] | None:
         """``{doc id: segment ids}`` the lexical index holds for these documents (absent: none); ``None``
         where writers keep no lexical index (a server's per-client cache is derived from the collection)."""
-        index = self._store.lexical_index
+        index = self._parts.lexical
         if index is None:
             return None
         try:
@@ -229,7 +207,7 @@ class Maintenance:
     def _missing_vectors(self, records: Mapping[str, Sequence[str]]) -> set[str]:
         """The documents of ``records`` (``{doc id: record ids}``) with a record whose vector is missing,
         in the collection or in the unit index: metadata alone does not make a document searchable."""
-        return documents_missing_vectors(self._store.collection, self._store.unit_index, records, self._errors)
+        return documents_missing_vectors(self._parts.collection, self._parts.units, records, self._errors)
 
     # ----------------------------------------------------------------- repair
 
@@ -243,7 +221,7 @@ class Maintenance:
             >>> store.maintenance.repair().repaired  # doctest: +SKIP
             ['a.md']
         """
-        docs = self._store.doc_ids()
+        docs = self._reads.doc_ids()
         records = self.records(docs)
         vectorless = self._missing_vectors({d: list(recs) for d, recs in records.items()})
         lost = [d for d in sorted(records) if tiled_length(records[d]) is None or d in vectorless]
@@ -255,7 +233,7 @@ class Maintenance:
         for index, docs_off in off:
             if docs_off:
                 written = self._rebuild(index, docs_off)
-                rows += written if index is self._store.unit_index else 0
+                rows += written if index is self._parts.units else 0
         mixed = [d for d in lost if mixed_versions(records[d])]
         repaired = sorted({d for _, docs_off in off for d in docs_off})
         return Repaired(repaired, rows, [d for d in lost if d not in mixed], len(records), mixed)
@@ -263,8 +241,8 @@ class Maintenance:
     def _rebuild(self, index: DerivedIndex, doc_ids: list[str]) -> int:
         """``index``'s rows of these documents again; the unit index through the store's door for it
         (the writer lock, and the encoder check of the vectors it reads)."""
-        if index is self._store.unit_index:
-            return self._store.sync_unit_index(doc_ids)
+        if index is self._parts.units:
+            return self._sync_units(doc_ids)
         with self._errors("rebuilding an index derived from the collection"):
             return index.rebuild(doc_ids)
 
@@ -273,23 +251,23 @@ class Maintenance:
     def remembered(self) -> Remembered:
         """The records the collection holds, the encoder it records and the chunk options it remembers
         (an empty collection, left by a first run that failed, binds no encoder and remembers none)."""
-        store = self._store
+        collection = self._parts.collection
         with self._errors("reading the collection"):
-            records = store.count()
+            records = self._reads.count()
         if not records:
             return Remembered(0, None, None)
-        return Remembered(records, store.encoder_name, remembered_chunk_options(store.collection))
+        return Remembered(records, self._parts.binding.recorded, remembered_chunk_options(collection))
 
     def fingerprint(self, key: str | None) -> str | None:
         """The settings fingerprint remembered for the settings key ``key``
         (:func:`hseg.ingest.fingerprint.settings_key`); ``None``: none."""
-        return remembered_fingerprint(self._store.collection, key)
+        return remembered_fingerprint(self._parts.collection, key)
 
     def remember(self, *, chunk_options: Mapping[str, Any] | None = None,
                  fingerprint: tuple[str | None, str] | None = None) -> None:
         """Remember the chunk options of a run (before its first write, so that a run cut short is
         finished by a plain re-run), or ``(settings key, fingerprint)`` of the chunker it built."""
-        collection = self._store.collection
+        collection = self._parts.collection
         with self._errors("writing the collection's metadata"):
             if chunk_options is not None:
                 remember_chunk_options(collection, chunk_options)

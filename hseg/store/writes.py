@@ -29,11 +29,9 @@ from hseg.store.documents import (
     with_text_hashes,
     write_documents,
 )
-from hseg.store.lexical.index import LexicalIndex
 from hseg.store.maintenance import Incomplete, Maintenance
 from hseg.store.parts import StoreParts
 from hseg.store.reads import Reads
-from hseg.store.unit_index import UnitIndex
 
 __all__ = ["Writes"]
 
@@ -52,33 +50,9 @@ class Writes:
     def __init__(self, parts: StoreParts) -> None:
         self._parts = parts
         self._reads = Reads(parts)
-        self.maintenance = Maintenance(self, parts.backend.errors)
+        self.maintenance = Maintenance(parts, self._reads, self.sync_unit_index)
         """What keeps the store whole: what is incomplete, the repair, what ``hseg index`` remembers
         (:class:`hseg.store.maintenance.Maintenance`)."""
-
-    # ----------------------------------------------------------------- what maintenance reads
-
-    @property
-    def collection(self) -> Any:
-        return self._parts.collection
-
-    @property
-    def unit_index(self) -> UnitIndex | None:
-        return self._parts.units
-
-    @property
-    def lexical_index(self) -> LexicalIndex | None:
-        return self._parts.lexical
-
-    @property
-    def encoder_name(self) -> str | None:
-        return self._parts.binding.recorded
-
-    def doc_ids(self) -> list[str]:
-        return self._reads.doc_ids()
-
-    def count(self, where: Mapping[str, Any] | None = None) -> int:
-        return self._reads.count(where)
 
     # ----------------------------------------------------------------- turns
 
