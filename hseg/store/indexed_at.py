@@ -11,8 +11,9 @@ write, so a re-run keeps their times either way.
 
 Example:
     >>> from hseg.chunking.records import Record
-    >>> rec = Record("s-1", None, "Tides.", {"hseg_doc_id": "a", "hseg_level": "segment"})
-    >>> stamped([[rec]], {}, 1765000000)[0][0].metadata["hseg_indexed_at"]
+    >>> from hseg.chunking.schema import LEVEL_KEY
+    >>> rec = Record("s-1", None, "Tides.", {DOC_ID_KEY: "a", LEVEL_KEY: "segment"})
+    >>> stamped([[rec]], {}, 1765000000)[0][0].metadata[INDEXED_AT_KEY]
     1765000000
 """
 
