@@ -54,7 +54,7 @@ def test_a_rebuild_that_fails_stops_its_reading_thread_at_once(monkeypatch):
 
     import chromadb
 
-    import hseg.store.lexical.index as index
+    import hseg.store.lexical.table as index
     from hseg.store import HierarchicalStore
     from hseg_testing.chunkers import small_chunker
     from hseg_testing.fakes import HashingEncoder, synthetic_book
