@@ -54,7 +54,7 @@ def test_a_rebuild_that_fails_stops_its_reading_thread_at_once(monkeypatch):
 
     import chromadb
 
-    import hseg.store.lexical.table as index
+    import hseg.store.lexical.table as table
     from hseg.store import HierarchicalStore
     from hseg_testing.chunkers import small_chunker
     from hseg_testing.fakes import HashingEncoder, synthetic_book
@@ -62,12 +62,12 @@ def test_a_rebuild_that_fails_stops_its_reading_thread_at_once(monkeypatch):
     store = HierarchicalStore(f"ahead-{uuid.uuid4().hex[:8]}", client=chromadb.EphemeralClient(),
                               encoder=HashingEncoder(64))
     store.add([small_chunker().chunk(synthetic_book(1500, seed=i), f"book{i}.md") for i in range(3)])
-    monkeypatch.setattr(index, "_PAGE", 2)
+    monkeypatch.setattr(table, "_PAGE", 2)
 
     def failing(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(index, "insert_rows", failing)
+    monkeypatch.setattr(table, "insert_rows", failing)
     before = set(threading.enumerate())
     with pytest.raises(RuntimeError, match="disk full"):
         store.sync_lexical_index()
