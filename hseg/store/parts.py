@@ -32,8 +32,8 @@ from hseg.store.connection import (
     open_client,
     open_collection,
 )
-from hseg.store.documents import Indexes
 from hseg.store.encoder_binding import EncoderBinding
+from hseg.store.indexes import Indexes
 from hseg.store.lexical.index import LexicalIndex
 from hseg.store.turns import DocumentTurns, Leases
 from hseg.store.unit_index import UnitIndex
