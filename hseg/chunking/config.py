@@ -41,11 +41,13 @@ __all__ = [
     "describe",
 ]
 
-#: the default cluster size: with the budget-aware hybrid unit, 256 beat 512 on every development set at
-#: 1024 and 4096 tokens (docs/decisions.md, "Hybrid search and the defaults")
-DEFAULT_TARGET_TOKENS = 256
-#: segments longer than this are cut (48–192 measured best for segments as retrieval units)
-MAX_SEGMENT_TOKENS = 192
+#: the default parent size: a parent holds a whole discussion, which a budget buys when several of its
+#: segments rank high (rule 3 of :mod:`hseg.retrieval.selection`); on questions whose answer is a stretch of
+#: a transcript it beats 256-token parents, elsewhere it loses nothing beyond noise (docs/decisions.md, issue 56)
+DEFAULT_TARGET_TOKENS = 1024
+#: segments longer than this are cut: the budget's passages are made of segments, so finer ones spend a small
+#: budget better (48–192 measured best for segments as retrieval units; 128 beside 1024-token parents)
+MAX_SEGMENT_TOKENS = 128
 SEGMENT_VECTORS = ("mean", "encode")
 #: what a segment's vector holds beside its text: nothing, or its heading path (issue 48; measured, off by
 #: default: docs/decisions.md, "Chunking")
@@ -60,10 +62,8 @@ CLIQUE_METHODS = ("edges", "cliques", "none")
 def default_max_segment_tokens(target_tokens: int | None, min_segment_tokens: int) -> int:
     """``max_segment_tokens`` when not given: :data:`MAX_SEGMENT_TOKENS`, at most half the target.
 
-    With 48–192-token segments a 256-token parent held 1.95 segments on average, so the paper's
-    segment vectors added nothing to the cluster vector; capped at half the target (2.65 segments)
-    Segment+Cluster recall rose from 88.0 / 96.6 / 98.9 to 90.6 / 98.1 / 99.8 at budgets
-    1024 / 2048 / 4096 (docs/decisions.md, "Chunking"). Larger targets keep 192.
+    A parent of about two segments gives the paper's segment vectors little to add to its cluster
+    vector, so a small target cuts its segments finer (docs/decisions.md, "Chunking").
     """
     if target_tokens is None:
         return MAX_SEGMENT_TOKENS
@@ -90,11 +90,11 @@ class ChunkerConfig:
         segmenter: a segmenter name (``"texttiling"``, ``"bilstm"``), a saved BiLSTM ``.pt`` path
             or an instance; ``None`` = the default for the encoder.
         k: clustering threshold τ = μ + k·σ; excludes ``target_tokens``.
-        target_tokens: mean cluster size to aim for (k searched per document); 256 when ``k`` is
-            not given.
+        target_tokens: mean cluster size to aim for (k searched per document);
+            :data:`DEFAULT_TARGET_TOKENS` when ``k`` is not given.
         max_cluster_tokens: hard cap on a cluster; ``None`` = 1.5 × the target.
         min_segment_tokens, max_segment_tokens: segment length limits after the segmenter;
-            ``max_segment_tokens=None`` = 192, at most half the target.
+            ``max_segment_tokens=None`` = :data:`MAX_SEGMENT_TOKENS`, at most half the target.
         tokenizer: what sizes are measured in: a tiktoken encoding name (``None`` = ``cl100k_base``)
             or a ``str -> int`` callable.
         segment_vector: ``"mean"`` (token-weighted mean of sentence vectors) or ``"encode"``.
@@ -125,13 +125,13 @@ class ChunkerConfig:
                                     "instance (None: the default for the encoder)")
     k: float | None = setting(None, "explicit clustering threshold tau = mu + k*sigma (larger k: smaller "
                                      "clusters); excludes target_tokens")
-    target_tokens: int | None = setting(None, "mean cluster size to aim for, k searched per document (256 when "
-                                               "k is not given)")
+    target_tokens: int | None = setting(None, "mean cluster size to aim for, k searched per document "
+                                               f"({DEFAULT_TARGET_TOKENS} when k is not given)")
     max_cluster_tokens: int | None = setting(None, "hard cap on a cluster, cut at its weakest adjacent "
                                                     "similarity (None: 1.5 x the target)")
     min_segment_tokens: int = setting(48, "smallest segment after the segmenter")
-    max_segment_tokens: int | None = setting(None, "largest segment after the segmenter (None: 192, at most half "
-                                                    "the target)")
+    max_segment_tokens: int | None = setting(None, f"largest segment after the segmenter (None: {MAX_SEGMENT_TOKENS}, "
+                                                    "at most half the target)")
     tokenizer: Any = setting(None, "what sizes are measured in: a tiktoken encoding name (None: cl100k_base) or "
                                     "a str -> int callable")
     segment_vector: str = setting("mean", "'mean': token-weighted mean of sentence vectors; 'encode': embed the "
@@ -200,7 +200,7 @@ class ChunkerConfig:
 
     @property
     def effective_target_tokens(self) -> int | None:
-        """The target: as given, 256 without ``k``, ``None`` with an explicit ``k``."""
+        """The target: as given, :data:`DEFAULT_TARGET_TOKENS` without ``k``, ``None`` with an explicit ``k``."""
         if self.target_tokens is None and self.k is None:
             return DEFAULT_TARGET_TOKENS
         return self.target_tokens

@@ -30,7 +30,9 @@ the context the cluster gives. This rule keeps both signals:
 Tuned on the three development corpora of Chroma's evaluation (``docs/decisions.md``):
 ``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
 about one recall point at 1024 and reached 100 at 4096 at target sizes 256 and 512; whole-cluster
-expansion on the third segment cost recall at 1024 when unconditional, hence the budget guard.
+expansion cost recall at 1024 when unconditional, hence the budget guard. With parents that hold a
+discussion, taking one whole on its second segment when it costs at most half the budget left is what
+lets a budget buy the discussion a question asks for (meeting transcripts, issue 56).
 """
 
 from __future__ import annotations

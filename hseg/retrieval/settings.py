@@ -51,10 +51,10 @@ LEXICAL_WEIGHTINGS = ("fixed", "coverage")
 #: ``mode``) whole parents, the paper's, so that ``k`` counts results as a framework's k does
 DEFAULT_UNIT = None
 #: rule 3 of :mod:`hseg.retrieval.selection`: a parent is taken whole once this many of its segments are
-#: taken, if its rest costs at most this share of the budget left. Parents that hold a whole discussion
-#: (``target_tokens=1024, max_segment_tokens=128``) want 2 and 0.5 (docs/decisions.md, issue 56)
-DEFAULT_WHOLE_CLUSTER_MIN = 3
-DEFAULT_WHOLE_CLUSTER_SHARE = 0.25
+#: taken, if its rest costs at most this share of the budget left: two of a discussion's segments ranking
+#: high say the question asks for the discussion, and the default parents hold one (docs/decisions.md, issue 56)
+DEFAULT_WHOLE_CLUSTER_MIN = 2
+DEFAULT_WHOLE_CLUSTER_SHARE = 0.5
 _MAX_WEIGHT = 10
 #: bounds past any use (more results than a reader reads; a budget past any model's context), so that
 #: a mistyped number is refused here, not deep inside Chroma as an integer overflow

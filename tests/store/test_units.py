@@ -14,6 +14,7 @@ from hseg.retrieval.selection import (
     merge_runs_of_segments,
     select_auto,
 )
+from hseg.retrieval.settings import DEFAULT_WHOLE_CLUSTER_MIN
 from hseg.store import HierarchicalStore
 from hseg_testing.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 
@@ -142,7 +143,7 @@ def brute_force(chunkings, q, budget, k, weight):
         neighbour_score=np.array(neighbour), neighbour_weight=0.2 if weight else 0.0,
     )
     taken = select_auto(cands, budget, max_units=k, cluster_weight=weight,
-                        whole_cluster_min=3 if weight else 1 << 30)
+                        whole_cluster_min=DEFAULT_WHOLE_CLUSTER_MIN if weight else 1 << 30)
     return [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, weight)]
 
 

@@ -112,12 +112,13 @@ def test_unit_vectors_are_token_weighted_means(fast_chunker):
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    ({}, 128),                                   # default target 256
-    ({"target_tokens": 1024}, 192),
+    ({}, 128),                                   # default target 1024
+    ({"target_tokens": 1024}, 128),
+    ({"target_tokens": 200}, 100),
     ({"target_tokens": 256}, 128),               # a parent holds two segments or more
     ({"target_tokens": 64}, 48),                 # never below min_segment_tokens
     ({"target_tokens": 64, "min_segment_tokens": 8}, 32),
-    ({"k": 0.7}, 192),
+    ({"k": 0.7}, 128),
     ({"target_tokens": 256, "max_segment_tokens": 200}, 200),  # explicit wins
 ])
 def test_default_max_segment_tokens_is_at_most_half_the_target(kwargs, expected):

@@ -34,18 +34,18 @@ def _walk(settings: SearchSettings):
                 whole_cluster_share=settings.whole_cluster_share)
 
 
-def test_the_default_rule_leaves_a_parent_of_two_taken_segments_in_pieces():
+def test_the_default_rule_takes_a_parent_whole_on_its_second_segment():
+    # after a0 and a1, 800 tokens are left; the rest of "a" costs 300: under a half
     sel = _walk(SearchSettings())
-    assert sel is not None and sel.taken == [0, 1, 2, 3] and sel.expanded == []
+    assert sel is not None and sel.expanded == [(2, "a")] and sel.taken == [0, 1, 2, 3]
     assert sel == walk(SCORE, CLUSTER, TOKENS, SIZES, 1000)  # the settings' defaults are the walk's
 
 
-def test_two_segments_and_half_the_budget_left_take_the_parent_whole():
-    # after a0 and a1, 800 tokens are left; the rest of "a" costs 300: over a quarter, under a half
-    sel = _walk(SearchSettings(whole_cluster_min=2, whole_cluster_share=0.5))
-    assert sel is not None and sel.expanded == [(2, "a")] and sel.taken == [0, 1, 2, 3]
-    assert _walk(SearchSettings(whole_cluster_min=2)).expanded == []  # a quarter of 800 < 300
-    assert _walk(SearchSettings(whole_cluster_share=0.5)).expanded == []  # a third segment never comes
+def test_a_stricter_rule_leaves_the_parent_in_pieces():
+    sel = _walk(SearchSettings(whole_cluster_min=3, whole_cluster_share=0.25))
+    assert sel is not None and sel.taken == [0, 1, 2, 3] and sel.expanded == []
+    assert _walk(SearchSettings(whole_cluster_share=0.25)).expanded == []  # a quarter of 800 < 300
+    assert _walk(SearchSettings(whole_cluster_min=3)).expanded == []  # a third segment never comes
     # the parent's 300 tokens are charged to the budget: with 800, "b" still fits (200 left) and "c" too,
     # with 650 the parent is too dear (450 left after a1: a half is 225 < 300) and the walk goes on in pieces
     assert _walk_budget(800).expanded == [(2, "a")] and _walk_budget(650).expanded == []
@@ -90,4 +90,5 @@ def test_a_search_takes_more_parents_whole_with_a_looser_rule(lexical_weight):
         hits = store.search("moon gravity", budget_tokens=200, unit="auto", lexical_weight=lexical_weight, **rule)
         return {h.cluster_id for h in hits if len(h.segment_ids) == segments[h.cluster_id]}
 
-    assert whole() < whole(whole_cluster_min=1, whole_cluster_share=1.0)
+    strict = whole(whole_cluster_min=3, whole_cluster_share=0.25)
+    assert strict <= whole() and strict < whole(whole_cluster_min=1, whole_cluster_share=1.0)
