@@ -58,6 +58,7 @@ FLAVOURS: dict[str, dict[str, Any]] = {
     # the paper's larger sizes (``hseg_default~t1024~seg128``: the default search over 1024-token parents
     # of the default's segments)
     "nograph": {"clique_method": "none"},
+    "t256": {"target_tokens": 256},
     "t512": {"target_tokens": 512},
     "t1024": {"target_tokens": 1024},
 }
@@ -72,6 +73,25 @@ SEARCH_FLAVOURS: dict[str, dict[str, Any]] = {
     "lexcov": {"lexical_weighting": "coverage"},
     "discussion": {"whole_cluster_min": 2, "whole_cluster_share": 0.5},
 }
+#: search flavours with a value: ``wcm<N>`` ``whole_cluster_min=N``, ``wcs<S>`` ``whole_cluster_share=S``
+#: (``hseg_default~t1024~seg128~wcm2~wcs1``)
+VALUED_FLAVOURS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "wcm": ("whole_cluster_min", int),
+    "wcs": ("whole_cluster_share", float),
+}
+
+
+def search_flavour(name: str) -> dict[str, Any] | None:
+    """The search settings of flavour ``name`` (:data:`SEARCH_FLAVOURS`, :data:`VALUED_FLAVOURS`), or ``None``."""
+    if name in SEARCH_FLAVOURS:
+        return SEARCH_FLAVOURS[name]
+    for prefix, (field, parse) in VALUED_FLAVOURS.items():
+        if name.startswith(prefix):
+            try:
+                return {field: parse(name[len(prefix):])}
+            except ValueError:
+                return None
+    return None
 
 
 @lru_cache(maxsize=8)
@@ -206,13 +226,12 @@ def variant(name: str, retrieval_cls: Any) -> Callable[..., Any] | None:
     rest, plus, weight = rest.partition("+lex")
     base, tilde, flavour = rest.partition("~")
     flavours = flavour.split("~") if tilde else []
-    known = set(FLAVOURS) | set(SEARCH_FLAVOURS)
-    if base not in {*SPECS, "hseg_default"} or any(f not in known for f in flavours) \
+    if base not in {*SPECS, "hseg_default"} or any(f not in FLAVOURS and search_flavour(f) is None for f in flavours) \
             or not (at or plus or tilde or nb):
         return None
     target, level, search = SPECS[base] if base in SPECS else _default_spec()
     for f in flavours:
-        search = {**search, **SEARCH_FLAVOURS.get(f, {})}
+        search = {**search, **(search_flavour(f) or {})}
     flavour = "~".join(f for f in flavours if f in FLAVOURS)
     try:
         if plus:
