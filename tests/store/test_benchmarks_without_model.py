@@ -97,12 +97,16 @@ def test_hseg_method_names_and_flavours_without_the_model(benchmarks_without_mod
 
     for name in ("hseg_auto_256~enc", "hseg_auto_256~seg96+lex0", "hseg_sc_256+lex0.2", "hseg_seg_256@texttiling",
                  "hseg_auto_256~enc+lex0.3@texttiling", "hseg_auto_256+lex0.2+nb0.4", "hseg_auto_256~ctxenc",
-                 "hseg_default~enc", "hseg_default~lexcov", "hseg_default~t1024~seg128~discussion"):
+                 "hseg_default~enc", "hseg_default~lexcov", "hseg_default~t1024~seg128~discussion",
+                 "hseg_default~t256~wcm3~wcs0.25"):
         assert retrieval.resolve_method(name) is not None, name
     for name in ("hseg_auto_256~nope", "hseg_auto_256~ctxmean", "hseg_auto_256+lexx", "hseg_auto_256+nbx",
-                 "hseg_default~nope", "hseg_default_walk", "lc_recursive_200_0~enc", "hseg_auto_256@"):
+                 "hseg_default~nope", "hseg_default_walk", "lc_recursive_200_0~enc", "hseg_auto_256@",
+                 "hseg_default~wcmx", "hseg_default~wcs"):
         assert retrieval.resolve_method(name) is None, name
     assert hseg_methods.SPECS["hseg_sc_256"][2]["unit"] == "cluster" == hseg_methods.SPECS["hseg_c_256"][2]["unit"]
+    assert hseg_methods.search_flavour("wcm2") == {"whole_cluster_min": 2}
+    assert hseg_methods.search_flavour("wcs0.5") == {"whole_cluster_share": 0.5}
     data = tmp_path / "data"
     tiny_eval(data)
     assert paired.main(["hseg_auto_256~seg64", "hseg_auto_256", "--data", str(data), "--budgets", "1024",
