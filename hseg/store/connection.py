@@ -286,7 +286,7 @@ def unit_index_metadata() -> dict[str, Any]:
     (:meth:`hseg.store.backends.Backend.unit_index`): the schema, the weights its vectors fuse, its layout.
 
     Example:
-        >>> unit_index_metadata()["hseg_unit_layout"] >= 1
+        >>> unit_index_metadata()[UNIT_LAYOUT_KEY] >= 1
         True
     """
     return {SCHEMA_KEY: SCHEMA_VERSION, CLUSTER_WEIGHT_KEY: DEFAULT_CLUSTER_WEIGHT,
