@@ -24,7 +24,7 @@ from hseg.store.indexes import Indexes
 from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 
-__all__ = ["Indexes", "chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
+__all__ = ["chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
            "write_documents", "delete_documents"]
 
 def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
