@@ -21,8 +21,7 @@ from hseg.store.connection import ServerErrors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["is_complete", "tiled_length", "segment_ids", "completeness", "mixed_versions", "unit_rows_to_repair",
-           "documents_missing_vectors"]
+__all__ = ["is_complete", "tiled_length", "segment_ids", "completeness", "mixed_versions", "documents_missing_vectors"]
 
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
@@ -111,7 +110,7 @@ def completeness(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: 
     reports them. A partial document is one ``hseg index`` would redo. The partial ones by remedy:
     ``documents_incomplete_from_files`` (a re-run of ``hseg index`` on their paths), and of those that
     came from no file, ``documents_unit_rows_only``, which lack nothing but unit-index or lexical rows,
-    built again from their records (:func:`unit_rows_to_repair`, ``hseg repair``),
+    built again from their records (:meth:`hseg.store.maintenance.Maintenance.repair`, ``hseg repair``),
     ``documents_mixed_versions``, which hold records of two versions of their text (:func:`mixed_versions`:
     only their source says which is current), and ``documents_incomplete_without_path``, which lack
     records or vectors (only their source gives them back).
@@ -168,26 +167,6 @@ def mixed_versions(records: Mapping[str, Mapping[str, Any]]) -> bool:
         return True
     spans = sorted((s, e) for s, e, _ in clusters if isinstance(s, int) and isinstance(e, int))
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
-
-
-def unit_rows_to_repair(records: Mapping[str, Mapping[str, Mapping[str, Any]]], units: Mapping[str, set[str]],
-                        vectorless: Collection[str]) -> tuple[list[str], list[str]]:
-    """``(documents whose unit-index rows their records can give back, documents the store cannot make
-    whole)``: the first are whole (their records tile the text, each with its vector) but the unit index
-    holds other segments for them (none, for records written around hseg); the second miss records
-    or vectors, which only their source gives back.
-
-    Example:
-        >>> unit_rows_to_repair({}, {}, ())
-        ([], [])
-    """
-    repair, lost = [], []
-    for doc, recs in sorted(records.items()):
-        if tiled_length(recs) is None or doc in vectorless:
-            lost.append(doc)
-        elif units.get(doc, set()) != segment_ids(recs):
-            repair.append(doc)
-    return repair, lost
 
 
 def documents_missing_vectors(collection: Any, unit_index: UnitIndex | None,
