@@ -122,3 +122,20 @@ def test_the_old_internal_attributes_answer_with_a_deprecation_warning(name):
         # the public doors use none of them
         warnings.filterwarnings("error", message=r"HierarchicalStore\..* is deprecated", category=DeprecationWarning)
         store.encoder_name, store.lock_timeout, store.stats()
+
+
+def test_the_facades_attributes_read_and_set_its_parts():
+    import chromadb
+
+    from hseg.store import HierarchicalStore
+    from hseg_testing.fakes import HashingEncoder
+
+    store = HierarchicalStore(f"t-{uuid.uuid4().hex}", client=chromadb.EphemeralClient(), encoder=HashingEncoder())
+    store.lock_timeout = 5.0
+    assert store._parts.lock_timeout == 5.0  # what the writes wait for
+    other = HashingEncoder(16)
+    store.encoder = other
+    assert store._parts.binding.encoder is other
+    with pytest.raises(AttributeError, match="encoder_name cannot be set"):
+        store.encoder_name = "another"
+    assert type(store).encoder.__doc__.startswith("The query encoder")  # help() shows each attribute's docstring
