@@ -19,6 +19,9 @@ Beside both lives the **lexical index** (:mod:`hseg.store.lexical`): BM25 over t
 SQLite FTS5, a file in the Chroma folder of an embedded store (kept in step by every write, repaired
 after a cut-short one) or a per-client cache derived from a server's collection.
 
+Both are derived indexes (:mod:`hseg.store.indexes`): rows the collection's records determine,
+written in one order around every write and rebuilt from the records, behind one contract.
+
 Example:
     >>> store = HierarchicalStore("docs", path="./chroma")  # doctest: +SKIP
     >>> store.add(HierarchicalChunker().chunk(text, doc_id="report"))  # doctest: +SKIP
