@@ -65,9 +65,8 @@ class EmbeddedBackend(Backend):
     def claim(cls, facts: ClientFacts) -> Backend | None:
         """A persistent client on a folder, with no server address. Chroma's own engine (the one
         that never reloads its vector index by itself) is refused outside :data:`CHROMADB_RANGE`."""
-        folder = None if facts.settings is None else getattr(facts.settings, "persist_directory", None)
-        if folder is None or facts.address is not None or not getattr(facts.settings, "is_persistent", False) \
-                or not folder:
+        folder = getattr(facts.settings, "persist_directory", None)  # None: a client without settings
+        if not folder or facts.address is not None or not getattr(facts.settings, "is_persistent", False):
             return None
         engine = type(facts.api).__name__ == _EMBEDDED_ENGINE
         if engine:
