@@ -139,7 +139,7 @@ class LexicalQuery:
     with :func:`~hseg.retrieval.plans.run_one`.
 
     Example:
-        >>> lq = run_one(lexical_query(store.lexical_index, "What causes tides?", 0.3))  # doctest: +SKIP
+        >>> lq = run_one(lexical_query(index, "What causes tides?", 0.3))  # doctest: +SKIP
         >>> page = run_one(lq.page(20)); page.ids[0], float(page.scores[0])  # doctest: +SKIP
         ('seg-...', 1.0)
     """

@@ -29,7 +29,7 @@ class DerivedIndex(Protocol):
 
     Example:
         >>> from hseg.store.indexes import DerivedIndex
-        >>> isinstance(store.lexical_index, DerivedIndex)  # doctest: +SKIP
+        >>> isinstance(backend.lexical_index(collection), DerivedIndex)  # doctest: +SKIP
         True
     """
 

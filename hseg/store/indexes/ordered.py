@@ -21,7 +21,7 @@ class Indexes:
     after the records, and forgotten in the reverse order before the records go.
 
     Example:
-        >>> indexes = Indexes(store.unit_index, store.lexical_index)  # doctest: +SKIP
+        >>> indexes = Indexes(units, backend.lexical_index(collection))  # doctest: +SKIP
         >>> with indexes.writing(["a.md"]):  # doctest: +SKIP
         ...     collection.upsert(...); indexes.write(records, ["a.md"])
     """
