@@ -4,6 +4,7 @@ segments, clusters and neighbours, in several round trips."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -65,12 +66,14 @@ def _fetch_scored(collection: Any, q: np.ndarray, ids: list[str], where: Any, wd
 
 def _gather(
     collection: Any, q: np.ndarray, n_seg: int, n_clu: int, where: Any, wdoc: Any, weight: float, nweight: float,
-    lex: LexicalQuery | None = None,
+    lex: LexicalQuery | None = None, whole_cluster_min: int = 1 << 30,
 ) -> Plan[_Gathered]:
     """Candidate segments: the ``n_seg`` nearest segments, their neighbours (when the neighbour
     term counts) and every segment of the ``n_clu`` nearest clusters (when the cluster term
     counts), with ``lex`` also the ``n_seg`` best segments of the lexical index (and their
-    neighbours and clusters); plus a bound on the fused score of all other segments."""
+    neighbours and clusters), and every segment of a cluster with ``whole_cluster_min`` candidates
+    (rule 3 may take it whole: the walk needs its size and its other segments); plus a bound on the
+    fused score of all other segments."""
     seg_where = _and(level_is(SEGMENT), where)
     ids, metas, dists, docs = yield from _query(collection, q, n_seg, seg_where, wdoc,
                                                 ("metadatas", "distances", "documents"))
@@ -87,13 +90,13 @@ def _gather(
         # filter on a get by ids made Chroma scan the metadata (docs/decisions.md, the gathered path)
         rows.update((yield from _fetch_scored(collection, q, around, where, wdoc)))
     cluster_score: dict[str, float] = {}
-    nearest: set[str] = set()
+    complete: set[str] = set()  # clusters all of whose segments are candidates: rule 3 may take them
     clu_floor = -np.inf
     if weight:
         cids, cmetas, cdists, _ = yield from _query(collection, q, n_clu, _and(level_is(CLUSTER), where),
                                                     wdoc, ("metadatas", "distances"))
         cluster_score = {c: 1.0 - float(d) for c, d in zip(cids, cdists)}
-        nearest = set(cids)
+        complete = set(cids)
         clu_floor = (1.0 - float(cdists[-1])) if len(cids) >= n_clu else -np.inf
         # all segments of the nearest clusters (they may rank high through their cluster), by the ids
         # each cluster lists: a get by ids, where a filter on the cluster ids scanned the metadata
@@ -101,8 +104,16 @@ def _gather(
         rows.update((yield from _fetch_scored(collection, q, listed, where, wdoc)))
         unknown = sorted({m[CLUSTER_ID_KEY] for m, _, _ in rows.values()} - set(cluster_score))
         if unknown:
-            got = yield Get(collection, tuple(unknown), ("embeddings",))
+            got = yield Get(collection, tuple(unknown), ("embeddings", "metadatas"))
             cluster_score.update(zip(got["ids"], (float(s) for s in cosines(q, got["embeddings"]))))
+            # a cluster of which rule 3 may take enough segments to take it whole: all of its
+            # segments are candidates, as those of the nearest clusters are (they are scored anyway:
+            # a cluster taken whole is returned whole)
+            counts = Counter(m[CLUSTER_ID_KEY] for m, _, _ in rows.values())
+            more = [sid for cid, m in zip(got["ids"], got["metadatas"]) if counts[cid] >= whole_cluster_min
+                    for sid in listed_segment_ids(m) if sid not in rows]
+            rows.update((yield from _fetch_scored(collection, q, more, where, wdoc)))
+            complete |= {cid for cid in got["ids"] if counts[cid] >= whole_cluster_min}
     # an unseen segment is not among the nearest, nor next to one, nor in a nearest cluster (nor
     # among the lexical index's best); lex is added on the cosine scale: λ·M·lex on the fused one
     scale = 1.0 + weight + nweight
@@ -125,7 +136,7 @@ def _gather(
     siblings: dict[str, list[int]] = {}
     if weight:
         for i, m in enumerate(metas):
-            if m[CLUSTER_ID_KEY] in nearest:
+            if m[CLUSTER_ID_KEY] in complete:
                 siblings.setdefault(m[CLUSTER_ID_KEY], []).append(i)
         for members in siblings.values():
             members.sort(key=lambda i: metas[i][INDEX_KEY])
@@ -156,7 +167,8 @@ def search_gathered(collection: Any, q: np.ndarray, settings: SearchSettings, le
         raise ValueError("give k or budget_tokens")
     n_seg, n_clu = 2 * need + 4, need + 2
     while True:  # each round doubles, so it ends once a round holds the whole collection
-        g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight, lex)
+        g = yield from _gather(collection, q, n_seg, n_clu, where, wdoc, weight, nweight, lex,
+                               settings.whole_cluster_min)
         taken = select_auto(g.cands, budget, max_units=k if budget is None else None, cluster_weight=weight,
                             floor=g.floor, whole_cluster_min=settings.whole_cluster_min if weight else 1 << 30,
                             whole_cluster_share=settings.whole_cluster_share)
