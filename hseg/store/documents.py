@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, check_unicode
@@ -23,6 +23,9 @@ from hseg.store.indexed_at import stamped, write_time
 from hseg.store.indexes import Indexes
 from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
 from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
+
+if TYPE_CHECKING:
+    from hseg.store.lexical.index import LexicalIndex
 
 __all__ = ["chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
            "write_documents", "delete_documents"]
@@ -96,21 +99,30 @@ def with_text_hashes(per_doc: list[list[Record]], doc_ids: list[str]) -> tuple[l
     return out, shas
 
 
-def same_text_elsewhere(collection: Any, shas: Mapping[str, str]) -> dict[str, list[str]]:
+def same_text_elsewhere(collection: Any, shas: Mapping[str, str], lexical: LexicalIndex | None = None
+                        ) -> dict[str, list[str]]:
     """``{doc id: the other documents holding its text}`` for the documents of ``shas`` (``{doc id:
-    content_sha256}``, as :func:`with_text_hashes` gives them): those the collection stores under
-    another id, and those of ``shas`` with the same text. One metadata lookup of the hashes, an indexed
-    equality in Chroma's SQLite that reads only the records of those texts: no scan of the store (Chroma's
-    own cost of a ``get`` with a ``where``, the same as the read of a document's records by its id, is
-    what grows with the collection)."""
+    content_sha256}``, as :func:`with_text_hashes` gives them): those the store holds under another
+    id, and those of ``shas`` with the same text.
+
+    Asked of the ``lexical`` index where it answers for the collection exactly (a maintained one in
+    step, :meth:`~hseg.store.lexical.LexicalIndex.documents_holding`): one look-up of its index on the
+    hash, whose cost does not grow with the store. Else (no index, a server client's cache, an index
+    out of step) one metadata ``where`` on the hashes in Chroma, which reads only the records of those
+    texts but costs what Chroma's ``get`` with a ``where`` costs, and that grows with the collection."""
     holders: dict[str, set[str]] = {}
     for doc_id, sha in shas.items():
         holders.setdefault(sha, set()).add(doc_id)
-    for part in batched(sorted(holders), IN_FILTER_SIZE):
-        got = collection.get(where=where_in(CONTENT_HASH_KEY, list(part)), include=["metadatas"])
-        for meta in got["metadatas"] or []:
-            if meta and meta.get(DOC_ID_KEY) is not None and meta.get(CONTENT_HASH_KEY) in holders:
-                holders[str(meta[CONTENT_HASH_KEY])].add(str(meta[DOC_ID_KEY]))
+    indexed = None if lexical is None or not holders else lexical.documents_holding(holders)
+    if indexed is not None:
+        for sha, docs in indexed.items():
+            holders[sha] |= docs
+    else:
+        for part in batched(sorted(holders), IN_FILTER_SIZE):
+            got = collection.get(where=where_in(CONTENT_HASH_KEY, list(part)), include=["metadatas"])
+            for meta in got["metadatas"] or []:
+                if meta and meta.get(DOC_ID_KEY) is not None and meta.get(CONTENT_HASH_KEY) in holders:
+                    holders[str(meta[CONTENT_HASH_KEY])].add(str(meta[DOC_ID_KEY]))
     return {doc_id: sorted(holders[sha] - {doc_id}) for doc_id, sha in shas.items() if len(holders[sha]) > 1}
 
 

@@ -136,7 +136,7 @@ class Writes:
         with self._turn(doc_ids), self._writing(f"writing {len(doc_ids)} documents"):
             old = self._existing(doc_ids, stored)
             with parts.backend.errors("reading the collection"):
-                same = same_text_elsewhere(parts.collection, shas)
+                same = same_text_elsewhere(parts.collection, shas, parts.lexical)
             for doc_id, others in same.items():
                 logger.warning("document %r: its text is also stored under %s; both are searched (random ids, as "
                                "LlamaIndex's SimpleDirectoryReader gives without filename_as_id=True, store a file "

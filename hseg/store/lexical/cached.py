@@ -5,7 +5,7 @@ adds entries to the log and no row here."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from hseg.chunking.records import Record
 from hseg.store.lexical.follow import Follower
@@ -60,6 +60,13 @@ class CachedKind:
                 self.journal.end(open_id, docs)
             raise
         self.journal.end(open_id, docs)
+
+    def documents_holding(self, shas: Iterable[str]) -> dict[str, set[str]] | None:
+        """``None``: the collection answers which documents hold these texts, not the cache. A cache
+        is in step only as of its last check, seconds behind another client's write; following the
+        log before each write would make every writer re-read every other writer's documents (and a
+        writer that never searches build the whole cache first) and still miss writes under way."""
+        return None
 
     def write(self, records: Sequence[Record], doc_ids: Sequence[str]) -> int:
         """Nothing: every reader re-reads the documents the log names."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -167,6 +167,23 @@ class LexicalIndex(TableReads):
             self.ensure_fresh()
             held = self.documents(doc_ids)
         return {d: segments for d, (segments, sha) in held.items() if shas is None or sha == shas.get(d)}
+
+    def documents_holding(self, shas: Iterable[str]) -> dict[str, set[str]] | None:
+        """``{content_sha256: ids of the documents holding that text}`` for these hashes (a hash no
+        document holds: absent), from the ``documents`` table's index on its hash: a cost that does not
+        grow with the store. ``None`` where the index cannot answer for the collection exactly and the
+        caller must ask Chroma: a cache (a server client's, behind other clients' writes by up to its
+        next check), a maintained index out of step (a write cut short, not built, records written
+        around hseg: its next check repairs it), or a file SQLite cannot read.
+
+        Example:
+            >>> index.documents_holding([content_sha256(text)])  # doctest: +SKIP
+            {'9b1c...': {'tides.md'}}
+        """
+        try:
+            return self.kind.documents_holding(shas)
+        except sqlite3.Error:  # the write's bracket repairs the file; the look-up asks Chroma meanwhile
+            return None
 
     def rebuild(self, doc_ids: Sequence[str] | None = None) -> int:
         """The rows of these documents (default: all) again from the collection; returns the rows

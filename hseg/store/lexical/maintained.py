@@ -7,11 +7,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from hseg.chunking.records import Record
 from hseg.store.lexical.table import LexicalTable
-from hseg.store.lexical.tables import set_meta
+from hseg.store.lexical.tables import documents_holding, set_meta
 
 __all__ = ["MaintainedKind"]
 
@@ -36,20 +36,40 @@ class MaintainedKind:
     def __init__(self, table: LexicalTable) -> None:
         self.table = table
 
-    def keep_in_step(self) -> None:
-        """Re-read the documents a write cut short left *pending*, or everything where the file is
-        not built or the collection's record count changed without it; one read when nothing did."""
+    def in_step(self) -> bool:
+        """Whether the rows are the collection's as far as this object can tell without repairing
+        anything: the file is this collection's and built, no document is *pending*, and the record
+        count it recorded is the collection's (compared once per object, as every check does). One
+        read when it is; nothing is written."""
         table = self.table
         # one statement on the fast path: the meta rows and whether any document is pending
         found = table.db.rows("SELECT key, value FROM meta UNION ALL SELECT '', '' FROM pending LIMIT 1000")
         meta = {k: v for k, v in found if k}
         pending = any(not k for k, _ in found)
-        built = table.belongs(meta) and meta.get("built") == "1"
-        if built and not pending and table.count_checked:
-            return
-        if built and not pending and int(meta.get("synced_count", -1)) == int(table.collection.count()):
+        if pending or not (table.belongs(meta) and meta.get("built") == "1"):
+            return False
+        if not table.count_checked and int(meta.get("synced_count", -1)) == int(table.collection.count()):
             table.count_checked = True
+        return table.count_checked
+
+    def documents_holding(self, shas: Iterable[str]) -> dict[str, set[str]] | None:
+        """``{sha: ids of the documents holding that text}`` (:func:`~hseg.store.lexical.tables.documents_holding`)
+        when the rows are in step (:meth:`in_step`), else ``None``: a write cut short, a file not built
+        or records written around hseg are the collection's to answer, and repairing them is a
+        search's check, not a write's look-up."""
+        if not self.in_step():
+            return None
+        with self.table.db.lock:
+            return documents_holding(self.table.db.conn, shas)
+
+    def keep_in_step(self) -> None:
+        """Re-read the documents a write cut short left *pending*, or everything where the file is
+        not built or the collection's record count changed without it; one read when nothing did."""
+        table = self.table
+        if self.in_step():
             return
+        meta = table.meta()
+        built = table.belongs(meta) and meta.get("built") == "1"
         # a writer at work holds the lock: its rows come with its write, so wait only for a missing index
         with table.db.writer(blocking=not built) as got:
             if not got:

@@ -26,14 +26,15 @@ from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
 __all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "CHANGES_KEPT", "insert_rows", "delete_documents", "set_meta",
-           "clear_rows", "record_applied", "applied_among", "changes_state", "changes_since"]
+           "clear_rows", "record_applied", "applied_among", "changes_state", "changes_since", "documents_holding"]
 
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 #: the layout of the file (:data:`SCHEMA`), kept in its ``meta`` table; a file of another layout is rebuilt
 #: (2: ``segments.cuts``; 3: ``segments.record``; 4: ``changes``, which every writer must keep; the
-#: ``applied`` table is created where it is missing)
+#: ``applied`` table and the ``documents_sha`` index are created where they are missing: they change no
+#: row, so a file of layout 4 gains them in place when it is next opened, not rebuilt)
 FORMAT = "4"
 
 #: change events the file keeps (:func:`note_changes`): a reader whose kept terms are older than the
@@ -52,6 +53,9 @@ SCHEMA = (
     # the segments after a passage (LexicalIndex.following) in one index range, not a scan of the document
     "CREATE INDEX IF NOT EXISTS segments_doc_position ON segments(doc_id, position)",
     "CREATE TABLE IF NOT EXISTS documents(doc_id TEXT PRIMARY KEY, sha TEXT)",
+    # the documents holding a text (documents_holding): each write's "same text under another id" look-up
+    # in one index range, whatever the store holds
+    "CREATE INDEX IF NOT EXISTS documents_sha ON documents(sha)",
     "CREATE TABLE IF NOT EXISTS pending(doc_id TEXT PRIMARY KEY)",
     # the write log's entries (hseg.store.lexical.journal) a cache has read its documents for, with
     # their time: entries older than the log keeps are forgotten here too
@@ -169,3 +173,13 @@ def applied_among(c: sqlite3.Connection, entries: Iterable[str]) -> set[str]:
                                            part))
     return out
 
+
+def documents_holding(c: sqlite3.Connection, shas: Iterable[str]) -> dict[str, set[str]]:
+    """``{sha: ids of the documents whose rows came from that text}`` for these shas (a sha no document
+    has: absent); one look-up of the ``documents_sha`` index per :data:`SQL_IDS` shas."""
+    out: dict[str, set[str]] = {}
+    for part in batched(sorted(set(shas)), SQL_IDS):
+        for doc_id, sha in c.execute(f"SELECT doc_id, sha FROM documents WHERE sha IN ({','.join('?' * len(part))})",
+                                     part):
+            out.setdefault(str(sha), set()).add(str(doc_id))
+    return out
