@@ -108,7 +108,7 @@ class Lexical:
         return ("lexical", id(self.index), self.kind)
 
 
-#: lexical reads answered by the union of their keys (:meth:`Lexical`'s keyed kinds)
+#: the kinds of :class:`Lexical` read answered from the union of their keys
 _KEYED = frozenset({"ids_at", "rowids_of", "rows", "records", "cluster_sizes", "cluster_segments"})
 _LEXICAL_KINDS = _KEYED | {"scored", "following", "count"}
 
@@ -122,7 +122,7 @@ def _key(value: Mapping[str, Any] | None) -> str:
 
 
 def run_one(plan: Plan[T]) -> T:
-    """Drive one plan, one Chroma call per read."""
+    """Drive one plan, one call (of Chroma or of the lexical index) per read."""
     try:
         read = next(plan)
         while True:
@@ -132,7 +132,7 @@ def run_one(plan: Plan[T]) -> T:
 
 
 def run_many(plans: Sequence[Plan[T]]) -> list[T]:
-    """Drive many plans together, one Chroma call per group of equal reads at each step."""
+    """Drive many plans together, one call per group of equal reads at each step."""
     results: list[Any] = [None] * len(plans)
     waiting: dict[int, Read] = {}
     for i in range(len(plans)):
