@@ -16,7 +16,28 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from hseg.chunking.chunks import Chunking, Cluster, Segment
-from hseg.errors import HsegError
+from hseg.errors import (
+    ChromaVersionError,
+    CliError,
+    CollectionNotFoundError,
+    DatabaseReadOnlyError,
+    DatabaseStorageError,
+    EncoderLoadError,
+    EncoderMismatchError,
+    FormatSupportMissing,
+    HsegError,
+    IndexOutOfStepError,
+    IngestWriteError,
+    LexicalIndexStorageError,
+    LexicalIndexUnavailable,
+    SchemaTooNewError,
+    ServerUnreachableError,
+    StoreMovedError,
+    StoreNotFoundError,
+    StoreReplacedError,
+    UnreadableDocumentError,
+    WriterBusyError,
+)
 from hseg.text.spans import Span
 
 try:
@@ -24,8 +45,16 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
+#: the public API of hseg is what this face and the package faces (hseg.text, hseg.chunking, hseg.retrieval,
+#: hseg.store, hseg.ingest, ...) export; their other modules are private by contract (docs/api.md, "Public API")
 __all__ = ["HierarchicalChunker", "HierarchicalStore", "SearchSettings", "Chunking", "Cluster", "Segment", "Span",
-           "split_sentences", "HsegError", "__version__"]
+           "split_sentences", "__version__",
+           # the errors hseg raises on purpose, by kind (hseg.errors)
+           "HsegError", "EncoderMismatchError", "SchemaTooNewError", "IndexOutOfStepError", "ServerUnreachableError",
+           "DatabaseStorageError", "DatabaseReadOnlyError", "WriterBusyError", "StoreMovedError", "StoreReplacedError",
+           "ChromaVersionError", "CollectionNotFoundError", "StoreNotFoundError", "LexicalIndexStorageError",
+           "LexicalIndexUnavailable", "EncoderLoadError", "IngestWriteError", "CliError", "FormatSupportMissing",
+           "UnreadableDocumentError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ failed and the fix. The store, the ingest job and the command line tell these ki
 never by their text. An argument of the wrong type or value is a plain ``ValueError`` naming it.
 
 Example:
-    >>> from hseg.errors import EncoderMismatchError, HsegError
+    >>> from hseg import EncoderMismatchError, HsegError
     >>> try:
     ...     store.search("tides")  # doctest: +SKIP
     ... except EncoderMismatchError as exc:  # the collection holds another model's vectors
@@ -17,29 +17,6 @@ Example:
 """
 
 from __future__ import annotations
-
-__all__ = [
-    "HsegError",
-    "EncoderMismatchError",
-    "SchemaTooNewError",
-    "IndexOutOfStepError",
-    "ServerUnreachableError",
-    "DatabaseStorageError",
-    "DatabaseReadOnlyError",
-    "WriterBusyError",
-    "StoreMovedError",
-    "StoreReplacedError",
-    "ChromaVersionError",
-    "CollectionNotFoundError",
-    "StoreNotFoundError",
-    "LexicalIndexStorageError",
-    "LexicalIndexUnavailable",
-    "EncoderLoadError",
-    "IngestWriteError",
-    "CliError",
-    "FormatSupportMissing",
-    "UnreadableDocumentError",
-]
 
 
 class HsegError(Exception):

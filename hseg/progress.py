@@ -22,8 +22,6 @@ import logging
 import time
 from collections.abc import Callable
 
-__all__ = ["INTERVAL_S", "Progress", "logger"]
-
 #: the logger of every progress line
 logger = logging.getLogger("hseg.progress")
 #: seconds between two progress lines (and before the first)

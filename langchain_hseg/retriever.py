@@ -29,8 +29,6 @@ from hseg.retrieval.settings import SearchSettings
 from hseg.text.pages import loader_page_key
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
-__all__ = ["HierarchicalSegmentRetriever", "hit_to_document"]
-
 
 def hit_to_document(hit: SearchHit) -> Document:
     """A ``Document`` for one search hit: ``(id, metadata)`` from :func:`hseg.retrieval.results.result_for`.

@@ -38,7 +38,6 @@ from hseg.chunking.schema import chunk_metadata, chunk_pages, source_metadata
 from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
 from hseg.text.structure import source_name
 
-__all__ = ["HierarchicalSegmentTextSplitter", "cluster_documents", "segment_documents"]
 
 def _meta(source: Mapping[str, Any] | None, chunking: Chunking, chunk: Cluster | Segment,
           add_start_index: bool) -> dict[str, Any]:

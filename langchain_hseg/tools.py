@@ -31,8 +31,6 @@ from langchain_core.tools import StructuredTool, ToolException
 from hseg.errors import HsegError
 from hseg.tools import TOOLS, StoreTools, arguments_model, as_json
 
-__all__ = ["hseg_tools"]
-
 
 def hseg_tools(store: Any) -> list[StructuredTool]:
     """The retrieval tools over a store, in :data:`hseg.tools.TOOLS`' order.

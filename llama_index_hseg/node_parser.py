@@ -65,8 +65,6 @@ from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
 from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
 from hseg.text.structure import source_name
 
-__all__ = ["HierarchicalSegmentNodeParser", "ClusterVectorizer"]
-
 # one lock for all parsers: building a chunker loads a model, do it once even under asyncio.to_thread
 _BUILD_LOCK = threading.Lock()
 

@@ -15,8 +15,6 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.text.pages import loader_page_key
 
-__all__ = ["hit_to_node"]
-
 #: formatting fields of the stored node that the returned parent keeps
 _FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", "metadata_template",
                   "metadata_separator", "text_template")

@@ -26,9 +26,6 @@ from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
 from llama_index_hseg.nodes import hit_to_node
 
-__all__ = ["HierarchicalSegmentRetriever"]
-
-
 
 def _hseg_store_of(store: Any) -> HierarchicalStore | None:
     """The core store of a HierarchicalSegmentVectorStore or a HierarchicalStore (else ``None``)."""

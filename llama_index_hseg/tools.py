@@ -28,8 +28,6 @@ from llama_index.core.tools import FunctionTool
 
 from hseg.tools import TOOLS, StoreTools, arguments_model, as_json
 
-__all__ = ["hseg_tools"]
-
 
 def hseg_tools(store: Any) -> list[FunctionTool]:
     """The retrieval tools over a store, in :data:`hseg.tools.TOOLS`' order.

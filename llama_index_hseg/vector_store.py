@@ -36,8 +36,6 @@ from hseg.store import HierarchicalStore
 from hseg.store.reading import where_in
 from llama_index_hseg.nodes import hit_to_node
 
-__all__ = ["HierarchicalSegmentVectorStore"]
-
 _OPERATORS = {FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt",
               FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte",
               FilterOperator.IN: "$in", FilterOperator.NIN: "$nin"}

@@ -54,8 +54,6 @@ from hseg.text.spans import Span
 from hseg.text.structure import Heading, cluster_breaks, common_prefix, find_headings, path_at, reads_markdown
 from hseg.text.tokens import TokenCounter, as_token_counter, count_many
 
-__all__ = ["HierarchicalChunker"]
-
 logger = logging.getLogger(__name__)
 
 class HierarchicalChunker:

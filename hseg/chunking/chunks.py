@@ -32,8 +32,6 @@ import numpy as np
 from hseg.text.provenance import SourceMap
 from hseg.text.structure import Heading, common_prefix
 
-__all__ = ["Segment", "Cluster", "Chunking", "chunk_id", "is_cluster_id", "default_doc_id", "check_cuts"]
-
 
 def chunk_id(doc_id: str, level: str, start: int, end: int) -> str:
     """Deterministic id of a chunk (a segment or cluster) or of a passage of adjacent segments:

@@ -39,18 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "ClusterPlan",
-    "similarity_stats",
-    "merge_runs",
-    "clusters_from_adjacency",
-    "clusters_from_cliques",
-    "cluster_segments",
-    "search_k",
-    "graph_clusters",
-    "mean_vector",
-]
-
 Ranges = list[range]
 #: how steps 1–2 are computed: from edges, from networkx's maximal cliques, or not at all (``"none"``:
 #: every segment starts alone, so parents come from step 3's neighbour-joining and the cap)

@@ -51,8 +51,6 @@ from hseg.chunking.schema import (  # noqa: F401
     user_metadata,
 )
 
-__all__ = ["Record", "flatten_metadata", "records_for", "check_unicode"]
-
 
 @dataclass(frozen=True, eq=False)
 class Record:

@@ -31,31 +31,6 @@ from typing import Any
 from hseg.chunking.chunks import Chunking, Cluster, Segment, check_cuts
 from hseg.text.structure import common_prefix
 
-__all__ = [
-    "SCHEMA_VERSION", "RESERVED_PREFIX", "KINDS", "MetadataKey", "METADATA_KEYS", "metadata_keys", "metadata_table",
-    # the keys of chunks, records and results
-    "LEVEL_KEY", "DOC_ID_KEY", "CLUSTER_ID_KEY", "INDEX_KEY", "CLUSTER_INDEX_KEY", "START_KEY", "END_KEY",
-    "TOKENS_KEY", "CLUSTER_TOKENS_KEY", "N_SEGMENTS_KEY", "SEGMENT_IDS_KEY", "PREV_ID_KEY", "NEXT_ID_KEY",
-    "CUTS_KEY", "HEADING_PATH_KEY", "PAGE_START_KEY", "PAGE_END_KEY", "PAGE_BREAKS_KEY",
-    "SCHEMA_KEY", "ENCODER_KEY", "UNIT_KEY", "SCORE_KEY", "MATCHED_ID_KEY",
-    "MATCHED_LEVEL_KEY", "MATCHED_START_KEY", "MATCHED_END_KEY", "MATCHED_TEXT_KEY",
-    # kept by hseg index, by the unit index and by collections
-    "CONTENT_HASH_KEY", "SETTINGS_KEY", "INDEXED_AT_KEY", "BOOKKEEPING_KEYS", "content_sha256", "MODEL_VISIBLE_KEYS",
-    "TEXT_KEY",
-    "CLUSTER_WEIGHT_KEY", "NEIGHBOUR_WEIGHT_KEY", "UNIT_LAYOUT_KEY", "SYNCED_RECORDS_KEY", "SYNCED_UNITS_KEY",
-    "CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY",
-    # values and filters
-    "CLUSTER", "SEGMENT", "level_of", "level_is", "of_document",
-    # codecs
-    "encode_heading_path", "heading_path", "encode_cuts", "decode_cuts", "sentence_cuts", "encode_segment_ids",
-    "listed_segment_ids", "neighbour_ids", "page_range", "encode_page_breaks", "decode_page_breaks", "joined_pages",
-    "page_metadata",
-    # views and writers
-    "SegmentMeta", "ClusterMeta", "ResultMeta", "chunk_metadata", "chunk_pages", "page_breaks",
-    # whose keys
-    "user_metadata", "source_metadata", "hidden_from_model", "reserved_key",
-]
-
 SCHEMA_VERSION = 1
 RESERVED_PREFIX = "hseg_"
 

@@ -41,8 +41,6 @@ from hseg.chunking.schema import chunk_pages
 from hseg.text.provenance import cite_pages
 from hseg.text.structure import Heading
 
-__all__ = ["render_html"]
-
 #: cluster band colours (strong edge, light fill), cycled; neighbours always differ
 _PALETTE = (
     ("#3b78c4", "#e6effa"),

@@ -18,10 +18,6 @@ from typing import Any
 from hseg.cli.options import positive_int
 from hseg.errors import CliError, DatabaseStorageError, HsegError
 
-__all__ = ["CONNECT_TIMEOUT_S", "CliError", "add_location", "check_location", "location_label", "location_options",
-           "server_errors",
-           "client", "existing_store", "missing_collection", "store_names"]
-
 CONNECT_TIMEOUT_S = 5.0
 
 

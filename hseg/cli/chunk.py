@@ -20,8 +20,6 @@ from hseg.convert import Converted
 from hseg.errors import FormatSupportMissing
 from hseg.ingest import read_source as read_document
 
-__all__ = ["register", "read_source", "to_json", "to_markdown"]
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

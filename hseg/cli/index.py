@@ -32,8 +32,6 @@ from hseg.cli.options import (
 )
 from hseg.errors import EncoderMismatchError
 
-__all__ = ["register"]
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

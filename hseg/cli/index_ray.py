@@ -25,8 +25,6 @@ from typing import Any
 from hseg.cli.chroma import CliError
 from hseg.cli.options import finite_float, positive_int
 
-__all__ = ["LOCAL", "add_ray_options", "ray_address", "check_ray_args", "index_with_ray"]
-
 #: ``--ray`` without an address: start a Ray on this machine
 LOCAL = "local"
 

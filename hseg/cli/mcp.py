@@ -22,8 +22,6 @@ from typing import Any
 from hseg.cli.chroma import CliError, add_location, check_location, existing_store, location_label, server_errors
 from hseg.cli.options import add_encoder_option, positive_int, quiet_model_loading
 
-__all__ = ["register", "run_mcp"]
-
 logger = logging.getLogger(__name__)
 
 #: the address a streamable HTTP server binds unless told otherwise: this machine only

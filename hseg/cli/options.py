@@ -26,11 +26,6 @@ from hseg.encoders import BACKENDS
 from hseg.segmentation.segmenters import SEGMENTERS, WEIGHTS_SUFFIX, get_segmenter, segmenter_spec
 from hseg.text.structure import STRUCTURES
 
-__all__ = ["positive_int", "finite_float", "quiet_model_loading", "progress_lines", "add_chunker_options",
-           "add_segmenter_option", "add_encoder_option", "chunker_config_from_args", "chunker_from_args",
-           "segmenter_from_args", "CHUNK_OPTIONS", "given_chunk_options", "chunk_options", "option_help",
-           "chunk_option_docs", "search_option_docs"]
-
 
 def positive_int(text: str) -> int:
     """An integer >= 1."""

@@ -30,8 +30,6 @@ from hseg.cli.chroma import (
 )
 from hseg.cli.options import add_encoder_option, add_search_options, quiet_model_loading, search_settings_from_args
 
-__all__ = ["register", "format_hit"]
-
 _BOLD_UNDERLINE, _RESET = "\x1b[1;4m", "\x1b[0m"
 
 

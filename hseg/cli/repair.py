@@ -19,8 +19,6 @@ from typing import Any
 
 from hseg.cli.chroma import add_location, check_location, existing_store, location_label, server_errors
 
-__all__ = ["register"]
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

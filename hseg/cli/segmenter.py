@@ -20,8 +20,6 @@ from pathlib import Path
 
 from hseg.cli.options import add_encoder_option, add_segmenter_option, positive_int, segmenter_from_args
 
-__all__ = ["register"]
-
 
 def _directory(text: str) -> Path:
     path = Path(text)

@@ -15,8 +15,6 @@ from typing import Any
 from hseg.cli.chunk import read_source
 from hseg.cli.options import add_chunker_options, chunker_from_args, quiet_model_loading
 
-__all__ = ["register"]
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

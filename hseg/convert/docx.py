@@ -19,8 +19,6 @@ from typing import Any
 from hseg.convert.result import Converted
 from hseg.convert.support import need
 
-__all__ = ["convert_docx"]
-
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 

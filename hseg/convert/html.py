@@ -16,8 +16,6 @@ from pathlib import Path
 from hseg.convert.result import Converted
 from hseg.convert.support import need
 
-__all__ = ["convert_html", "html_to_markdown"]
-
 #: elements whose content is not the document's text
 DROPPED = ("head", "script", "style", "noscript", "template", "nav", "svg", "iframe", "button", "canvas")
 

@@ -39,8 +39,6 @@ from hseg.convert.result import Converted, Pieces
 from hseg.convert.support import need
 from hseg.errors import UnreadableDocumentError
 
-__all__ = ["convert_pdf"]
-
 #: a line this much larger than the body text (or more) may be a heading, when the PDF has no outline
 HEADING_SIZE_RATIO = 1.15
 #: ... and only if it is this short: a long line in a large font is a pull quote or a banner

@@ -16,9 +16,6 @@ from typing import Any
 from hseg.convert.result import Converted, Pieces
 from hseg.convert.support import need
 
-__all__ = ["convert_pptx"]
-
-
 #: shapes whose tops differ by less than this (in EMU: 36,000 to the millimetre) are read as one row
 _ROW_EMU = 36000
 

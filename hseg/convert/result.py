@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 from hseg.text.provenance import SourceMap
 
-__all__ = ["Converted", "Pieces"]
-
 
 @dataclass(frozen=True)
 class Converted:

@@ -12,8 +12,6 @@ from types import ModuleType
 
 from hseg.errors import FormatSupportMissing
 
-__all__ = ["INSTALL_HINT", "need"]
-
 #: the command that installs every converter's library
 INSTALL_HINT = 'pip install "hseg[formats]"'
 

@@ -27,16 +27,6 @@ import numpy as np
 
 from hseg.encoders.identity import canonical_model_name
 
-__all__ = [
-    "BACKENDS",
-    "DEFAULT_BACKEND",
-    "check_backend",
-    "Encoder",
-    "CallableEncoder",
-    "CachingEncoder",
-    "l2_normalize",
-]
-
 logger = logging.getLogger(__name__)
 
 #: how a model given by name is run; both give the same vectors (cosine >= 0.9999)

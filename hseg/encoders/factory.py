@@ -18,8 +18,6 @@ from hseg.encoders.onnx_runtime import OnnxEncoder
 from hseg.encoders.torch_backend import SentenceTransformerEncoder
 from hseg.errors import EncoderLoadError
 
-__all__ = ["as_encoder", "load_encoder", "LazyEncoder", "EncoderLoadError"]
-
 logger = logging.getLogger(__name__)
 
 

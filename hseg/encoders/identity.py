@@ -10,10 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_MODEL", "canonical_model_name", "offline_model_path", "model_folder", "weights_path",
-           "source_identity", "weights_identity"]
-
-
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 

@@ -34,8 +34,6 @@ from hseg.encoders.identity import canonical_model_name, offline_model_path, sou
 from hseg.encoders.onnx_model import GRAPH_NAME, ExportedModel, OnnxManifest
 from hseg.encoders.torch_backend import sentence_embedding_dimension
 
-__all__ = ["export_model", "MIN_COSINE", "PROBES", "OPSET"]
-
 logger = logging.getLogger(__name__)
 
 #: an export whose vectors differ more than this from the torch model's is refused

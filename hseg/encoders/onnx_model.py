@@ -20,9 +20,6 @@ import numpy as np
 
 from hseg.encoders.base import l2_normalize
 
-__all__ = ["OnnxManifest", "ExportedModel", "onnx_cache_dir", "model_cache_folder", "MANIFEST_NAME",
-           "MANIFEST_FORMAT", "GRAPH_NAME", "DEFAULT_BATCH_SIZE"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -34,8 +34,6 @@ from hseg.encoders.identity import DEFAULT_MODEL, canonical_model_name, weights_
 from hseg.encoders.onnx_export import export_model
 from hseg.encoders.onnx_model import DEFAULT_BATCH_SIZE, GRAPH_NAME, ExportedModel, OnnxManifest, model_cache_folder
 
-__all__ = ["OnnxEncoder"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -14,8 +14,6 @@ import numpy as np
 from hseg.encoders.base import _empty, l2_normalize
 from hseg.encoders.identity import DEFAULT_MODEL, canonical_model_name, offline_model_path
 
-__all__ = ["SentenceTransformerEncoder", "auto_device", "sentence_embedding_dimension"]
-
 logger = logging.getLogger(__name__)
 
 

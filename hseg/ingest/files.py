@@ -19,10 +19,6 @@ from pathlib import Path
 from hseg.convert import CONVERTED_SUFFIXES, Converted, convert, converter_for
 from hseg.errors import FormatSupportMissing, UnreadableDocumentError
 
-__all__ = ["TEXT_SUFFIXES", "SUPPORTED_SUFFIXES", "SourceFile", "discover", "doc_id_for", "read_text_file",
-           "read_source", "read_sources", "read_files"]
-
-
 #: files read as text as they are
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 #: the files folders and patterns contribute: text, and the formats :mod:`hseg.convert` reads

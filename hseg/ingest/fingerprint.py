@@ -15,9 +15,6 @@ if TYPE_CHECKING:  # annotations only
     from hseg.chunking.config import ChunkerConfig
 
 
-__all__ = ["Fingerprinted", "chunk_settings", "settings_key", "token_counter_name", "segmenter_config"]
-
-
 @runtime_checkable
 class Fingerprinted(Protocol):
     """A chunker that knows its own settings fingerprint (:class:`~hseg.ingest.lazy.LazyChunker`:

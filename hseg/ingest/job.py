@@ -35,8 +35,6 @@ if TYPE_CHECKING:  # annotations only
     from hseg.ingest.lazy import LazyChunker
     from hseg.store.store import HierarchicalStore
 
-__all__ = ["Found", "IndexSummary", "find", "index_paths"]
-
 
 @dataclass(frozen=True)
 class Found:

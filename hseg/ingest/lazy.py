@@ -21,8 +21,6 @@ from typing import Any
 
 from hseg.ingest.fingerprint import chunk_settings
 
-__all__ = ["LazyChunker"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -16,8 +16,6 @@ if TYPE_CHECKING:  # annotations only
     from hseg.store.store import HierarchicalStore
 
 
-__all__ = ["prune_scope", "stored_sources", "stale_documents", "prune"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -43,8 +43,6 @@ from hseg.ingest.fingerprint import chunk_settings
 from hseg.ingest.run import IngestSummary, IngestWriteError, ingest_batch
 from hseg.progress import Progress
 
-__all__ = ["RAY_INSTALL_HINT", "import_ray", "IndexWorker", "default_workers", "index_dataset"]
-
 logger = logging.getLogger(__name__)
 
 RAY_INSTALL_HINT = 'pip install -e ".[ray]" in the hseg clone'

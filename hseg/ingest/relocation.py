@@ -28,8 +28,6 @@ from hseg.ingest.files import SourceFile, read_source
 if TYPE_CHECKING:  # annotations only
     from hseg.store.store import HierarchicalStore
 
-__all__ = ["StoreMovedError", "check_not_moved", "moved_root"]
-
 
 #: the ``content_sha256`` stored for a document's text
 text_sha256 = content_sha256

@@ -40,9 +40,6 @@ if TYPE_CHECKING:  # annotations only
     from hseg.text.provenance import SourceMap
 
 
-__all__ = ["IngestSummary", "IngestWriteError", "IngestInterrupted", "ingest", "ingest_batch"]
-
-
 logger = logging.getLogger(__name__)
 
 

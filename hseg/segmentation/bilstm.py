@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hseg.segmentation.bilstm_core import (  # the torch-free half, named here too
+from hseg.segmentation.bilstm_core import (  # noqa: F401 (the torch-free half, named here too for deep imports)
     DEFAULT_ARRAYS,
     DEFAULT_WEIGHTS,
     GAP_WINDOWS,
@@ -43,9 +43,6 @@ from hseg.segmentation.bilstm_core import (  # the torch-free half, named here t
     sentence_features,
     window_starts,
 )
-
-__all__ = ["sentence_features", "BiLSTMModel", "BiLSTMSegmenter", "DEFAULT_WEIGHTS", "DEFAULT_ARRAYS", "GAP_WINDOWS",
-           "LEGACY_GAP_WINDOWS", "WINDOW_BATCH", "gap_feature_count", "window_starts", "boundaries_from_scores"]
 
 logger = logging.getLogger(__name__)
 

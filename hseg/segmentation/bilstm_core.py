@@ -33,10 +33,6 @@ import numpy as np
 
 from hseg.segmentation.cohesion import depth_scores, window_similarity
 
-__all__ = ["GAP_WINDOWS", "LEGACY_GAP_WINDOWS", "WINDOW_BATCH", "DEFAULT_WEIGHTS", "DEFAULT_ARRAYS",
-           "gap_feature_count", "sentence_features", "window_starts", "boundaries_from_scores", "WindowedSegmenter",
-           "NumpyBiLSTM", "ArraysSegmenter"]
-
 logger = logging.getLogger(__name__)
 
 #: the TextTiling windows (sentences a side) whose gap signals a new model is trained on. The long

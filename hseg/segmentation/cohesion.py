@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["adjacent_similarity", "window_similarity", "depth_scores"]
 
 def adjacent_similarity(embeddings: np.ndarray) -> np.ndarray:
     """Cosine similarity of each sentence to the next, shape ``(n - 1,)``."""

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["pk", "windowdiff", "window_size", "ends_to_masses", "masses_to_ends", "masses_to_labels"]
-
 
 def ends_to_masses(ends: Sequence[int], n: int | None = None) -> list[int]:
     """Segment-end indices to masses. ``n`` (sentences) defaults to the last end + 1.

@@ -33,17 +33,6 @@ import numpy as np
 from hseg.segmentation.bilstm_core import DEFAULT_WEIGHTS, ArraysSegmenter
 from hseg.segmentation.cohesion import depth_scores, window_similarity
 
-__all__ = [
-    "Segmenter",
-    "TextTilingSegmenter",
-    "enforce_length_limits",
-    "get_segmenter",
-    "segmenter_spec",
-    "SEGMENTERS",
-    "DEFAULT_SEGMENTER",
-    "WEIGHTS_SUFFIX",
-]
-
 logger = logging.getLogger(__name__)
 
 

@@ -21,9 +21,6 @@ import numpy as np
 
 from hseg.segmentation.wiki727k import Document
 
-__all__ = ["default_cache_dir", "embed_documents", "mixed_documents", "TrainConfig", "TrainResult",
-           "train_segmenter", "evaluate_scores", "choose_threshold", "evaluate_segmenter"]
-
 logger = logging.getLogger(__name__)
 
 
@@ -89,7 +86,7 @@ def embed_documents(
 
 
 def _default_gap_windows() -> tuple[int, ...]:
-    from hseg.segmentation.bilstm import GAP_WINDOWS  # torch: imported when training, not with this module
+    from hseg.segmentation.bilstm_core import GAP_WINDOWS
 
     return GAP_WINDOWS
 
@@ -122,7 +119,7 @@ class TrainResult:
 
 
 def _prepare(docs: Sequence[Document], embeddings: Sequence[np.ndarray], windows: Sequence[int]):
-    from hseg.segmentation.bilstm import sentence_features
+    from hseg.segmentation.bilstm_core import sentence_features
 
     return [(sentence_features(e, windows), np.asarray(d.labels, dtype=np.int64)) for d, e in zip(docs, embeddings)]
 
@@ -188,7 +185,7 @@ def evaluate_scores(docs: Sequence[Document], scores: Sequence[np.ndarray], thre
     """Pk and WindowDiff of thresholded gap scores: the mean per document, or with ``groups`` (a
     group id per document, e.g. its dev folder) the mean of the per-group means, so that every
     dev folder (domain) weighs the same whatever its size."""
-    from hseg.segmentation.bilstm import boundaries_from_scores
+    from hseg.segmentation.bilstm_core import boundaries_from_scores
     from hseg.segmentation.metrics import ends_to_masses, pk, windowdiff
 
     pks, wds = [], []

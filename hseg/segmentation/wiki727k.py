@@ -28,9 +28,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Document", "parse_wiki727k", "read_wiki727k", "iter_wiki727k_files", "markdown_to_documents",
-           "parse_markdown"]
-
 logger = logging.getLogger(__name__)
 
 _HEADER = re.compile(r"^========,\d+,.*\.$")

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from hseg.errors import UnreadableDocumentError
 
-__all__ = ["MAX_ODD_SHARE", "SAMPLE", "SIGNATURES", "binary_reason", "check_not_binary"]
-
 #: how a binary format's bytes begin, as a loader that decoded them gives them (Latin-1 or UTF-8 with errors ignored)
 SIGNATURES = {
     "%PDF-": "a PDF file",

@@ -39,10 +39,6 @@ from typing import Any
 from hseg.text.provenance import SourceMap
 from hseg.text.structure import source_name
 
-__all__ = ["PAGE_KEYS", "PAGE_MODES", "DEFAULT_PAGE_MODE", "PageGroup", "JoinedDocument", "page_number",
-           "loader_page_key", "group_pages", "join_pages", "join_documents", "repeated_edge_lines",
-           "rejoin_hyphenated", "vocabulary"]
-
 logger = logging.getLogger(__name__)
 
 #: the page keys of the loaders' page Documents: LangChain's ``page`` (0-based, ``PyPDFLoader`` and

@@ -35,8 +35,6 @@ from typing import Any
 
 from hseg.text.structure import Heading, find_headings, path_at
 
-__all__ = ["UNITS", "SourceMap", "cite_pages"]
-
 #: what a span's number counts: the pages of a PDF or the slides of a presentation
 UNITS = ("page", "slide")
 #: what joins two pages in :meth:`SourceMap.from_pages` unless told otherwise: a paragraph break, so

@@ -48,8 +48,6 @@ from typing import NamedTuple
 
 from hseg.text.spans import Span
 
-__all__ = ["split_sentences", "word_count"]
-
 logger = logging.getLogger(__name__)
 
 TokenCounter = Callable[[str], int]

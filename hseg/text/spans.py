@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Span"]
-
 
 @dataclass(frozen=True, slots=True, order=True)
 class Span:

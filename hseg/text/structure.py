@@ -62,20 +62,6 @@ from typing import Any
 # the line kinds of the sentence splitter: a line it reads as code is never a heading here either
 from hseg.text.sentences import _HEADING, _classify, _Kind, _lines
 
-__all__ = [
-    "STRUCTURES",
-    "PLAIN_TEXT_SUFFIXES",
-    "SOURCE_KEYS",
-    "Heading",
-    "find_headings",
-    "path_at",
-    "common_prefix",
-    "section_level",
-    "cluster_breaks",
-    "reads_markdown",
-    "source_name",
-]
-
 #: values of the ``structure`` chunker setting
 STRUCTURES = ("auto", "markdown", "none")
 #: source names with these endings are plain text for ``structure="auto"``

@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TokenCounter", "TiktokenCounter", "as_token_counter", "count_many"]
-
 TokenCounter = Callable[[str], int]
 
 

@@ -45,9 +45,6 @@ from hseg.store.backends import remote_errors
 from hseg.store.connection import lexical_errors
 from hseg.store.indexed_at import iso_utc
 
-__all__ = ["StoredCluster", "document_clusters", "text_of", "covering", "StoredDocument", "DocumentPage",
-           "document_page", "nearby_sources", "documents"]
-
 
 @dataclass(frozen=True)
 class StoredCluster:

@@ -19,9 +19,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Passage", "SearchAnswer", "SpanText", "Span", "ClusterText", "LexicalHit", "LexicalAnswer",
-           "DocumentInfo", "DocumentList", "as_json", "json_schema", "page_list"]
-
 
 @dataclass(frozen=True)
 class Passage:

@@ -24,8 +24,6 @@ from typing import Any
 from hseg.errors import HsegError
 from hseg.tools.store_tools import TOOLS, StoreTools
 
-__all__ = ["INSTALL_HINT", "require_mcp", "build_server", "INSTRUCTIONS"]
-
 INSTALL_HINT = "hseg mcp needs the Model Context Protocol SDK: pip install 'hseg[mcp]'"
 
 #: what a client shows its model about the server as a whole

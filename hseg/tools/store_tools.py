@@ -49,8 +49,6 @@ from hseg.tools.results import (
     page_list,
 )
 
-__all__ = ["ToolInputError", "ToolLimits", "LIMITS", "ToolDeclaration", "TOOLS", "StoreTools", "arguments_model"]
-
 
 class ToolInputError(HsegError, ValueError):
     """A tool's argument out of its range, of the wrong type, or naming nothing stored (a span

@@ -235,9 +235,9 @@ def test_a_vector_query_needs_its_text_and_a_string_query_is_its_own(chroma_coll
     assert store.search(q, k=2, lexical_weight=0.5, query_text="!!!", unit="cluster")  # no words: the dense side alone
 
 
-def test_search_many_and_async_answer_as_search_does(chroma_collection_name, monkeypatch):
+def test_search_many_and_async_answer_as_search_does(chroma_client, chroma_collection_name, monkeypatch):
     read_in_small_pages(monkeypatch)
-    store, _, rng = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+    store, _, rng = make_store(chroma_client, chroma_collection_name)
     queries = [q / np.linalg.norm(q) for q in rng.standard_normal((len(QUESTIONS), 16)).astype(np.float32)]
     for setting in (dict(k=3), dict(budget_tokens=150, mode="segment"), dict(k=4, unit="segment"),
                     dict(budget_tokens=150, unit="auto"), dict(budget_tokens=150, unit="auto", cluster_weight=0.3),

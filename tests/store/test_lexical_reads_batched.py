@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import chromadb
 import numpy as np
 
 from hseg.retrieval.lexical_query import query_terms
@@ -26,8 +25,8 @@ def _plain(answer: Any) -> Any:
     return answer
 
 
-def test_lexical_reads_answered_together_are_each_the_index_answer_alone(chroma_collection_name):
-    store, chunkings, _ = make_store(chromadb.EphemeralClient(), chroma_collection_name)
+def test_lexical_reads_answered_together_are_each_the_index_answer_alone(chroma_client, chroma_collection_name):
+    store, chunkings, _ = make_store(chroma_client, chroma_collection_name)
     index = store._parts.lexical
     index.ensure_fresh()
     segments = [s.id for ch in chunkings for s in ch.segments]
