@@ -27,7 +27,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,14 +101,14 @@ def time_adds(store: HierarchicalStore, n: int, dim: int, rng: np.random.Generat
     try:
         for i in range(n + 2):
             for name in (list(times) if i % 2 else list(reversed(times))):
-                writes.same_text_elsewhere = chroma_only if "chroma" in name else as_is  # type: ignore[assignment]
+                writes.same_text_elsewhere = chroma_only if "chroma" in name else as_is
                 doc = synthetic_doc(f"add-{size}-{i}-{name[5]}", rng, CLUSTERS, SEGMENTS, dim)
                 t0 = time.perf_counter()
                 store.add(doc)
                 if i >= 2:
                     times[name].append(time.perf_counter() - t0)
     finally:
-        writes.same_text_elsewhere = as_is  # type: ignore[assignment]
+        writes.same_text_elsewhere = as_is
     return times
 
 
@@ -123,8 +122,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    logging.getLogger("hseg").setLevel(logging.WARNING)
     store = HierarchicalStore(COLLECTION, path=args.path)
     rng = np.random.default_rng(args.seed + 1)
     p50: dict[str, dict[int, float]] = {}
@@ -149,13 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"growth, p50 at {large} / at {small}: " + "; ".join(
         f"{name} {by[large] / by[small]:.2f}x" for name, by in p50.items()),
         f"load average {os.getloadavg()[0]:.1f} at the end"]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        append_report(Path(args.out), "same_text_lookup: the write's same-text look-up, Chroma against the lexical "
-                      "index", text)
+    append_report("\n".join(["### same_text_lookup: the write's same-text look-up, Chroma against the lexical index",
+                              "", *lines, ""]), args.out)
     return 0
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("hseg").setLevel(logging.WARNING)
     raise SystemExit(main())

@@ -113,3 +113,19 @@ def test_hseg_method_names_and_flavours_without_the_model(benchmarks_without_mod
                         "--ks", "5", "--per-corpus"]) == 0
     out = capsys.readouterr().out
     assert "| B=1024 alpha |" in out and "| B=1024 beta |" in out
+
+
+def test_same_text_lookup_runs_both_sides_and_they_agree(tmp_path):
+    """``benchmarks.same_text_lookup`` at two tiny sizes: both sides of every look-up give the same
+    answer (it exits otherwise), every row of its report is there, and a second run resumes the store."""
+    from benchmarks import same_text_lookup
+
+    out = tmp_path / "report.md"
+    args = ["--path", str(tmp_path / "db"), "--sizes", "100", "300", "--lookups", "6", "--adds", "2",
+            "--out", str(out)]
+    assert same_text_lookup.main(args) == 0
+    assert same_text_lookup.main(args) == 0  # grown already: nothing written twice, the answers still agree
+    report = out.read_text(encoding="utf-8")
+    for side in ("chroma get(where)", "lexical index", "add, chroma get(where)", "add, lexical index"):
+        assert report.count(f"| {side} | ") == 4, (side, report)
+    assert report.count("growth, p50 at 300 / at 100") == 2
