@@ -1,10 +1,6 @@
 """The errors hseg raises on purpose, by kind: catch :class:`HsegError` for all of them, or one kind.
 
-Each kind also subclasses the built-in error it was raised as before it had a type of its own
-(``ValueError``, ``RuntimeError``, ``OSError``, ``ConnectionError``, ``LookupError``), so code that
-catches the built-in keeps working. Every message is a complete sentence for a person: it names what
-failed and the fix. The store, the ingest job and the command line tell these kinds apart by type,
-never by their text. An argument of the wrong type or value is a plain ``ValueError`` naming it.
+How and why: docs/design.md, ``hseg.errors``.
 
 Example:
     >>> from hseg import EncoderMismatchError, HsegError

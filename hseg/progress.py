@@ -1,19 +1,6 @@
-"""Progress of long work, as log lines that need no terminal (issue 47 item 11).
+"""Progress of long work, as log lines that need no terminal.
 
-Chunking a large document (a 5 MB file: minutes on a CPU, most of it in the encoder) and indexing
-many files report what they are doing on the ``hseg.progress`` logger at INFO, at most one line
-every :data:`INTERVAL_S` seconds, and nothing at all for work that ends sooner: sentences split,
-sentences encoded *n* of *N*, sentences segmented, segments clustered, documents chunked and
-written (by ``hseg index`` or a Ray job), and a store's lexical or unit index rebuilt. Library
-code logs and never prints; it shows nothing unless the application asks::
-
-    import logging
-    logging.basicConfig()                                      # a handler, on stderr
-    logging.getLogger("hseg.progress").setLevel(logging.INFO)  # progress lines
-
-``hseg chunk``, ``hseg show`` and ``hseg index`` show these lines on stderr unless ``--quiet``
-(:func:`hseg.cli.options.progress_lines`); their progress bars (tqdm) are drawn only when stderr
-is a terminal, so ``2>&1`` into a file or a pipe holds the lines and no carriage-return noise.
+How and why: docs/design.md, ``hseg.progress``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, create_model, field_validator, model_val
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
 from hseg.retrieval.settings import SearchSettings
-from hseg.text.pages import loader_page_key
+from hseg.text import loader_page_key
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 
 

@@ -1,22 +1,6 @@
 """``HierarchicalSegmentTextSplitter``: the hseg chunker behind LangChain's ``TextSplitter`` API.
 
-The adapter only translates: :class:`hseg.chunking.chunker.HierarchicalChunker` does the work and its
-:class:`hseg.chunking.chunks.Chunking` results become ``Document`` objects. Offsets come from the core
-(``text[hseg_start:hseg_end] == page_content``), never from ``str.find``, which returns the first
-occurrence and so misplaces a passage repeated in the document; and the metadata is the core's
-(:func:`hseg.chunking.schema.chunk_metadata`), as on the store's records.
-
-Markdown structure (the ``structure`` setting): with ``"auto"`` a Document whose ``source``
-(``file_path``, ``file_name``) metadata ends in ``.txt`` is chunked as plain text, every other one as
-markdown; each chunk's ``hseg_heading_path`` (decoded by :func:`hseg.chunking.schema.heading_path`) names the
-headings it lies under.
-
-Page Documents (``PyPDFLoader``, ``PyMuPDFLoader``: ``source`` and a 0-based ``page``): consecutive pages
-of one source are joined into one text before chunking (the ``pages`` setting,
-:func:`hseg.text.pages.join_documents`: running headers and footers dropped, hyphenated words
-rejoined), so a cluster may cross a page break; every chunk carries the pages it spans
-(``hseg_page_start``/``hseg_page_end``, from 1) and LangChain's own ``page`` (0-based, its first page).
-Offsets are into the joined text, which is what the store keeps.
+How and why: docs/design.md, ``langchain_hseg.text_splitter``.
 """
 
 from __future__ import annotations
@@ -31,12 +15,17 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from hseg.chunking.chunker import HierarchicalChunker
-from hseg.chunking.chunks import Chunking, Cluster, Segment
-from hseg.chunking.config import ChunkerConfig
-from hseg.chunking.schema import chunk_metadata, chunk_pages, source_metadata
-from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
-from hseg.text.structure import source_name
+from hseg.chunking import (
+    ChunkerConfig,
+    Chunking,
+    Cluster,
+    HierarchicalChunker,
+    Segment,
+    chunk_metadata,
+    chunk_pages,
+    source_metadata,
+)
+from hseg.text import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key, source_name
 
 
 def _meta(source: Mapping[str, Any] | None, chunking: Chunking, chunk: Cluster | Segment,

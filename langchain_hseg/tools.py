@@ -1,12 +1,7 @@
 """hseg's retrieval tools as LangChain tools: search, read, expand, lexical_search and list_documents
 over a store, for an agent built with LangChain (no MCP needed).
 
-Each is a ``StructuredTool`` over the same core function as ``hseg mcp`` (:mod:`hseg.tools`), with its
-name, description and argument schema from that one declaration. ``response_format`` is
-``"content_and_artifact"``: the model reads the result as JSON, and the ``ToolMessage``'s
-``artifact`` holds the same result as a dict, every passage and hit with its exact ``source``,
-``start`` and ``end``. A refused input (a span outside its document, a budget out of range, an
-unknown source) comes back to the model as the tool's one-line error (``handle_tool_error``).
+How and why: docs/design.md, ``langchain_hseg.tools``.
 
 Example:
     >>> from langchain_hseg import hseg_tools
@@ -28,7 +23,7 @@ from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
 
-from hseg.errors import HsegError
+from hseg import HsegError
 from hseg.tools import TOOLS, StoreTools, arguments_model, as_json
 
 

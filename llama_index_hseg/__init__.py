@@ -1,15 +1,10 @@
 """LlamaIndex components for hierarchical segmentation chunking (hseg).
 
-- :class:`HierarchicalSegmentNodeParser`: documents → cluster (parent) and segment (child) nodes
-  with relationships, absolute offsets and embeddings already set.
+- :class:`HierarchicalSegmentNodeParser`: documents → cluster (parent) and segment (child) nodes.
 - :class:`ClusterVectorizer`: restores mean-pooled cluster vectors after an embedding model.
-- :class:`HierarchicalSegmentVectorStore`: hseg's store as a LlamaIndex vector store, so that an
-  ``IngestionPipeline`` writes through hseg's write path (turns, lock, unit-index and lexical rows,
-  a document's old version replaced as one unit).
-- :class:`HierarchicalSegmentRetriever`: max-score parent retrieval over that store (or a
-  ``ChromaVectorStore``).
-- :func:`hseg_tools`: search, read, expand, lexical_search and list_documents as LlamaIndex
-  ``FunctionTool`` objects for an agent, every result with exact spans (:mod:`hseg.tools`).
+- :class:`HierarchicalSegmentVectorStore`: hseg's store as a vector store, written through hseg's write path.
+- :class:`HierarchicalSegmentRetriever`: max-score parent retrieval over it (or a ``ChromaVectorStore``).
+- :func:`hseg_tools`: hseg's retrieval tools (:mod:`hseg.tools`) as ``FunctionTool`` objects for an agent.
 
 Example:
     >>> from llama_index.core.ingestion import IngestionPipeline  # doctest: +SKIP

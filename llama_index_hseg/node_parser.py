@@ -39,12 +39,7 @@ from llama_index.core.schema import (
 )
 
 from hseg import __version__ as HSEG_VERSION
-from hseg.chunking.chunker import HierarchicalChunker
-from hseg.chunking.chunks import Chunking, Cluster, Segment
-from hseg.chunking.clustering import mean_vector
-from hseg.chunking.config import ChunkerConfig, describe
-from hseg.chunking.records import records_for
-from hseg.chunking.schema import (
+from hseg.chunking import (
     CLUSTER,
     CLUSTER_ID_KEY,
     ENCODER_KEY,
@@ -56,14 +51,21 @@ from hseg.chunking.schema import (
     SEGMENT_IDS_KEY,
     START_KEY,
     TOKENS_KEY,
+    ChunkerConfig,
+    Chunking,
+    Cluster,
+    HierarchicalChunker,
+    Segment,
+    describe,
     encode_segment_ids,
     hidden_from_model,
     listed_segment_ids,
+    mean_vector,
     page_range,
+    records_for,
 )
 from hseg.encoders import DEFAULT_MODEL, as_encoder, l2_normalize
-from hseg.text.pages import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key
-from hseg.text.structure import source_name
+from hseg.text import DEFAULT_PAGE_MODE, PAGE_MODES, JoinedDocument, join_documents, loader_page_key, source_name
 
 # one lock for all parsers: building a chunker loads a model, do it once even under asyncio.to_thread
 _BUILD_LOCK = threading.Lock()

@@ -10,10 +10,10 @@ from typing import Any
 
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
-from hseg.chunking.schema import hidden_from_model
+from hseg.chunking import hidden_from_model
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.results import result_for
-from hseg.text.pages import loader_page_key
+from hseg.text import loader_page_key
 
 #: formatting fields of the stored node that the returned parent keeps
 _FORMAT_FIELDS = ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys", "metadata_template",

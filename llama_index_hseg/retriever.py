@@ -21,7 +21,7 @@ try:  # the vector-store integration is optional: a bare chromadb collection wor
 except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
-from hseg.chunking.records import check_unicode
+from hseg.chunking import check_unicode
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
 from llama_index_hseg.nodes import hit_to_node

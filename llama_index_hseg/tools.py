@@ -1,11 +1,7 @@
 """hseg's retrieval tools as LlamaIndex ``FunctionTool``s: search, read, expand, lexical_search and
 list_documents over a store, for a LlamaIndex agent (no MCP needed).
 
-Each wraps the same core function as ``hseg mcp`` (:mod:`hseg.tools`), with its name, description and
-``fn_schema`` from that one declaration. A call's ``ToolOutput`` has the result as JSON in its
-content (what the model reads) and the result itself, a dataclass of :mod:`hseg.tools.results` with
-every exact span, as ``raw_output``. A refused input raises :class:`~hseg.tools.ToolInputError`,
-which an agent hands back to the model as the tool's error.
+How and why: docs/design.md, ``llama_index_hseg.tools``.
 
 Example:
     >>> from llama_index.core.agent.workflow import FunctionAgent

@@ -29,8 +29,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from hseg.chunking.records import Record
-from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY
+from hseg.chunking import DOC_ID_KEY, LEVEL_KEY, Record
 from hseg.retrieval.settings import SearchSettings
 from hseg.store import HierarchicalStore
 from hseg.store.reading import where_in

@@ -1,29 +1,6 @@
 """``HierarchicalChunker``: text → sentences → segments → clusters, the one entry point.
 
-Pipeline per document (the encoder runs once over all sentences of a batch of documents):
-
-1. :func:`hseg.text.sentences.split_sentences`, with units capped so none exceeds the encoder's
-   maximum sequence length nor ``max_segment_tokens``;
-2. sentence embeddings (cached by text, so repeated sentences are encoded once);
-3. segment ends from the segmenter, then :func:`hseg.segmentation.segmenters.enforce_length_limits`;
-4. segment vectors: the normalised token-weighted mean of their sentence vectors
-   (``segment_vector="mean"``, no second encoder pass) or an encoding of the segment text
-   (``"encode"``), with the segment's heading path as context under ``segment_context="heading"``; a
-   cluster vector is the token-weighted mean of its segment vectors (``cluster_vector="mean"``) or an
-   encoding of its text (``"encode"``);
-5. :func:`~hseg.chunking.clustering.cluster_segments` with an explicit ``k``, or
-   :func:`~hseg.chunking.clustering.search_k` for ``target_tokens``; every cluster is cut to fit ``max_cluster_tokens``.
-
-Segments and clusters tile the document exactly: whitespace between two units belongs to the
-earlier one, leading whitespace to the first. Their ``text`` is always ``source[start:end]``.
-
-A document read as markdown (``structure`` setting, :mod:`hseg.text.structure`) keeps the structure it
-has: every heading starts a sentence unit and a segment (length limits apply within each heading's
-section) and stays with the text after it (a heading with no text under it opens the next one's
-segment; no segment ends, and no passage is cut, right after a heading line), clusters do not cross
-its section headings (:func:`hseg.text.structure.cluster_breaks`), and every segment and cluster
-carries its heading path. A document without headings chunks the same
-with the setting on or off.
+How and why: docs/design.md, ``hseg.chunking.chunker``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The data model: segments, clusters (parent chunks) and the per-document result.
 
-Invariants checked at construction (they are the contract every adapter relies on):
-
-- ``source[unit.start:unit.end] == unit.text`` for every segment and cluster;
-- segments and clusters are ordered, contiguous and tile the document: the first starts at 0,
-  each starts where the previous ends and the last ends at ``len(source)`` (a document that is
-  empty or whitespace only has no units at all);
-- a cluster is a contiguous run of whole segments;
-- a heading path is a tuple of strings, and a cluster's is the longest common prefix of its
-  segments' (see :mod:`hseg.text.structure`);
-- every heading of ``Chunking.headings`` (the markdown headings the chunker honoured) starts a
-  segment (it is the segment's first non-blank character) or follows a heading with nothing but
-  whitespace between them (a heading with no text under it opens the segment of the next one), so
-  no segment holds a heading after its text;
-- a source map (:class:`hseg.text.provenance.SourceMap`: which page or slide each character is on),
-  when the document has one, maps exactly the document's text (its length).
-
-Ids are stable: a hash of the document id, the level and the character span, so re-chunking the
-same text with the same settings yields the same ids and re-ingestion is an idempotent upsert.
+How and why: docs/design.md, ``hseg.chunking.chunks``.
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """Segment clustering, as in Nguyen et al. 2025 §3.2 (after Glavaš et al.'s GraphSeg).
 
-Segments of one document are the nodes of a relatedness graph with an edge between two segments
-whose cosine similarity exceeds ``τ = μ + k·σ`` (μ, σ: mean and standard deviation of the
-off-diagonal pairwise similarities). Then:
-
-1. *initial clusters*: adjacent segments that share a maximal clique are merged;
-2. *merge*: adjacent clusters are merged when a clique holds a segment of each;
-3. *final merge*: every single-segment cluster joins the neighbouring cluster whose (mean) vector
-   is more cosine-similar;
-4. the cluster vector is the L2-normalised mean of its segment vectors (weighted by their tokens in
-   the chunker; see :func:`mean_vector`).
-
-Two vertices lie in a common maximal clique exactly when they share an edge (the edge is a clique,
-and every clique extends to a maximal one). So steps 1–2 need only edges: adjacent pairs for step 1
-and the blocks of similarities between neighbouring initial clusters for step 2 (tiled, with
-an early exit, once a block exceeds ``EDGE_BLOCK_ELEMENTS``, so memory stays bounded on books). That is the
-default ``method="edges"``, O(n·d) for the statistics (μ and σ come from ``‖Σv‖²`` and
-``‖VᵀV‖_F²``, no n×n matrix) plus the neighbouring blocks. ``method="cliques"`` builds the whole
-graph and enumerates maximal cliques with networkx, literally as the paper says (exponential on
-dense graphs); a property test shows both give the same clusters.
-
-*Breaks* (``breaks``: segment indices that must start a cluster, from a markdown document's section
-headings, see :func:`hseg.text.structure.cluster_breaks`) are honoured by every step: no initial cluster,
-merge or singleton absorption crosses one (a singleton between two breaks stays alone), and the cap
-only cuts.
-
-Merges are decided on the *initial* adjacent pairs, all at once. The paper's Table 1 shows cliques
-{1,2,6} {2,4,7} {3,4,5} {1,6,7}, initial clusters {1,2} {3,4,5} {6,7} and a final {1..5} {6,7};
-by its own rule the clique {2,4,7} also links {3,4,5} with {6,7}, so the rule as written gives one
-cluster {1..7}, and that is what this module returns (see ``tests/unit/test_clustering.py``).
+How and why: docs/design.md, ``hseg.chunking.clustering``.
 """
 
 from __future__ import annotations

@@ -6,11 +6,7 @@ of their kind (:func:`chunk_metadata`); a search result carries the ``"result"``
 (:class:`ResultMeta`); the collection, its unit index and ``hseg index`` keep a few keys of their own
 in collection metadata. Each key is a constant here, and code elsewhere names keys only through them.
 
-Values are scalars: lists are JSON strings (:func:`encode_heading_path`, :func:`encode_cuts`,
-:func:`encode_segment_ids` and their readers), so a stored value is read back the same by Chroma,
-LangChain and LlamaIndex. What a search reads of a record is read through a view, checked once:
-:class:`SegmentMeta` and :class:`ClusterMeta`. The stored format is versioned by
-:data:`SCHEMA_VERSION`.
+How and why: docs/design.md, ``hseg.chunking.schema``.
 
 Example:
     >>> meta = {DOC_ID_KEY: "a", CLUSTER_ID_KEY: "clu-1", START_KEY: 0, END_KEY: 6, TOKENS_KEY: 2,

@@ -1,29 +1,6 @@
 """A self-contained HTML view of one :class:`~hseg.chunking.chunks.Chunking`, for eyeballing a chunker's output.
 
-:func:`render_html` returns a single HTML page (inline CSS and a small inline script, no external
-resources; a Content-Security-Policy forbids any network access) that shows the document with:
-
-- each cluster as a coloured band (``<section class="cluster" data-cluster-index=...>``), labelled
-  with its index, token count and segment count (and "split by cap" when the size cap cut it);
-- each segment as ``<span class="segment" data-index data-start data-end data-tokens data-prob>``
-  holding exactly ``chunking.text[start:end]``; a small badge at the end of its text shows its
-  token count and the boundary probability of the gap after it (coloured by that probability,
-  with the details in the hover title);
-- a summary header (doc id, numbers of segments and clusters, mean cluster tokens, k, segmenter)
-  with a legend and an overview bar of cluster sizes that links to each cluster;
-- for a document read as markdown (:mod:`hseg.text.structure`): its headings drawn as headings inside
-  their segments (``<span class="heading" data-level>``), each cluster's heading path in its label
-  (and every unit's in ``data-heading-path``, a JSON list, and its hover title), and a collapsible
-  outline in the header that links each heading to the segment it opens;
-- for a document with a page map (a PDF's or a presentation's, :class:`hseg.text.provenance.SourceMap`):
-  the pages of each cluster in its label and of each segment in its hover title (``"p. 12–13"``, as
-  ``hseg query`` cites them: :func:`hseg.text.provenance.cite_pages`), and in ``data-page-start`` /
-  ``data-page-end``: the pages the stored chunks carry (:func:`hseg.chunking.schema.chunk_pages`).
-
-Labels and badges are drawn by CSS from data attributes, so the page's ``<main>`` text is exactly
-the document: copying from the page copies the original text, and
-``"".join(segment texts) == chunking.text``. Whitespace is preserved (``white-space: pre-wrap``).
-Clicking a cluster highlights it; hovering shows details in a status bar at the bottom.
+How and why: docs/design.md, ``hseg.chunking.viewer``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """PDF to markdown with pypdf: the text layer read line by line, headings from the PDF's bookmarks when it
 has them and from font sizes when it has none, and each page's text mapped to its page number.
 
-- **Lines.** pypdf hands over the text runs of a page with their font size and position; runs on one
-  baseline make a line, and a line's size is the size most of its characters have.
-- **Headings.** A PDF with an outline (bookmarks) names its headings and their levels: a bookmark's
-  title found as a line (or consecutive lines, or after a section number such as ``2.1``) of the page
-  it points to becomes a heading of the bookmark's depth. Without an outline, or when fewer than half
-  of its titles are found, a short line set larger than the body text (the size most
-  characters of the document have) by 15% or more is a heading, the largest size level 1.
-- **Paragraphs.** Consecutive body lines join into one paragraph until a vertical gap wider than the
-  page's usual line spacing; a word hyphenated at a line end is joined again.
-- **Running heads and feet.** A short line no larger than the body text, among the first or last two of
-  a page, that recurs (digits aside) on most pages of a document of three or more is dropped: a page
-  number or a running title is not the document's text.
-- **Pages.** A paragraph that runs on across a page break is joined with a space, so its sentence is
-  one; otherwise pages are separated by a blank line. The map gives each page's characters its
-  number (from 1, as printed by a viewer).
-
-A PDF without a text layer (a scanned one) or one that is encrypted is refused with
-:class:`~hseg.errors.UnreadableDocumentError`.
+How and why: docs/design.md, ``hseg.convert.pdf``.
 
 Example:
     >>> done = convert_pdf(Path("manual.pdf"))  # doctest: +SKIP

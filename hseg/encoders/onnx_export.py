@@ -1,19 +1,7 @@
 """Export a sentence-transformers model to ONNX, locally, from its own weights (used by
 :class:`hseg.encoders.OnnxEncoder` on first use; needs torch, sentence-transformers and onnx).
 
-The graph is a trace of the model's whole forward pass (transformer, pooling, dense,
-normalisation) with dynamic batch and sequence axes, so pooling is the torch code itself, not a
-re-implementation. The export is checked before it is cached, on probe texts of 1 to well over
-the model's window in tokens, padded together:
-
-- the ``tokenizers`` ids the runtime will feed equal the ids sentence-transformers feeds the torch
-  model (so the tokenizer's configuration, lower-casing and truncation included, carried over);
-- the ONNX vectors equal the torch vectors to cosine >= :data:`MIN_COSINE`.
-
-Either failing raises, naming the model, instead of caching a model that encodes differently.
-Models outside the shape served (a fast tokenizer that pads on the right, inputs among
-``input_ids``/``attention_mask``/``token_type_ids``, prompts included in pooling) are refused
-with a pointer to ``backend="torch"``.
+How and why: docs/design.md, ``hseg.encoders.onnx_export``.
 
 Example:
     >>> manifest = export_model("sentence-transformers/all-MiniLM-L6-v2", Path("/tmp/minilm-onnx"))  # doctest: +SKIP

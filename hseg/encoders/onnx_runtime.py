@@ -1,19 +1,6 @@
 """The ONNX Runtime encoder: a sentence-transformers model served without torch or transformers.
 
-:class:`OnnxEncoder` runs a graph exported from the model's own weights (by
-:mod:`hseg.encoders.onnx_export`, on first use, then cached) with ``onnxruntime`` and tokenizes with the
-``tokenizers`` library. Serving a query therefore imports neither torch nor transformers: a cold
-``hseg query`` pays for importing onnxruntime instead of sentence-transformers
-(``benchmarks/query_cold_start.py``, ``benchmarks/RESULTS.md``).
-
-The exported graph contains the whole sentence-transformers pipeline (transformer, pooling,
-dense layers, normalisation), traced from the same torch modules, and the tokenizer is the one
-the model was configured with; the export is refused unless its vectors and token ids match the
-torch model's on probe texts (see :func:`hseg.encoders.onnx_export.export_model`).
-
-Cache: ``$HSEG_ONNX_CACHE`` or ``$XDG_CACHE_HOME/hseg/onnx`` (``~/.cache/hseg/onnx``), one folder
-per model with ``model.onnx``, ``tokenizer.json`` and ``hseg-onnx.json`` (the manifest). A folder
-is re-exported when the model's weights change (their size and modification time are recorded).
+How and why: docs/design.md, ``hseg.encoders.onnx_runtime``.
 
 Example:
     >>> enc = OnnxEncoder()  # doctest: +SKIP

@@ -1,11 +1,6 @@
 """The whole ``hseg index`` job as one library call: :func:`index_paths` indexes files and folders into a store.
 
-It finds the files (:func:`find`: folders recursively, glob patterns, named files; the files of formats
-hseg does not read are counted by suffix), reads them (text as it is; PDF, DOCX, PPTX and HTML through
-:mod:`hseg.convert`, with their page maps), skips the documents stored unchanged, chunks and writes
-the rest in batches with progress (:func:`hseg.ingest.run.ingest`), and then prunes the documents
-whose files are gone (``prune=True``) or says how many there are, all under the store's writer lock.
-It returns an :class:`IndexSummary`; ``hseg index`` prints it.
+How and why: docs/design.md, ``hseg.ingest.job``.
 
 Example:
     >>> from hseg.ingest import index_paths

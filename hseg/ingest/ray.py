@@ -1,19 +1,6 @@
 """Indexing as a Ray Data job: many workers chunk, embed and write into one Chroma server.
 
-:func:`index_dataset` takes a ``ray.data.Dataset`` of documents and runs
-:func:`hseg.ingest.ingest_batch`, the step behind ``hseg index``, on batches of them in a pool of
-Ray actors (:class:`IndexWorker`), each with its own chunker, encoder and connection to the
-server. So a Ray job writes the records ``hseg index`` writes, with the same idempotence:
-
-- a document already stored complete, from the same text and settings, is skipped: a re-run only
-  does what is missing (each worker still loads its model when it starts);
-- a batch is written only after its chunking succeeded, as whole documents in idempotent upserts;
-  a worker killed mid-batch is restarted by Ray and the batch redone;
-- each document is written by the one worker that got its row, so N workers leave the same records
-  as one process (ids must be unique in the dataset).
-
-Ray is imported in this module only, when a function needs it: importing ``hseg`` or running the
-``hseg`` command without ``--ray`` never does. Install it from the hseg clone with ``pip install -e ".[ray]"``.
+How and why: docs/design.md, ``hseg.ingest.ray``.
 
 Example:
     >>> import ray

@@ -1,13 +1,6 @@
 """The batch loop of ingestion into a :class:`hseg.store.HierarchicalStore` (the ``hseg index`` job).
 
-- :func:`ingest` reads, chunks and writes them in batches of documents. A file that cannot be read
-  or chunked is reported and skipped; a batch's records are written only after the chunking of the
-  whole batch succeeded, so a document is never half-chunked in the store. :func:`ingest_batch` is
-  that step for one batch of texts; the Ray workers of :mod:`hseg.ingest.ray` run it too.
-- Every record carries ``source``, ``content_sha256`` (of the text) and ``chunk_settings`` (hseg
-  version, encoder, tokenizer, segmenter and its configuration, sizes) as user metadata; a document
-  whose stored records are complete and carry the same hash and settings is skipped, so re-running
-  after a crash only does the rest, and an upgrade or another setting re-chunks.
+How and why: docs/design.md, ``hseg.ingest.run``.
 
 Example:
     >>> files, problems = discover(["docs/", "notes/*.md"])  # doctest: +SKIP

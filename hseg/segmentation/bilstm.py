@@ -1,17 +1,6 @@
 """The supervised segmenter: a BiLSTM over frozen sentence embeddings (after Koshorek et al. 2018).
 
-Each sentence is represented by its frozen sentence-transformer embedding (the one the pipeline
-computes anyway, instead of the paper's word-level BiLSTM) concatenated with the cohesion signals
-TextTiling uses, so the model can at least learn that rule: the cosine of the windows before and
-after the following gap at several window sizes, those cosines z-scored within the document (the
-relative cutoff that makes TextTiling adapt to each document), and Hearst depth scores. A 2-layer
-bidirectional LSTM (hidden 256) reads the sequence and predicts per sentence whether it ends a
-segment (2-way softmax, cross-entropy).
-
-Long documents are read in overlapping windows of ``window`` sentences; each sentence takes its
-probability from the window where it lies farthest from an edge. That half needs no torch and lives
-in :mod:`hseg.segmentation.bilstm_core`, with the numpy forward pass that runs the shipped weights;
-this module is the model on torch: training, and weights files saved by ``hseg train-segmenter``.
+How and why: docs/design.md, ``hseg.segmentation.bilstm``.
 
 Example:
     >>> seg = BiLSTMSegmenter.load()  # the shipped weights  # doctest: +SKIP

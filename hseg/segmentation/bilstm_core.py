@@ -1,19 +1,7 @@
 """The BiLSTM segmenter without torch: its input features, the windows a long document is read in,
 scores to boundaries, and the forward pass of trained weights in numpy.
 
-Training and weights files saved by ``hseg train-segmenter`` need torch (:mod:`hseg.segmentation.bilstm`).
-Running the shipped model does not: its weights are also shipped as arrays (:data:`DEFAULT_ARRAYS`,
-written from the torch file by :meth:`hseg.segmentation.bilstm.BiLSTMSegmenter.save_arrays` and checked
-equal to it by a test), and :class:`ArraysSegmenter` runs them with numpy. So the default pipeline on
-the ONNX encoder imports no torch at all (torch's import is most of the segmenter's load).
-
-The LSTM is PyTorch's (gates in the order input, forget, cell, output; both biases added):
-
-    g = x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh,   i, f, c̃, o = σ(g₁), σ(g₂), tanh(g₃), σ(g₄)
-    c ← f ⊙ c + i ⊙ c̃,   h ← o ⊙ tanh(c)
-
-run forward and backward over each window, two layers, then a linear layer to two logits; the
-boundary probability is their softmax's second entry. Dropout is off at inference, as in ``eval()``.
+How and why: docs/design.md, ``hseg.segmentation.bilstm_core``.
 
 Example:
     >>> seg = ArraysSegmenter.load()  # the shipped weights  # doctest: +SKIP

@@ -1,14 +1,6 @@
 """Segmentation metrics: Pk (Beeferman et al. 1999) and WindowDiff (Pevzner & Hearst 2002).
 
-Representation: a segmentation is given by its segment **masses**, the list of segment lengths in
-sentences (``[3, 2]`` = sentences 0-2 and 3-4), as in segeval. The Segmenter protocol's
-representation, the sorted indices of the sentences that *end* a segment (``[2, 4]``), converts
-with :func:`ends_to_masses`; both metric functions accept either form through ``boundary_format``
-(``"mass"``, the default, or ``"ends"``).
-
-Window size (segeval's convention): ``k = round(mean reference segment mass / 2)`` with Python's
-``round`` (half to even), and ``k = 2`` whenever that is below 2. Both metrics slide a window over
-the ``N - k`` sentence pairs ``(i, i + k)`` and return an error rate in [0, 1]; lower is better.
+How and why: docs/design.md, ``hseg.segmentation.metrics``.
 
 Example:
     >>> pk([3, 3], [3, 3])

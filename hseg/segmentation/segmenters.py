@@ -7,15 +7,7 @@ the gap after each sentence looks like a boundary (a probability for a trained m
 uses those scores to cut over-long segments at their strongest gap and to merge short ones across
 their weakest, and the HTML viewer shows them.
 
-:class:`TextTilingSegmenter` is the unsupervised default: TextTiling (Hearst 1997) depth scores over
-cosine similarities of windowed sentence-embedding means.
-
-Segment *length limits* (in tokens) are not the segmenter's business: :func:`enforce_length_limits`
-applies them after any segmenter.
-
-:func:`get_segmenter` is the one place a segmenter argument is resolved, for the chunker and every
-command: a registered name (``"bilstm"``, ``"texttiling"``) or the path of BiLSTM weights saved by
-``hseg train-segmenter``.
+How and why: docs/design.md, ``hseg.segmentation.segmenters``.
 """
 
 from __future__ import annotations

@@ -3,14 +3,7 @@
 A *document* here is a list of sentences plus, per sentence, whether it ends a segment. That is
 exactly what the supervised segmenter learns (Koshorek et al. 2018) and what the metrics compare.
 
-Wiki-727K format: one UTF-8 ``.txt`` file per document, every section starts with a header line
-``========,LEVEL,TITLE.``, then one sentence per line. Quirks handled:
-
-- a header directly followed by another header (an empty parent section) is *not* a segment:
-  boundaries come from non-empty sections only;
-- headers of every level are boundaries (finest granularity, as in Koshorek et al.);
-- blank lines and the original corpus' ``***LIST***`` placeholder lines carry no sentence;
-- text before the first header (absent in well-formed files) is its own segment.
+How and why: docs/design.md, ``hseg.segmentation.wiki727k``.
 
 Example:
     >>> doc = parse_wiki727k("========,1,preface.\\nA.\\nB.\\n========,1,X.\\n========,2,Y.\\nC.\\n")

@@ -1,21 +1,6 @@
 """Page Documents of one source joined into one text, with its :class:`~hseg.text.provenance.SourceMap`.
 
-The loaders LangChain and LlamaIndex users reach for hand over a PDF as one Document per page
-(LangChain's ``PyPDFLoader`` and ``PyMuPDFLoader``: ``source`` and a 0-based ``page``; LlamaIndex's
-``SimpleDirectoryReader``: ``file_path`` and a 1-based ``page_label``). Chunked page by page, a
-cluster could never cross a page break, the running header and footer of every page became
-segments, words hyphenated across a line break stayed split and no chunk said which page it came from.
-Both adapters use this module instead:
-
-- :func:`group_pages` finds runs of consecutive page Documents of one source (the same source name,
-  :func:`hseg.text.structure.source_name`; a page number, :func:`page_number`, that rises; the same
-  metadata but for the page keys :data:`PAGE_KEYS`);
-- :func:`join_pages` makes the text that is stored and chunked: each page *cleaned* (the header and
-  footer lines repeated on most pages dropped, :func:`repeated_edge_lines`; words hyphenated at a
-  line end rejoined, also across a page break, :func:`rejoin_hyphenated`), the pages joined by a line
-  break where a sentence runs on to the next page and by a blank line elsewhere, and the map of which
-  page each character of that text is on. Offsets of every chunk are exact into this stored text
-  (``text[start:end] == chunk.text``); the page is where a citation leads into the original.
+How and why: docs/design.md, ``hseg.text.pages``.
 
 Example:
     >>> pages = ["Report 2024\\nThe tide rises twice a\\nday, driven by the moon-\\n",

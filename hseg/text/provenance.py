@@ -1,19 +1,6 @@
 """Where stored text came from: a map from character offsets of the stored text to source locations.
 
-A document made of pages (a PDF) or slides (a PPTX) is stored as one text; :class:`SourceMap` says
-which page (or slide) each character of that text is on. It holds sorted, non-overlapping
-``(start, end, number)`` spans: ``text[start:end]`` is text of page ``number``. Characters in no span
-(the separator between two joined pages) are on no page. Page numbers are the ones a reader cites,
-from 1 (a loader's 0-based ``page`` is turned into these by the adapters).
-
-The pages of a range ``[start, end)`` are the numbers of the spans that share at least one character
-with it (:meth:`SourceMap.pages`); a chunk reports the pages of its text without its leading and
-trailing whitespace (:meth:`SourceMap.pages_of`), so the blank line that ends a page's last segment
-does not also name the next page.
-
-The heading path of any offset comes from the markdown headings of the text
-(:func:`hseg.text.structure.find_headings`, :func:`~hseg.text.structure.path_at`), read once when the
-map is built from its text.
+How and why: docs/design.md, ``hseg.text.provenance``.
 
 Example:
     >>> text, pages = SourceMap.from_pages(["# Tides\\n\\nThe moon pulls.", "Twice a day."], [4, 5])

@@ -3,36 +3,7 @@
 :func:`split_sentences` returns tight :class:`~hseg.text.spans.Span` objects (no leading or trailing
 whitespace) that together cover every non-whitespace character of the input exactly once.
 
-How a document is cut, coarse to fine:
-
-1. **Blocks** (line structure): blank lines always separate; a fenced code block
-   (```` ``` ```` / ``~~~``) is one unit whose lines are only split to honour a token cap;
-   a heading (``# Title``), a table row or a horizontal rule is a unit of its own line;
-   a list item starts a new paragraph.
-2. **Line breaks inside a paragraph** are boundaries (chat logs, one-sentence-per-line text,
-   titles without punctuation), except where the text is hard-wrapped: a paragraph of 3+
-   lines filled greedily to a width >= 30 columns is re-flowed (only punctuation cuts it),
-   and elsewhere a line that does not end a sentence is continued by the next one when that
-   starts in lower case or when the line was full (the next line's first word would not have
-   fit on it within the paragraph's longest line): a wrap before a capitalised word
-   (``rebuilt on Plymouth`` / ``Hoe, where ...``) in a paragraph that is not wrapped greedily
-   throughout, or of two lines, does not end a sentence; a title or short line still does.
-   Escaped line breaks (the two characters ``\\n`` of JSON or repr dumps) followed by a
-   non-lower-case character are boundaries too.
-3. **Punctuation** inside a line: a rule-based splitter (terminator + closing quotes/brackets
-   + whitespace + a character that can start a sentence), with abbreviation, initial,
-   list-number and dotted-acronym guards; CJK full stops (``。！？``) cut without a space.
-   Decimal numbers, URLs and file names never cut because no whitespace follows their dots.
-4. **Token cap** (optional): over-long units are cut at line ends (code), else at whitespace,
-   else at grapheme boundaries, taking the longest prefix that fits (galloping + bisection,
-   O(log n) tokenizer calls per piece).
-
-The rules were chosen by measurement against blingfire, nltk's punkt, sentencex, syntok and pysbd
-(``benchmarks/sentence_splitters.py``; the tables are in ``benchmarks/RESULTS.md``, "Segmentation"):
-the best F1 on OpenStax and Choi and on average, the best precision/recall balance, and faster than
-blingfire, in pure Python and without model data. They were written while reading error samples of
-wiki_dev, OpenStax and Choi; most remaining "errors" are artefacts of the gold (sentences starting
-in lower case, quoted speech kept together). The line-break policy of step 2 was chosen the same way.
+How and why: docs/design.md, ``hseg.text.sentences``.
 """
 
 from __future__ import annotations

@@ -1,48 +1,6 @@
 """The structure a markdown document already has: its headings, and what the chunker makes of them.
 
-:func:`find_headings` reads ATX headings (``#`` to ``######``) and Setext headings (a paragraph
-underlined with ``===`` for level 1 or ``---`` for level 2), following CommonMark:
-
-- nothing inside a fenced code block (```` ``` ```` or ``~~~``, as :mod:`hseg.text.sentences` reads
-  them) nor inside a YAML front-matter block (``---`` on the first line up to the next ``---`` or
-  ``...`` line) is a heading;
-- an ATX heading has at most 3 spaces of indentation and a space (or the line end) after its
-  ``#`` run; its title is the text between the opening run and an optional closing run;
-- a Setext heading's title is the whole paragraph above its underline (its lines joined by one
-  space); an underline below a list item, a table row, a heading or a blank line is not one;
-- headings inside block quotes or list items are not read.
-
-A heading's *path* is the titles of the headings it lies under, outermost first, ending with its
-own: under ``# Chapter 2`` the heading ``## 2.1 Orbits`` has the path ``("Chapter 2", "2.1 Orbits")``
-(a heading closes every open heading of its level or deeper; a skipped level leaves no gap).
-The path of a position in the document is the path of the last heading starting at or before it,
-``()`` before the first heading.
-
-How :class:`hseg.chunking.chunker.HierarchicalChunker` uses them (``structure`` setting, :data:`STRUCTURES`):
-
-1. every heading starts a new segment, and no segment holds a heading after its text (the
-   heading belongs to the segment it opens, with the text under it); segment length limits apply
-   within each heading's section, so a section shorter than ``min_segment_tokens`` is a short segment.
-   A heading belongs with the text after it: a heading with no text under it (``# Billing FAQ``
-   right above ``## Why was I charged twice?``) opens the segment of the next heading's section
-   instead of being a segment of its own, no segment ends with a heading line that text follows
-   (the gap after a heading line is never cut, even to keep a segment within
-   ``max_segment_tokens``), and no passage is cut right after one (:attr:`Segment.cuts`);
-2. clusters do not merge across a *section heading* (:func:`section_level`): a heading of the
-   shallowest level that occurs at least twice, or of a shallower level; with no repeated level,
-   every heading is one. Exception: a section (the text from a section heading to the next one)
-   smaller than ``min_segment_tokens`` may merge with the section after it (the last section with
-   the one before it), so a title line alone or a one-line section does not become a cluster of
-   its own (:func:`cluster_breaks`);
-3. every segment carries the path of its first character, every cluster the longest common prefix
-   of its segments' paths (:func:`common_prefix`).
-
-Which documents are read as markdown (:func:`reads_markdown`): with ``structure="auto"`` (the
-default) every document except those whose source name ends in ``.txt`` or ``.text`` (text without
-headings chunks the same either way); ``"markdown"`` reads every document as markdown, ``"none"``
-none. The source name is a file name, path or URL: the ``source`` given to ``chunk``, else the
-document id (``hseg index``, ``chunk`` and ``show`` use the file path as the id); the LangChain and
-LlamaIndex adapters take it from the document's metadata (:func:`source_name`).
+How and why: docs/design.md, ``hseg.text.structure``.
 
 Example:
     >>> text = "# Chapter 2\\n\\nIntro.\\n\\nOrbits\\n------\\n\\nKepler.\\n\\n```\\n# not a heading\\n```\\n"

@@ -1,12 +1,7 @@
 """A stored document read back from its cluster records: its clusters in order; and the documents of
 a store, a page at a time, with their sizes and when each was indexed.
 
-Clusters tile their document exactly (:mod:`hseg.chunking.chunks`), and each cluster record holds
-its text, so the characters of any span are the cluster texts that overlap it, cut to it. The list of
-documents is read from the lexical index (its ``documents`` table, one row per document, and the
-page's segment rows): a page costs what its documents hold, not what the store holds. Only reads: the
-collection's ``get`` through the store's public collection and the lexical index's reads, never a
-write.
+How and why: docs/design.md, ``hseg.tools.documents``.
 
 Example:
     >>> clusters = document_clusters(store, "notes/a.md")  # doctest: +SKIP

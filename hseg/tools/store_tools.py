@@ -1,15 +1,7 @@
 """The retrieval tools an agent calls, over an open :class:`~hseg.store.HierarchicalStore`: the one
 declaration every front end (``hseg mcp``, the LangChain and LlamaIndex tool sets) derives from.
 
-Each tool is a method of :class:`StoreTools` whose typed signature (``Annotated`` with a pydantic
-``Field``: description and bounds) is its input schema, whose return type (a dataclass of
-:mod:`hseg.tools.results`) is its output schema, and whose entry in :data:`TOOLS` gives the
-description the model reads. The frameworks derive their schemas from these, with their own
-machinery; nothing is declared twice.
-
-Safe by construction: the tools only read (a search, the collection's ``get``, the lexical index's
-reads); every input is checked before any work, a bad one raising :class:`ToolInputError` with one
-line naming the argument, the value and the fix; every result is bounded (:data:`LIMITS`).
+How and why: docs/design.md, ``hseg.tools.store_tools``.
 
 Example:
     >>> from hseg.store import HierarchicalStore
