@@ -286,7 +286,7 @@ def render_html(chunking: Chunking, *, title: str | None = None) -> str:
     """Render a chunking as one self-contained HTML page (a pure function: no I/O).
 
     ``title`` defaults to ``"hseg: <doc_id>"``. All document text is HTML-escaped and shown
-    verbatim (whitespace preserved); see the module docstring for the page's structure.
+    verbatim (whitespace preserved); the page's structure: docs/design.md, ``hseg.chunking.viewer``.
 
     Example:
         >>> from hseg.chunking.chunks import Chunking, Cluster, Segment

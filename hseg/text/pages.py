@@ -246,7 +246,7 @@ def _carry_over(before: str, after: str, words: frozenset[str] | None = None) ->
 
 def join_pages(pages: Sequence[str], numbers: Sequence[int] | None = None, *, clean: bool = True,
                unit: str = "page", markdown: bool = True) -> tuple[str, SourceMap]:
-    """The stored text of consecutive pages and its source map (see the module docstring).
+    """The stored text of consecutive pages and its source map (the rules: docs/design.md, ``hseg.text.pages``).
 
     ``clean=True`` drops running headers and footers and rejoins hyphenated words; ``clean=False``
     keeps every page's text as it is. Pages are joined by ``"\\n"`` where a page ends inside a

@@ -535,7 +535,7 @@ def split_sentences(
     max_tokens: int | None = None,
     count_tokens: TokenCounter | None = None,
 ) -> list[Span]:
-    """Split ``text`` into sentence spans (see the module docstring for the rules).
+    """Split ``text`` into sentence spans (the rules: docs/design.md, ``hseg.text.sentences``).
 
     The spans are in order, do not overlap, have no leading or trailing whitespace and cover
     every non-whitespace character (``str.isspace``) of ``text`` exactly once; text that is

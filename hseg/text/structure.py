@@ -73,7 +73,7 @@ def _front_matter_end(lines: Sequence[Any]) -> int:
 
 
 def find_headings(text: str) -> list[Heading]:
-    """The markdown headings of ``text``, in document order (see the module docstring for the rules).
+    """The markdown headings of ``text``, in document order (the rules: docs/design.md, ``hseg.text.structure``).
 
     Example:
         >>> [h.path for h in find_headings("Title\\n=====\\n\\n## Part *one* ##\\n\\nText.\\n")]
@@ -208,7 +208,7 @@ def cluster_breaks(headings: Sequence[Heading], unit_starts: Sequence[int], unit
 
 def reads_markdown(structure: str, name: str | None = None) -> bool:
     """Whether a document named ``name`` (a file name, path or URL; ``None``: unknown) is read as
-    markdown under the ``structure`` setting (see the module docstring).
+    markdown under the ``structure`` setting (docs/design.md, ``hseg.text.structure``).
 
     Example:
         >>> reads_markdown("auto", "notes/a.md"), reads_markdown("auto", "notes/a.TXT"), reads_markdown("auto")
