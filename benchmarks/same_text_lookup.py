@@ -1,23 +1,22 @@
-"""The "same text under another id" look-up every write makes, at two store sizes: asked of Chroma
+"""The "same text under another id" look-up every write makes, at several store sizes: asked of Chroma
 (``get`` with a ``where`` on ``content_sha256``) and of the lexical index's ``documents`` table (its
-index on the hash), in one process, on the same embedded store.
+index on the hash), in one process, call by call in a rotating order over every store and side.
 
     python -m benchmarks.same_text_lookup --path /tmp/stl --sizes 2000 160000 [--lookups 300] [--adds 30]
         [--out benchmarks/results/same_text_lookup.md]
 
-The store is synthetic (:func:`benchmarks.harness.stores.synthetic_doc`: ``--dim``-dimensional random
-vectors, 2 parents of 4 segments a document, so 10 records a document), written through
-``HierarchicalStore.add`` and grown to each size in turn (a second run resumes where the last one
-stopped). At each size:
+One embedded store per size (``<path>/<size>``), synthetic (:func:`benchmarks.harness.stores.synthetic_doc`:
+``--dim``-dimensional random vectors, 2 parents of 4 segments a document, so 10 records a document),
+written through ``HierarchicalStore.add`` (a second run resumes where the last one stopped). Then:
 
-* ``--lookups`` look-ups of :func:`hseg.store.documents.same_text_elsewhere`, each of one new id with the
-  text of a stored document picked at random (a hit) and one with a text nobody stored (a miss), asked
-  of Chroma and of the lexical index in alternating order; the two answers must be equal;
-* ``--adds`` whole ``store.add`` calls of a new 10-record document, alternating between the write's
-  look-up as it is (the lexical index) and the look-up forced to Chroma.
+* ``--lookups`` rounds of :func:`hseg.store.documents.same_text_elsewhere` on every store, each asking for
+  one new id with the text of a stored document picked at random (a hit) and one with a text nobody
+  stored (a miss), of Chroma and of the lexical index; the two answers must be equal;
+* ``--adds`` rounds of ``store.add`` of a new 10-record document to every store, the write's look-up as it
+  is (the lexical index) or forced to Chroma.
 
 Reported: p50 / p95 of each side at each size, Chroma / lexical at each size, and each side's growth
-(its p50 at the largest size / at the smallest).
+(its p50 at the largest size / at the smallest, measured in the same rounds).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import argparse
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -67,46 +67,63 @@ def grow(store: HierarchicalStore, size: int, dim: int, seed: int) -> int:
     return want
 
 
-def time_lookups(store: HierarchicalStore, docs: int, n: int, rng: np.random.Generator) -> dict[str, list[float]]:
-    """Per-call seconds of the look-up asked of Chroma and of the lexical index, alternating order."""
-    lexical = store._parts.lexical  # the index the write asks (hseg.store.writes)
-    sides: dict[str, Callable[[dict[str, str]], dict[str, list[str]]]] = {
-        "chroma get(where)": lambda shas: same_text_elsewhere(store.collection, shas, None),
-        "lexical index": lambda shas: same_text_elsewhere(store.collection, shas, lexical),
-    }
-    times: dict[str, list[float]] = {name: [] for name in sides}
+Side = Callable[[HierarchicalStore, dict[str, str]], dict[str, list[str]]]
+
+#: the look-up asked of Chroma, and as the write asks it (of the lexical index the backend opened)
+LOOKUPS: dict[str, Side] = {
+    "chroma get(where)": lambda store, shas: same_text_elsewhere(store.collection, shas, None),
+    "lexical index": lambda store, shas: same_text_elsewhere(store.collection, shas, store._parts.lexical),
+}
+
+
+def rotated(items: list[Any], step: int) -> list[Any]:
+    return items[step % len(items):] + items[:step % len(items)]
+
+
+def time_lookups(stores: dict[int, tuple[HierarchicalStore, int]], n: int, rng: np.random.Generator
+                 ) -> dict[tuple[int, str], list[float]]:
+    """Per-call seconds of each side of the look-up on each store, ``{(size, side): seconds}``."""
+    calls = [(size, name) for size in stores for name in LOOKUPS]
+    times: dict[tuple[int, str], list[float]] = {c: [] for c in calls}
     for i in range(n + 5):
-        stored = f"doc{int(rng.integers(docs))}"
-        shas = {f"new-{i}": content_sha256(text_of(stored)), f"miss-{i}": content_sha256(f"nobody stored {i}")}
-        got = []
-        for name in (list(sides) if i % 2 else list(reversed(sides))):
+        answers: dict[tuple[int, str], Any] = {}
+        asked: dict[int, tuple[str, dict[str, str]]] = {}
+        for size, (_, docs) in stores.items():
+            stored = f"doc{int(rng.integers(docs))}"
+            asked[size] = (stored, {f"new-{i}": content_sha256(text_of(stored)),
+                                    f"miss-{i}": content_sha256(f"nobody stored {i}")})
+        for size, name in rotated(calls, i):
             t0 = time.perf_counter()
-            got.append(sides[name](shas))
+            answers[size, name] = LOOKUPS[name](stores[size][0], asked[size][1])
             if i >= 5:
-                times[name].append(time.perf_counter() - t0)
-        if got[0] != got[1] or got[0] != {f"new-{i}": [stored]}:
-            raise SystemExit(f"same_text_lookup: the two sides differ for {shas}: {got}")
+                times[size, name].append(time.perf_counter() - t0)
+        for (size, name), got in answers.items():
+            if got != {f"new-{i}": [asked[size][0]]}:
+                raise SystemExit(f"same_text_lookup: {name} at {size} answered {got} for {asked[size]}")
     return times
 
 
-def time_adds(store: HierarchicalStore, n: int, dim: int, rng: np.random.Generator, size: int
-              ) -> dict[str, list[float]]:
-    """Per-call seconds of ``store.add`` of a new document, its look-up as it is or forced to Chroma."""
+def time_adds(stores: dict[int, tuple[HierarchicalStore, int]], n: int, dim: int, rng: np.random.Generator
+              ) -> dict[tuple[int, str], list[float]]:
+    """Per-call seconds of ``store.add`` of a new document on each store, its look-up as it is or forced
+    to Chroma, ``{(size, side): seconds}``."""
     as_is = writes.same_text_elsewhere
 
     def chroma_only(collection: Any, shas: Any, lexical: Any = None) -> dict[str, list[str]]:
         return as_is(collection, shas, None)
 
-    times: dict[str, list[float]] = {"add, chroma get(where)": [], "add, lexical index": []}
+    calls = [(size, name) for size in stores for name in ("add, chroma get(where)", "add, lexical index")]
+    times: dict[tuple[int, str], list[float]] = {c: [] for c in calls}
+    tag = uuid.uuid4().hex[:8]  # a new document on every run
     try:
         for i in range(n + 2):
-            for name in (list(times) if i % 2 else list(reversed(times))):
+            for size, name in rotated(calls, i):
                 writes.same_text_elsewhere = chroma_only if "chroma" in name else as_is
-                doc = synthetic_doc(f"add-{size}-{i}-{name[5]}", rng, CLUSTERS, SEGMENTS, dim)
+                doc = synthetic_doc(f"add-{tag}-{i}-{name[5]}", rng, CLUSTERS, SEGMENTS, dim)
                 t0 = time.perf_counter()
-                store.add(doc)
+                stores[size][0].add(doc)
                 if i >= 2:
-                    times[name].append(time.perf_counter() - t0)
+                    times[size, name].append(time.perf_counter() - t0)
     finally:
         writes.same_text_elsewhere = as_is
     return times
@@ -122,30 +139,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    store = HierarchicalStore(COLLECTION, path=args.path)
+    sizes = sorted(set(args.sizes))
+    stores: dict[int, tuple[HierarchicalStore, int]] = {}
+    for size in sizes:
+        store = HierarchicalStore(COLLECTION, path=os.path.join(args.path, str(size)))
+        stores[size] = (store, grow(store, size, args.dim, args.seed))
     rng = np.random.default_rng(args.seed + 1)
-    p50: dict[str, dict[int, float]] = {}
-    lines = [f"`python -m benchmarks.same_text_lookup --path {args.path} --sizes {' '.join(map(str, args.sizes))} "
+    load = os.getloadavg()[0]
+    times = {**time_lookups(stores, args.lookups, rng), **time_adds(stores, args.adds, args.dim, rng)}
+    p50 = {key: percentiles(ts)[0] for key, ts in times.items()}
+    lines = [f"`python -m benchmarks.same_text_lookup --path {args.path} --sizes {' '.join(map(str, sizes))} "
              f"--lookups {args.lookups} --adds {args.adds}`", "",
-             f"{time.strftime('%Y-%m-%d')}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
-             f"embedded store, {args.dim}-dimensional synthetic vectors, {PER_DOC} records a document", "",
+             f"{time.strftime('%Y-%m-%d')}; {os.cpu_count()} CPUs, load average {load:.1f} at the start and "
+             f"{os.getloadavg()[0]:.1f} at the end; embedded stores, {args.dim}-dimensional synthetic vectors, "
+             f"{PER_DOC} records a document; every store and side in one rotating order, call by call", "",
              "| records | side | calls | p50 ms | p95 ms |", "|---|---|---|---|---|"]
-    for size in sorted(args.sizes):
-        docs = grow(store, size, args.dim, args.seed)
-        records = store.count()
-        times = {**time_lookups(store, docs, args.lookups, rng), **time_adds(store, args.adds, args.dim, rng, size)}
-        for name, ts in times.items():
-            mid, high = percentiles(ts)
-            p50.setdefault(name, {})[size] = mid
-            lines.append(f"| {records} | {name} | {len(ts)} | {mid:.3f} | {high:.3f} |")
-            print(lines[-1], flush=True)
-        lookup = p50["chroma get(where)"][size] / p50["lexical index"][size]
-        add = p50["add, chroma get(where)"][size] / p50["add, lexical index"][size]
+    for size in sizes:
+        records = stores[size][0].count()
+        for (at, name), ts in times.items():
+            if at == size:
+                mid, high = percentiles(ts)
+                lines.append(f"| {records} | {name} | {len(ts)} | {mid:.3f} | {high:.3f} |")
+        lookup = p50[size, "chroma get(where)"] / p50[size, "lexical index"]
+        add = p50[size, "add, chroma get(where)"] / p50[size, "add, lexical index"]
         lines.append(f"| {records} | chroma / lexical, p50 | | look-up {lookup:.1f}x, add {add:.2f}x | |")
-    small, large = min(args.sizes), max(args.sizes)
+    small, large = sizes[0], sizes[-1]
+    names = [name for (at, name) in times if at == small]
     lines += ["", f"growth, p50 at {large} / at {small}: " + "; ".join(
-        f"{name} {by[large] / by[small]:.2f}x" for name, by in p50.items()),
-        f"load average {os.getloadavg()[0]:.1f} at the end"]
+        f"{name} {p50[large, name] / p50[small, name]:.2f}x" for name in names)]
     append_report("\n".join(["### same_text_lookup: the write's same-text look-up, Chroma against the lexical index",
                               "", *lines, ""]), args.out)
     return 0
