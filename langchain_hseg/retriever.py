@@ -23,9 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
-from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.results import result_for
-from hseg.retrieval.settings import SearchSettings
+from hseg.retrieval import SearchHit, SearchSettings, result_for
 from hseg.text import loader_page_key
 from langchain_hseg.text_splitter import HierarchicalSegmentTextSplitter
 

@@ -11,8 +11,7 @@ from typing import Any
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
 from hseg.chunking import hidden_from_model
-from hseg.retrieval.hits import SearchHit
-from hseg.retrieval.results import result_for
+from hseg.retrieval import SearchHit, result_for
 from hseg.text import loader_page_key
 
 #: formatting fields of the stored node that the returned parent keeps

@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - installed with the llama-index extra
     ChromaVectorStore = None  # type: ignore[assignment,misc]
 
 from hseg.chunking import check_unicode
-from hseg.retrieval.settings import SearchSettings
+from hseg.retrieval import SearchSettings
 from hseg.store import HierarchicalStore
 from llama_index_hseg.nodes import hit_to_node
 

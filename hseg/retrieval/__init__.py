@@ -1,6 +1,27 @@
 """Retrieval, the paper's step 3 and the budget-aware unit: search settings, read plans, whole
 parents, passages, the unit index's fused vectors, and how a hit becomes a framework result."""
 
-#: no names of its own: a stage folder whose modules are imported by their own names
-#: (users reach the search settings and hits from :mod:`hseg` and :mod:`hseg.store`)
-__all__: list[str] = []
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names of _HOME, for type checkers
+    from hseg.retrieval.hits import SearchHit  # noqa: F401
+    from hseg.retrieval.results import result_for  # noqa: F401
+    from hseg.retrieval.settings import MODES, UNITS, SearchSettings  # noqa: F401
+
+#: each public name and the module that holds it, imported on first use
+#: (as in every stage face: importing one module of the package loads no other)
+_HOME = {
+    "SearchSettings": "hseg.retrieval.settings", "MODES": "hseg.retrieval.settings",
+    "UNITS": "hseg.retrieval.settings", "SearchHit": "hseg.retrieval.hits", "result_for": "hseg.retrieval.results",
+}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module 'hseg.retrieval' has no attribute {name!r}")
