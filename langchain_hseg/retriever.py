@@ -337,8 +337,7 @@ class HierarchicalSegmentRetriever(_search_settings_fields()):  # type: ignore[m
             >>> retriever = HierarchicalSegmentRetriever.from_vectorstore(vs, k=3)  # doctest: +SKIP
             >>> retriever.add_documents(docs)  # doctest: +SKIP
         """
-        from hseg.store import HierarchicalStore
-        from hseg.store.connection import collection_space
+        from hseg.store import HierarchicalStore, collection_space
 
         collection = getattr(vectorstore, "_collection", None)
         if collection is None:

@@ -31,8 +31,7 @@ from llama_index.core.vector_stores.types import (
 
 from hseg.chunking import DOC_ID_KEY, LEVEL_KEY, Record
 from hseg.retrieval import SearchSettings
-from hseg.store import HierarchicalStore
-from hseg.store.reading import where_in
+from hseg.store import HierarchicalStore, where_in
 from llama_index_hseg.nodes import hit_to_node
 
 _OPERATORS = {FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt",

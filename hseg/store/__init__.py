@@ -37,8 +37,10 @@ from hseg.chunking.schema import SCHEMA_VERSION
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.settings import MODES, UNITS, SearchSettings
 from hseg.store.backends import server_address
-from hseg.store.connection import DEFAULT_HNSW, check_schema
+from hseg.store.connection import DEFAULT_HNSW, check_schema, collection_space
 from hseg.store.lock import WriterBusyError
+from hseg.store.maintenance import Expected
+from hseg.store.reading import where_in
 from hseg.store.store import HierarchicalStore
 
 #: the name of :class:`SearchHit` before 0.4 (it was never only a parent)
@@ -59,4 +61,7 @@ __all__ = [
     "flatten_metadata",
     "records_for",
     "WriterBusyError",
+    "Expected",
+    "collection_space",
+    "where_in",
 ]

@@ -65,14 +65,10 @@ LONG_DOCSTRINGS: set[str] = {
 }
 
 #: adapter imports of a private module still to move to a face (may only shrink): "file: module"
-ADAPTER_DEEP_IMPORTS: set[str] = {
-    "langchain_hseg/retriever.py: hseg.store.connection", "llama_index_hseg/vector_store.py: hseg.store.reading",
-}
+ADAPTER_DEEP_IMPORTS: set[str] = set()
 
 #: imports of a private module in the documentation still to move to a face (may only shrink): "file: module"
-DOC_DEEP_IMPORTS: set[str] = {
-    "docs/api.md: hseg.store.maintenance",
-}
+DOC_DEEP_IMPORTS: set[str] = set()
 
 
 def modules() -> list[Path]:
