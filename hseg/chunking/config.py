@@ -28,19 +28,6 @@ from hseg.encoders import BACKENDS, DEFAULT_BACKEND, check_backend
 from hseg.segmentation.segmenters import segmenter_spec
 from hseg.text.structure import STRUCTURES
 
-__all__ = [
-    "ChunkerConfig",
-    "DEFAULT_TARGET_TOKENS",
-    "MAX_SEGMENT_TOKENS",
-    "SEGMENT_VECTORS",
-    "SEGMENT_CONTEXTS",
-    "CLUSTER_VECTORS",
-    "RUNTIME_FIELDS",
-    "CLIQUE_METHODS",
-    "default_max_segment_tokens",
-    "describe",
-]
-
 #: the default parent size: a parent holds a whole discussion, which a budget buys when several of its
 #: segments rank high (rule 3 of :mod:`hseg.retrieval.selection`); on questions whose answer is a stretch of
 #: a transcript it beats 256-token parents, elsewhere it loses nothing beyond noise (docs/decisions.md, issue 56)
