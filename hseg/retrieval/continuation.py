@@ -29,8 +29,6 @@ from hseg.retrieval.plans import Get, Lexical, Plan, records
 from hseg.retrieval.selection import continue_passages, cut_passages
 from hseg.text.structure import common_prefix
 
-__all__ = ["Continuation", "continued"]
-
 
 @dataclass
 class _Plan:
