@@ -31,9 +31,6 @@ import numpy as np
 from hseg.retrieval.plans import Lexical, Plan
 from hseg.retrieval.unit_vectors import UnitKey
 
-__all__ = ["ENGLISH_STOP_WORDS", "query_terms", "fts5_match", "fuse", "LexicalRow", "LexicalSource", "LexicalQuery",
-           "lexical_query"]
-
 #: English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, question words)
 ENGLISH_STOP_WORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being below between both
