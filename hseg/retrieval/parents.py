@@ -55,12 +55,6 @@ from hseg.retrieval.lexical_query import LexicalQuery
 from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.settings import DEFAULT_K, SearchSettings
 
-__all__ = [
-    "DEFAULT_OVERSAMPLE",
-    "level_where",
-    "parents_plan",
-]
-
 logger = logging.getLogger(__name__)
 
 #: the first Chroma request asks for ``ceil(oversample * k)`` records. Each returned record costs its
