@@ -9,8 +9,6 @@ from hseg.chunking.schema import ClusterMeta, SegmentMeta, joined_pages
 from hseg.retrieval.hits import SearchHit
 from hseg.text.structure import common_prefix
 
-__all__ = ["Member", "Records", "passage", "whole_cluster"]
-
 #: records read, by id: ``(metadata, text)`` (what :func:`hseg.retrieval.plans.records` gives)
 Records = dict[str, tuple[dict[str, Any], str]]
 
