@@ -25,8 +25,6 @@ import numpy as np
 
 from hseg.retrieval.selection import Selection
 
-__all__ = ["bounded_walk", "cosines", "first_page"]
-
 
 def first_page(k: int | None, budget_tokens: int | None, per_segment: int, least: int) -> int:
     """Records asked for first: enough for ``k`` segments, or for the budget at ``per_segment``
