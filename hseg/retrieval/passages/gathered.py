@@ -29,8 +29,6 @@ from hseg.retrieval.plans import Get, Knn, Plan
 from hseg.retrieval.selection import UnitCandidates, merge_runs_of_segments, select_auto
 from hseg.retrieval.settings import SearchSettings
 
-__all__ = ["search_gathered"]
-
 
 def _query(collection: Any, q: np.ndarray, n: int, where: Any, wdoc: Any, include: tuple[str, ...]) -> Plan[tuple]:
     res = yield Knn(collection, np.asarray(q, dtype=np.float32), n, where or None, wdoc or None, include)
