@@ -21,8 +21,6 @@ from hseg.retrieval.selection import ClusterSize, Selection, merge_runs, walk
 from hseg.retrieval.settings import SearchSettings
 from hseg.retrieval.unit_vectors import UnitKey, fused_scale, query_vector
 
-__all__ = ["hybrid_indexed", "search_indexed"]
-
 
 def search_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
     """Dense ``unit="auto"`` on the unit index built with the settings' cluster and neighbour weights:
