@@ -17,8 +17,6 @@ from hseg.retrieval.plans import Get, Knn, Plan, records
 from hseg.retrieval.selection import Selection, merge_runs, walk
 from hseg.retrieval.settings import SearchSettings
 
-__all__ = ["hybrid_segments", "search_segments"]
-
 
 def search_segments(collection: Any, q: np.ndarray, settings: SearchSettings) -> Plan[list[SearchHit]]:
     """Dense ``unit="segment"``: the ranking comes from a cheap kNN of ids and distances; records are
