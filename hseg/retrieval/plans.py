@@ -36,9 +36,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Get", "Knn", "Lexical", "Plan", "Read", "run_many", "run_one", "records", "MISSING_VECTOR_ERRORS",
-           "is_missing_vector"]
-
 T = TypeVar("T")
 
 #: reads answered by one Chroma call at the most: a ``get`` of the union of a few hundred searches'
