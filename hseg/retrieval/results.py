@@ -17,8 +17,6 @@ from hseg.chunking.chunks import chunk_id
 from hseg.chunking.schema import BOOKKEEPING_KEYS, SEGMENT_IDS_KEY, ResultMeta, encode_segment_ids, user_metadata
 from hseg.retrieval.hits import SearchHit
 
-__all__ = ["LLAMA_INDEX_STORAGE_KEYS", "result_for", "result_id"]
-
 #: keys a LlamaIndex ``ChromaVectorStore`` writes next to a node's metadata (the serialised node and
 #: its document id under three names); storage, not the user's metadata, so results leave them out
 LLAMA_INDEX_STORAGE_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
