@@ -45,11 +45,6 @@ import numpy as np
 from hseg.retrieval.lexical_query import fuse
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_WHOLE_CLUSTER_MIN, DEFAULT_WHOLE_CLUSTER_SHARE
 
-__all__ = [
-    "ClusterSize", "Selection", "UnitCandidates", "walk", "select_auto", "merge_runs",
-    "merge_runs_of_segments", "continue_passages", "cut_passages",
-]
-
 
 @dataclass(frozen=True)
 class UnitCandidates:
