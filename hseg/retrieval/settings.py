@@ -22,12 +22,6 @@ import numpy as np
 
 from hseg.chunking.config import is_int, setting
 
-__all__ = [
-    "SearchSettings", "MODES", "UNITS", "DEFAULT_K", "DEFAULT_CLUSTER_WEIGHT", "DEFAULT_NEIGHBOUR_WEIGHT",
-    "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_UNIT", "MAX_K", "MAX_BUDGET_TOKENS", "LEXICAL_WEIGHTINGS",
-    "DEFAULT_WHOLE_CLUSTER_MIN", "DEFAULT_WHOLE_CLUSTER_SHARE",
-]
-
 #: which vectors score a whole parent (unit="cluster"): the paper's eq. 2, its Cluster Only ablation, segments only
 MODES = ("segment+cluster", "cluster", "segment")
 #: what a result is: a whole parent (the paper), a passage of segments, or passages chosen for a budget
