@@ -69,12 +69,6 @@ from hseg.chunking.schema import (
     neighbour_ids,
 )
 
-__all__ = [
-    "COMPANION_SUFFIX", "UNIT_LAYOUT", "UNIT_RECORD_KEYS", "TEXT_KEY", "UnitKey", "companion_name", "fused_scale",
-    "query_vector", "segment_ids_of", "unit_records", "unit_metadata", "serves_filter", "filter_keys",
-    "DERIVED_KEYS", "search_metadata", "with_derived",
-]
-
 #: the companion collection of collection ``name`` is ``name + COMPANION_SUFFIX``
 COMPANION_SUFFIX = "_hseg_units"
 _SEP = "|"
