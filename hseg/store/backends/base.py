@@ -21,8 +21,6 @@ from hseg.store.lexical.journal import Journal, journal_name
 from hseg.store.lexical.location import Location
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["Backend", "ClientFacts"]
-
 logger = logging.getLogger(__name__)
 
 #: reads of one search through newer views when a view turns out torn (see :meth:`Backend.read`),
