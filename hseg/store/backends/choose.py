@@ -14,8 +14,6 @@ from hseg.store.backends.memory import MemoryBackend
 from hseg.store.backends.server import ServerBackend
 from hseg.store.connection import is_connection_error
 
-__all__ = ["SHAPES", "choose_backend", "client_facts", "opening_errors", "server_address", "remote_errors"]
-
 #: the shapes a store can run on, most particular first: the first whose :meth:`~Backend.claim`
 #: takes a client serves it (the foreign shape takes any); a new shape is its module and its place here
 SHAPES: tuple[type[Backend], ...] = (EmbeddedBackend, MemoryBackend, ServerBackend, ForeignBackend)
