@@ -16,8 +16,6 @@ from hseg.store.lexical.location import FOLDER, Location
 from hseg.store.lock import writer_lock, writer_turn
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["EmbeddedBackend", "CHROMADB_RANGE", "check_chromadb_version", "private_view"]
-
 #: the chromadb releases, ``[low, high)`` by (major, minor), whose embedded internals this backend
 #: relies on (:mod:`hseg.store.freshness`: the engine's ``start()``, ``System`` outside the client
 #: cache, the ``embeddings_queue`` table of ``chroma.sqlite3``); pyproject.toml allows the same
