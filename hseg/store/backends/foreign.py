@@ -6,8 +6,6 @@ from typing import ClassVar
 
 from hseg.store.backends.base import Backend
 
-__all__ = ["ForeignBackend"]
-
 
 class ForeignBackend(Backend):
     """An object read and written as a collection whose client hseg does not know: no lexical index,
