@@ -7,8 +7,6 @@ from typing import Any, ClassVar
 from hseg.store.backends.base import Backend, ClientFacts
 from hseg.store.lexical.location import Location
 
-__all__ = ["MemoryBackend"]
-
 
 class MemoryBackend(Backend):
     """An in-memory client: its lexical index is a SQLite database in memory, kept by its writes; no
