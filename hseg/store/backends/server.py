@@ -7,8 +7,6 @@ from typing import Any, ClassVar
 from hseg.store.backends.base import Backend, ClientFacts
 from hseg.store.lexical.location import Location, cache_root
 
-__all__ = ["ServerBackend"]
-
 
 class ServerBackend(Backend):
     """A client of a Chroma server: its lexical index is a cache per client machine under
