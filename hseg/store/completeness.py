@@ -21,8 +21,6 @@ from hseg.store.connection import ServerErrors
 from hseg.store.reading import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["is_complete", "tiled_length", "segment_ids", "completeness", "mixed_versions", "documents_missing_vectors"]
-
 
 def is_complete(records: Mapping[str, dict[str, Any]], sha: str, settings: str, length: int,
                 units: set[str] | None = None, lexical: tuple[set[str], str | None] | None = None, *,
