@@ -33,14 +33,6 @@ from hseg.errors import (
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT
 
-__all__ = ["DEFAULT_HNSW", "EXACT_SEARCH_RECORDS", "LOW_SPACE_BYTES", "DATABASE_FILE", "holds_database",
-           "open_client", "open_persistent",
-           "storage_error", "disk_trouble", "LexicalIndexStorageError", "lexical_storage_error",
-           "lexical_errors",
-           "set_collection_metadata", "open_collection", "get_or_create_collection", "created_concurrently",
-           "unit_index_metadata", "check_schema", "collection_space",
-           "is_connection_error", "ServerErrors"]
-
 logger = logging.getLogger(__name__)
 
 #: Records up to which a search of a collection hseg creates is exact. Chroma builds its HNSW graph
