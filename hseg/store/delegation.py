@@ -22,8 +22,6 @@ import functools
 import warnings
 from typing import Any
 
-__all__ = ["Delegated"]
-
 
 class Delegated:
     """The attribute at the dotted ``path`` of the instance (``"_parts.binding.encoder"``), read, and
