@@ -27,9 +27,6 @@ from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
 if TYPE_CHECKING:
     from hseg.store.lexical.index import LexicalIndex
 
-__all__ = ["chunkings_to_add", "checked_document", "with_text_hashes", "same_text_elsewhere",
-           "write_documents", "delete_documents"]
-
 def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
                      metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
                      ) -> tuple[list[Chunking], list[Any]]:
