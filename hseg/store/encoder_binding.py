@@ -24,8 +24,6 @@ from hseg.encoders.factory import as_encoder
 from hseg.errors import EncoderMismatchError
 from hseg.store.connection import ServerErrors, check_encoder, set_collection_metadata
 
-__all__ = ["EncoderBinding"]
-
 
 class EncoderBinding:
     """The encoder side of a store over ``collection``: ``encoder`` (anything
