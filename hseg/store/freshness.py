@@ -50,8 +50,6 @@ from urllib.parse import quote
 
 from hseg.errors import StoreReplacedError
 
-__all__ = ["LogPosition", "FreshReads", "current_writes"]
-
 logger = logging.getLogger(__name__)
 
 #: seconds a search that finds another process's write waits for a view holding it before it answers
