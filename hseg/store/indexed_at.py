@@ -28,8 +28,6 @@ from typing import Any
 from hseg.chunking.records import Record
 from hseg.chunking.schema import DOC_ID_KEY, INDEXED_AT_KEY
 
-__all__ = ["write_time", "stamped", "iso_utc"]
-
 
 def write_time(indexes: Iterable[Any]) -> int:
     """Now, in whole seconds since the epoch: the server's clock through the write log of whichever of
