@@ -14,8 +14,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from hseg.chunking.records import Record
 
-__all__ = ["DerivedIndex"]
-
 
 @runtime_checkable
 class DerivedIndex(Protocol):
