@@ -8,8 +8,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from hseg.chunking.records import Record
 from hseg.store.indexes.contract import DerivedIndex
 
-__all__ = ["Indexes"]
-
 
 class Indexes:
     """The derived indexes of a collection (:class:`~hseg.store.indexes.DerivedIndex`), in write
