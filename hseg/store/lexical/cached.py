@@ -12,8 +12,6 @@ from hseg.store.lexical.follow import Follower
 from hseg.store.lexical.journal import Journal
 from hseg.store.lexical.table import LexicalTable
 
-__all__ = ["CachedKind"]
-
 
 class CachedKind:
     """How ``table`` is kept as a cache: following ``journal``, the write log every hseg writer of
