@@ -17,8 +17,6 @@ from hseg.store.lexical.tables import SCHEMA
 from hseg.store.lexical.terms import KeptTerms, read_terms
 from hseg.store.lock import lock_descriptor
 
-__all__ = ["TERM_CACHE_PAIRS", "Database", "file_lock", "file_inode", "memory_database", "drop_memory_database"]
-
 #: (rowid, score) pairs a connection keeps of its words' BM25 terms (16 bytes each: 32 MiB), least
 #: recently used first out; 200 long questions over 40k segments use ~0.7M (``benchmarks/RESULTS.md``)
 TERM_CACHE_PAIRS = 2_000_000
