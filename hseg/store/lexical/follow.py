@@ -49,8 +49,6 @@ from hseg.store.lexical.journal import (
 from hseg.store.lexical.table import LexicalTable
 from hseg.store.lexical.tables import applied_among, record_applied, set_meta
 
-__all__ = ["Follower"]
-
 logger = logging.getLogger(__name__)
 
 _POSITION = "log_position"
