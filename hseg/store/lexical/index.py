@@ -25,8 +25,6 @@ from hseg.store.lexical.reads import TableReads
 from hseg.store.lexical.repair import check_file, repair
 from hseg.store.lexical.table import LexicalTable
 
-__all__ = ["LexicalIndex"]
-
 
 class LexicalIndex(TableReads):
     """The lexical index of ``collection`` at ``location``; ``journal`` is the write log a cache
