@@ -40,10 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["JOURNAL_SUFFIX", "KEEP_S", "MARGIN_S", "NEAR_MARGIN_S", "SWEEP_S",
-           "OPEN_STALE_S", "OPEN_WRITE_TTL_S", "OPEN_KEEP_S", "CLOCK_REFRESH_S", "Entry",
-           "LogRead", "Journal", "ServerClock", "journal_name"]
-
 #: the journal collection of collection ``name`` is ``name + JOURNAL_SUFFIX``
 JOURNAL_SUFFIX = "_hseg_writes"
 #: ``done`` entries younger than this are kept: a reader that checks at least this often never rebuilds.
