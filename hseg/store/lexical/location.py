@@ -8,8 +8,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FOLDER", "Location", "cache_root"]
-
 #: the folder beside an embedded store's Chroma files that holds its lexical indexes
 FOLDER = "hseg-lexical"
 
