@@ -13,8 +13,6 @@ from hseg.chunking.records import Record
 from hseg.store.lexical.table import LexicalTable
 from hseg.store.lexical.tables import documents_holding, set_meta
 
-__all__ = ["MaintainedKind"]
-
 logger = logging.getLogger(__name__)
 
 
