@@ -21,8 +21,6 @@ from hseg.store.lexical.database import Database
 from hseg.store.lexical.tables import SQL_IDS
 from hseg.store.reading import batched
 
-__all__ = ["FOLLOWING_PAGE", "TableReads", "summed_terms"]
-
 #: positions :meth:`TableReads.following` reads at a time, for all open chains in one statement: a
 #: chain is rarely longer (``benchmarks/RESULTS.md``), and every row read costs time in Python
 FOLLOWING_PAGE = 2
