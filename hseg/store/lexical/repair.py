@@ -15,8 +15,6 @@ from hseg.store.connection import lexical_storage_error
 from hseg.store.lexical.database import drop_memory_database, file_inode, file_lock
 from hseg.store.lexical.table import LexicalTable
 
-__all__ = ["LexicalIndexUnavailable", "repair", "check_file"]
-
 logger = logging.getLogger(__name__)
 
 
