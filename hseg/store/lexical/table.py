@@ -23,8 +23,6 @@ from hseg.store.lexical.reads import TableReads
 from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
 from hseg.store.reading import get_by_documents, pages, read_ahead
 
-__all__ = ["LexicalTable"]
-
 logger = logging.getLogger(__name__)
 
 _PAGE = 2000  # records per Chroma read when rebuilding
