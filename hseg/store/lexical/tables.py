@@ -25,9 +25,6 @@ from hseg.chunking.schema import (
 from hseg.retrieval.unit_vectors import search_metadata
 from hseg.store.reading import batched
 
-__all__ = ["TOKENIZER", "FORMAT", "SCHEMA", "SQL_IDS", "CHANGES_KEPT", "insert_rows", "delete_documents", "set_meta",
-           "clear_rows", "record_applied", "applied_among", "changes_state", "changes_since", "documents_holding"]
-
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
