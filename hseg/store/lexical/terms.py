@@ -40,8 +40,6 @@ import numpy as np
 from hseg.retrieval.lexical_query import fts5_match
 from hseg.store.lexical.tables import changes_since, changes_state
 
-__all__ = ["DRIFT", "KeptTerms", "read_terms"]
-
 #: the rows changed since a word's last whole read, as a fraction of the table's, past which it is read whole
 DRIFT = 0.02
 
