@@ -57,9 +57,6 @@ import portalocker
 
 from hseg.errors import DatabaseReadOnlyError, DatabaseStorageError, WriterBusyError
 
-__all__ = ["LOCK_NAME", "WriterBusyError", "writer_lock", "holds_writer_lock", "writer_turn", "reader_lock",
-           "lock_descriptor", "current_writer"]
-
 LOCK_NAME = "hseg-writer.lock"
 _POLL_S = 0.2
 #: whether a folder can be opened and locked (POSIX); on Windows the lock file alone is locked
