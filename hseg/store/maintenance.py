@@ -46,8 +46,6 @@ from hseg.store.remembered import (
     remembered_fingerprint,
 )
 
-__all__ = ["Expected", "Incomplete", "Remembered", "Repaired", "Maintenance"]
-
 #: ``{doc id: {record id: metadata}}``
 logger = logging.getLogger(__name__)
 
