@@ -38,8 +38,6 @@ from hseg.store.lexical.index import LexicalIndex
 from hseg.store.turns import DocumentTurns, Leases
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["StoreParts", "open_store", "wrap_collection", "DEFAULT_LOCK_TIMEOUT"]
-
 #: seconds a write of an embedded store waits for another process's (:meth:`HierarchicalStore.writing`)
 DEFAULT_LOCK_TIMEOUT = 600.0
 
