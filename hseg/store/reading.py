@@ -11,9 +11,6 @@ from typing import Any, TypeVar
 from hseg.chunking.schema import DOC_ID_KEY, LEVEL_KEY, TOKENS_KEY
 from hseg.retrieval.plans import is_missing_vector
 
-__all__ = ["pages", "read_ahead", "in_order", "level_stats", "batched", "where_in", "get_by_documents",
-           "IN_FILTER_SIZE", "ids_without_vectors"]
-
 T = TypeVar("T")
 
 #: the name (prefix) of :func:`read_ahead`'s worker thread
