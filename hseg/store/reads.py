@@ -23,8 +23,6 @@ from hseg.store.parts import StoreParts
 from hseg.store.reading import pages
 from hseg.store.stats import collection_stats
 
-__all__ = ["Reads"]
-
 
 class Reads:
     """The reads of the store whose parts are ``parts`` (see :class:`hseg.store.HierarchicalStore`'s
