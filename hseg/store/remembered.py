@@ -22,9 +22,6 @@ from typing import Any
 from hseg.chunking.schema import CHUNK_OPTIONS_KEY, FINGERPRINT_KEY
 from hseg.store.connection import set_collection_metadata
 
-__all__ = ["CHUNK_OPTIONS_KEY", "FINGERPRINT_KEY", "remembered_chunk_options", "remember_chunk_options",
-           "remembered_fingerprint", "remember_fingerprint"]
-
 logger = logging.getLogger(__name__)
 
 # the collection metadata keys (:mod:`hseg.chunking.schema`): the chunk options (a JSON object: Chroma's
