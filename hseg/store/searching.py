@@ -25,8 +25,6 @@ from hseg.store.lexical import LexicalIndex, LexicalIndexUnavailable
 from hseg.store.parts import StoreParts
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["search_settings", "text_of_query", "Searcher", "SearchPlanner", "refused_filter"]
-
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
