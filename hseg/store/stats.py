@@ -27,8 +27,6 @@ from hseg.store.indexed_at import iso_utc
 from hseg.store.reading import ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 
-__all__ = ["collection_stats"]
-
 #: records per ``get`` while reading metadata
 _PAGE = 5000
 
