@@ -26,8 +26,6 @@ from hseg.store.reads import Reads
 from hseg.store.searching import Searcher
 from hseg.store.writes import Writes
 
-__all__ = ["HierarchicalStore"]
-
 _PRIVATE = "an internal part of the store, kept for a while"
 
 
