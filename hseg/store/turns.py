@@ -41,8 +41,6 @@ from typing import Any
 
 from hseg.errors import WriterBusyError
 
-__all__ = ["STRIPES", "STALE_S", "BEAT_S", "DocumentTurns", "Leases", "lease_id"]
-
 logger = logging.getLogger(__name__)
 
 #: locks of the process's table of document turns (two documents of one stripe take turns too)
