@@ -43,8 +43,6 @@ from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, se
 from hseg.store.reading import batched, get_by_documents, pages
 from hseg.store.writing import delete_ids
 
-__all__ = ["UnitIndex"]
-
 logger = logging.getLogger(__name__)
 
 #: documents read back per call when rebuilding the index from the collection's records
