@@ -33,8 +33,6 @@ from hseg.store.maintenance import Incomplete, Maintenance
 from hseg.store.parts import StoreParts
 from hseg.store.reads import Reads
 
-__all__ = ["Writes"]
-
 logger = logging.getLogger(__name__)
 
 #: called as ``on_written(doc_ids)`` after each write call, and ``on_same_text({doc id: other ids})``
