@@ -11,8 +11,6 @@ from hseg.chunking.records import Record, flatten_metadata
 from hseg.chunking.schema import CLUSTER, LEVEL_KEY
 from hseg.store.reading import batched
 
-__all__ = ["dedupe", "write_batches", "write_failure", "delete_ids"]
-
 
 def dedupe(items: list[Chunking], metas: list[Any]) -> tuple[list[Chunking], list[Any]]:
     """Drop repeats of a document (same id, text, chunks and metadata); refuse an id given twice
