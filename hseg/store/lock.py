@@ -1,41 +1,6 @@
 """One writing process at a time per embedded store: a lock on the Chroma database folder itself.
 
-An embedded Chroma (``PersistentClient``) keeps each collection's vector index in the memory of the
-process that opened it and writes it back to disk from there. Two processes writing one database
-therefore overwrite each other's vectors: the metadata and text of every record survive in SQLite,
-but some records lose their vector and no search finds them again (measured: 220 of 3,123 records
-after two overlapping ``hseg index`` runs; 671-698 records after two library writers). Writers must
-take turns, and each must write through a client that has seen the previous one's writes
-(:mod:`hseg.store.freshness` re-opens the writer's view when another process wrote since).
-
-:func:`writer_lock` takes an exclusive lock on the database folder ``<db>`` itself, then on the
-file ``<db>/hseg-writer.lock`` (which holds the holder's process id, for the waiting message), and
-waits its turn (bounded) when another process holds them. Every hseg write of an embedded store
-takes it: ``hseg index`` for its whole run, :class:`hseg.store.HierarchicalStore` around each write
-(and so the LangChain and LlamaIndex adapters). The kernel releases the lock when its holder
-exits, however it exits (a ``kill -9`` included), so a lock never outlives a writer. A search takes
-no lock; a reader loading its view of another process's writes holds the folder's lock shared
-for the load (:func:`reader_lock`, :mod:`hseg.store.freshness`), so that no hseg writer saves a
-vector index while it is read. A Chroma server (``chroma run``) serves any number of writing
-clients and needs none of this, nor does an in-memory store.
-
-Why the folder: a lock on a file alone is defeated by deleting the file while it is held (the next
-writer creates a new file and locks that: vectors were lost so, both writers exiting 0). Re-checking
-the file's inode after locking only protects the one locking, not the holder of the deleted file.
-The folder cannot be removed without removing the database with it; it exists before Chroma opens
-the database (hseg creates it), and nothing else locks it (SQLite's own locks are ``fcntl`` locks on
-``chroma.sqlite3``, which a ``flock`` of that file emulated over ``fcntl``, as on NFS, would collide with).
-The file stays locked too, second, so that a writer of an older hseg, which locks only the file,
-still takes turns with this one.
-
-The locks are portalocker's (the one place hseg locks files, :func:`lock_descriptor`): ``flock`` on
-Linux and macOS, ``LockFileEx`` on Windows. A folder cannot be opened there, so on Windows the file
-alone is locked (exclusively by a writer, shared by a reader); a file open in a process cannot be
-deleted there, which is what the folder guards against elsewhere.
-
-The lock belongs to the process: a write of a thread while another thread of the same process holds
-it goes ahead (both go through the process's one client, hence one vector index), and ``hseg index``,
-which holds it for its run, calls the store's writes, which take it again without waiting.
+How and why: docs/design.md, ``hseg.store.lock``.
 
 Example:
     >>> with writer_lock("./hseg-db", timeout_s=600):  # doctest: +SKIP
