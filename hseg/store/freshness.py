@@ -1,36 +1,6 @@
 """Searches of an embedded store that see other processes' writes.
 
-Chroma's embedded client (``PersistentClient``; this module relies on chromadb internals of the
-releases in :data:`hseg.store.backends.embedded.CHROMADB_RANGE`, which the embedded backend, its one
-user, checks) loads a collection's vector index
-once per process and never reloads it: after another process writes, its ``count()`` and metadata
-reads see the new records (they read the shared SQLite file), but its searches do not return them,
-and reading their vectors fails. A client started afresh on the same path sees them at once; it
-costs its start plus loading the vector index again at its first query.
-
-:class:`FreshReads` watches the end of the database's write log (``embeddings_queue``, which every
-write of every process appends to first) through its own read-only SQLite connection, one indexed
-``max()`` per search. When the log has grown past what the store's current view has seen, and not
-by the store's own writes, the next search starts opening a private client on the same path
-(outside chromadb's per-process client cache, which cannot be refreshed without stopping every
-client of the process); searches read through it once its vector indexes are loaded, and an older
-private view is stopped once no search uses it.
-
-A view is opened, and its vector indexes loaded, while no hseg writer writes: the loading thread
-holds the writer lock shared (:func:`hseg.store.lock.reader_lock`). Loaded while another process
-was saving its vector index, a view was torn: every kNN on it failed ("Error finding id"), and
-under a writer writing back to back every view a reader opened was (``benchmarks/RESULTS.md``).
-Once loaded, a view's vector index does not change; its records' metadata and text are read from
-the shared file at each search, and a search leaves out the records whose vectors its view lacks.
-
-Writes go through the store's own collection, under the writer lock (:mod:`hseg.store.lock`), and
-that client must have seen every other process's write: one whose vector index predates them saves
-it over theirs (measured: serialised writers, the second writing through a client opened before the
-first wrote, lost 1,000-2,500 of the first one's vectors). :func:`current_writes`, entered with the
-lock held, starts the client's engine anew when the write log has moved since this process last
-wrote or last started it; every collection of the client (the store's, its unit index, an adapter's
-``ChromaVectorStore``) then reads the database from disk and the log at its next call. That costs a
-few milliseconds, plus loading the vector index again, and only after another process wrote.
+How and why: docs/design.md, ``hseg.store.freshness``.
 """
 
 from __future__ import annotations
