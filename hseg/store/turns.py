@@ -2,25 +2,7 @@
 writes of one document id, from two threads of a process or from two clients of one Chroma server,
 end with one version of it, never records of both.
 
-Why a turn is needed: a write reads which records the document holds, upserts the new ones, then
-deletes the old ones it no longer has (:mod:`hseg.store.documents`). Two writes of one id that
-overlap both read the store before either wrote, and neither deletes the other's records: the
-document is left holding two versions (measured: 16 of 16 rounds with two ``chroma run`` clients, 8
-of 8 with two threads of one process). The embedded store's writer lock (:mod:`hseg.store.lock`)
-keeps two *processes* apart, but it belongs to the process: its threads share it.
-
-Two layers, taken in this order and given back in reverse:
-
-* **threads of this process**: one re-entrant lock per stripe of ``(collection id, document id)``
-  (:data:`STRIPES` of them, so that the table stays small whatever the number of documents), taken
-  in stripe order, so that two writes of overlapping sets of documents cannot wait on each other.
-* **clients of a server** (:class:`Leases`): one lease record per document in the collection's write
-  journal (:mod:`hseg.store.lexical.journal`; Chroma is the only thing every client shares). Chroma's
-  ``add`` of an id that exists is ignored, so of two clients adding one lease the first wins and
-  both read the same holder back. Leases are taken in the order of their ids, a prefix at a time
-  (deadlock-free, as the stripes). A holder renews its leases every :data:`BEAT_S`; a lease whose
-  holder and beat stayed the same for :data:`STALE_S` on the waiter's own clock is a dead writer's,
-  and is deleted (only if that holder still has it) and taken. No clock of another machine is read.
+How and why: docs/design.md, ``hseg.store.turns``.
 
 Example:
     >>> turns = DocumentTurns.of(collection, leases=None)  # doctest: +SKIP

@@ -42,7 +42,7 @@ LONG_DOCSTRINGS: set[str] = {
     "hseg/retrieval/unit_vectors.py", "hseg/store/__init__.py", "hseg/store/backends/__init__.py",
     "hseg/store/delegation.py", "hseg/store/indexed_at.py", "hseg/store/lexical/__init__.py",
     "hseg/store/lexical/follow.py", "hseg/store/lexical/journal.py", "hseg/store/lexical/terms.py",
-    "hseg/store/maintenance.py", "hseg/store/turns.py",
+    "hseg/store/maintenance.py",
 }
 
 #: adapter imports of a private module still to move to a face (may only shrink): "file: module"
