@@ -2,33 +2,7 @@
 documents each hseg write changed, so that a reader brings its cache up to date by re-reading those
 documents, not the whole collection.
 
-The log is the companion collection ``<name>_hseg_writes`` (Chroma is the only thing every client
-shares), one record per entry, each with a one-dimensional vector nobody searches:
-
-* ``open-<uuid>`` (``kind="open"``): a write under way, written before its first record. A reader
-  leaves its documents as they were until its ``done`` entry comes: re-reading a document half
-  written would mix two versions of it in one passage. An ``open`` entry older than
-  :data:`OPEN_STALE_S` may be a dead writer's, whose documents will never change again: those are
-  re-read then (what Chroma holds is all there is), at most once a :data:`OPEN_STALE_S`.
-* ``done-<uuid>`` (``kind="done"``): a write that finished, written after its last record and before
-  its ``open`` entry is deleted (a reader between the two sees both). ``at`` is when it finished.
-* ``horizon`` (``kind="horizon"``): compaction's mark. A writer deletes ``done`` entries older than
-  :data:`KEEP_S` and raises the horizon to the time it deleted up to.
-
-Every time in the log, and every reader's position, is the server's clock (:class:`ServerClock`: its
-heartbeat, carried forward on this process's monotonic clock), never a client's: a writer whose clock
-ran 10 minutes slow stamped its entries before every reader's window, and no reader ever saw them.
-
-Why a reader needs no order: re-reading a document reads what Chroma holds *now*, so applying
-entries in any order, or twice, leaves the same rows. What a reader needs is never to miss an entry.
-It reads the entries at or after its last read minus :data:`NEAR_MARGIN_S`, and at least every
-:data:`SWEEP_S` minus :data:`MARGIN_S` (an entry becomes visible a little after its writer's clock
-stamped it), skips those it has applied (the cache's
-``applied`` table), and rebuilds from scratch only when the horizon passed its last read minus
-:data:`MARGIN_S`: compaction may have deleted an entry it never saw.
-
-The log's size is bounded by time: the ``done`` entries of the last :data:`KEEP_S` seconds, the
-``open`` entries of writes under way, and those of dead writers for :data:`OPEN_KEEP_S`.
+How and why: docs/design.md, ``hseg.store.lexical.journal``.
 """
 
 from __future__ import annotations
