@@ -1,34 +1,7 @@
 """A cache following the write log: how a client of a server keeps its lexical index in step with
 what every client writes, at a cost that grows with the documents written, not with the store.
 
-One check (:meth:`Follower.follow`, before each search that reads the index):
-
-1. Read the log's entries since the cache's *position* (the time of its last complete read of the
-   log, on the server's clock: :class:`~hseg.store.lexical.journal.ServerClock`) minus
-   :data:`~hseg.store.lexical.journal.NEAR_MARGIN_S`, or minus
-   :data:`~hseg.store.lexical.journal.MARGIN_S` when the last such sweep is
-   :data:`~hseg.store.lexical.journal.SWEEP_S` old: one ``get`` of those records (a sweep: their ids,
-   then the metadata of those this object has not read, :meth:`~hseg.store.lexical.journal.Journal.read`).
-2. Rebuild from the collection only where the log cannot say what changed: a new cache or one of
-   another collection or layout, a horizon past the position (compaction deleted entries this
-   cache may never have seen), or, on an object's first check, a record count that neither the
-   count at the last sync nor the entries read explain (records written without hseg).
-3. Otherwise re-read the documents of ``done`` entries not yet applied and of ``open`` entries old
-   enough to be a dead writer's (:mod:`hseg.store.lexical.journal`), note the entries applied and
-   move the position, in one commit under the file's writer lock, so that processes sharing the
-   cache file apply each entry once.
-
-The record count at the last sync is known only at rest (no write under way when it was read):
-while writes run, the log explains every change of the count, and the first check at rest notes it.
-
-A passage is read from the cache's rows, which hold one version of each document (a document is
-re-read whole, in one commit): during a write, the version before it.
-
-The position kept in the file moves only when something is written there: a check that finds
-nothing new writes nothing (a write would make every reader of the file drop its kept word terms,
-:class:`~hseg.store.lexical.database.Database`), and this object remembers its own later position.
-A document whose write returned is in the log before the next check, so it is found lexically by
-the next search.
+How and why: docs/design.md, ``hseg.store.lexical.follow``.
 """
 
 from __future__ import annotations
