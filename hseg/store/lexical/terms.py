@@ -1,30 +1,7 @@
 """The BM25 terms of each word a connection has read, kept from one search to the next and brought
 up to date after writes instead of read again.
 
-A word's terms are FTS5's own: ``-bm25()`` of the one-word query (:func:`read_terms`), for each row
-holding the word ``idf(n, N) * part(row)``, where ``n`` is the rows holding the word, ``N`` the
-table's rows, and ``part`` depends on the word's count in the row, the row's length and the table's
-average row length. Adding a query's words up gives FTS5's score of the ``OR`` query to the bit
-(:func:`hseg.store.lexical.reads.summed_terms`), and the common words that make a long question
-expensive to read are mostly words that earlier questions asked.
-
-Any write changes ``N`` and the average length, so a term read before a write is not exactly the
-term after it. Reading every kept word again after each write made a server reader under a writer
-writing back to back 2.4 to 3.6 times slower than alone (``benchmarks/RESULTS.md``). Instead, each
-write logs the rows it added and deleted (:func:`hseg.store.lexical.tables.changes_since`), and a
-kept word is brought up to date when a search next asks for it:
-
-* the rows deleted since are dropped;
-* the rows added since are read, one FTS5 read of the word from the lowest added rowid on (rows
-  are added at the end of the table), exact as of now;
-* the terms of the rows unchanged are multiplied by ``idf(n now, N now) / idf(n then, N then)``:
-  the word's rows are known exactly (the kept ones plus the added ones), ``N`` is the file's.
-
-What is left inexact is ``part`` through the average row length, and the last bits of the products.
-A word is read whole again once the rows changed since its last whole read exceed
-:data:`DRIFT` of the table (the average length can then have moved by about that fraction at most,
-and ``part`` by less), or when the log no longer holds the events since (compacted, or the table was
-rebuilt). With no write since a word was read its terms are FTS5's to the bit.
+How and why: docs/design.md, ``hseg.store.lexical.terms``.
 """
 
 from __future__ import annotations
