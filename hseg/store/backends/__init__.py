@@ -1,17 +1,7 @@
 """The shapes of Chroma client a store runs on, one :class:`Backend` each, chosen once when the store
 opens (:func:`choose_backend`): the only place that looks at a Chroma client.
 
-=========================  ==================================================================
-:class:`MemoryBackend`     ``EphemeralClient``: lexical index in memory, nothing to refresh
-:class:`EmbeddedBackend`   ``PersistentClient``: lexical index beside the files, fresh views,
-                           the writer lock, the chromadb releases it relies on
-:class:`ServerBackend`     ``HttpClient``: a lexical cache per machine, errors naming the server
-:class:`ForeignBackend`    an object that is not a chromadb collection: none of these
-=========================  ==================================================================
-
-A fourth shape (Chroma Cloud, say) is one more module here: its subclass, with the :meth:`Backend.claim`
-that recognises its clients and what its shape does differently (a ``lexical_index`` of its own
-class where it has a native sparse index), listed in :data:`SHAPES` before the shapes it refines.
+How and why: docs/design.md, ``hseg.store.backends``.
 
 Example:
     >>> import chromadb, uuid
