@@ -1,14 +1,7 @@
 """What keeps a store whole between runs: the one object ``hseg index`` and ``hseg repair`` ask,
 handed out by :attr:`hseg.store.HierarchicalStore.maintenance`.
 
-``hseg index`` asks one question per batch, :meth:`Maintenance.incomplete`: which of these documents
-are not stored whole as this text and these settings would write them (records, vectors, unit-index
-and lexical rows, :mod:`hseg.store.completeness`)? The answer names them and carries what the
-collection holds for every document asked about, and :meth:`~hseg.store.HierarchicalStore.add`
-takes it (``stored=``) instead of reading those records again. ``hseg repair`` asks
-:meth:`Maintenance.repair`. Between runs the collection remembers the chunk options and the last
-settings fingerprint of the runs that wrote it (:mod:`hseg.store.remembered`):
-:meth:`Maintenance.remembered` and :meth:`Maintenance.remember`.
+How and why: docs/design.md, ``hseg.store.maintenance``.
 
 Example:
     >>> answer = store.maintenance.incomplete({"a.md": Expected(sha, settings, len(text))})  # doctest: +SKIP
