@@ -1,13 +1,7 @@
 """When each document was indexed: the :data:`~hseg.chunking.schema.INDEXED_AT_KEY` that every record
 of a write carries, in whole seconds since the epoch.
 
-The clock is the server's for a client of a ``chroma run`` server (the write log's
-:class:`~hseg.store.lexical.journal.ServerClock`: one clock for every client, whatever their own
-say), else this machine's. A write that changes nothing of a document (the same records with the
-same metadata, hence the same text and chunks, added again) keeps the time the document had, so
-that adding the same thing twice leaves the store as it was; any change (its text, chunk settings,
-encoder or metadata) stamps the time of this write. ``hseg index`` skips unchanged files before any
-write, so a re-run keeps their times either way.
+How and why: docs/design.md, ``hseg.store.indexed_at``.
 
 Example:
     >>> from hseg.chunking.records import Record
