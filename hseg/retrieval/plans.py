@@ -8,22 +8,7 @@ call per group of equal reads: kNN reads of the same depth, filter and fields be
 with many query vectors, ``get`` reads of the same fields and filter one ``get`` of the union of
 their ids, and lexical reads of one kind one read of the lexical index (one SQLite pass).
 
-Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
-own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
-each record (that matches its filter) whatever else is asked with it. A lexical read by key (rows,
-records, rowids, cluster sizes and members) answers each key from its own row, whatever else is
-asked; a query's scores are summed from its own words' terms (``scored_many``), read in one
-snapshot with the other queries' words; the segments after a segment, read for the largest budget
-asked, are cut to each read's own (:func:`_within`: a list for a smaller budget is a prefix of it).
-Per query, :func:`run_many` therefore returns exactly what :func:`run_one` returns (tested against
-each other on real stores).
-
-Example:
-    >>> def plan(collection, vector):  # doctest: +SKIP
-    ...     page = yield Knn(collection, vector, 5, include=("distances",))
-    ...     return page["ids"]
-    >>> run_many([plan(c, v) for v in vectors])  # doctest: +SKIP
-    [['seg-1', ...], ...]
+Why batching changes no answer: :func:`run_many`.
 """
 
 from __future__ import annotations
@@ -129,7 +114,25 @@ def run_one(plan: Plan[T]) -> T:
 
 
 def run_many(plans: Sequence[Plan[T]]) -> list[T]:
-    """Drive many plans together, one call per group of equal reads at each step."""
+    """Drive many plans together, one call per group of equal reads at each step.
+
+    Batching changes no answer: a kNN read of one vector in a many-vector ``query`` is searched on its
+    own (Chroma runs one search per query vector, with the same depth), and a ``get`` by id returns
+    each record (that matches its filter) whatever else is asked with it. A lexical read by key (rows,
+    records, rowids, cluster sizes and members) answers each key from its own row, whatever else is
+    asked; a query's scores are summed from its own words' terms (``scored_many``), read in one
+    snapshot with the other queries' words; the segments after a segment, read for the largest budget
+    asked, are cut to each read's own (:func:`_within`: a list for a smaller budget is a prefix of it).
+    Per query, :func:`run_many` therefore returns exactly what :func:`run_one` returns (tested against
+    each other on real stores).
+
+    Example:
+        >>> def plan(collection, vector):  # doctest: +SKIP
+        ...     page = yield Knn(collection, vector, 5, include=("distances",))
+        ...     return page["ids"]
+        >>> run_many([plan(c, v) for v in vectors])  # doctest: +SKIP
+        [['seg-1', ...], ...]
+    """
     results: list[Any] = [None] * len(plans)
     waiting: dict[int, Read] = {}
     for i in range(len(plans)):
