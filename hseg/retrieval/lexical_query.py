@@ -6,10 +6,7 @@ English words stemmed (Porter), any other script kept as it is. A query is cut i
 way (``\\w+``) and each word goes to FTS5 as a quoted string, so FTS5 applies its own tokenizer to
 it and no query syntax (``AND``, ``NEAR``, ``*``, quotes) can be injected by the question.
 
-English stop words are left out of the query, not of the index: BM25 gives a word found in half
-the segments almost no weight (FTS5 clamps its IDF at 1e-6), but FTS5 still scores every segment
-that holds it, so "What is the ..." cost many times more with them than without
-(``benchmarks/lexical_engines.py``, ``docs/decisions.md``). A question in another language keeps all its words.
+How and why: docs/design.md, ``hseg.retrieval.lexical_query``.
 
 Example:
     >>> query_terms("What is the Coriolis effect?")
