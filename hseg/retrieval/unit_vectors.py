@@ -1,41 +1,6 @@
 """The unit index: one vector per segment whose cosine with a query *is* its ``unit="auto"`` score.
 
-The budget-aware unit (:mod:`hseg.retrieval.selection`) ranks a segment s of cluster C with neighbours N by
-
-    fused(q, s) = cos(q, s) + w·cos(q, C) + v·mean_{n ∈ N} cos(q, n)
-                = q̂ · F_s,      F_s = ŝ + w·Ĉ + v·mean_{n ∈ N} n̂        (x̂ = x / ‖x‖)
-
-(with no neighbour, the mean is cos(q, s) itself). The score is linear in the unit query, so the
-best segments are a maximum-inner-product search over the F_s. Chroma searches by cosine, which
-divides by ‖F_s‖, so each F_s gets one more coordinate (the usual reduction of inner product to
-cosine search):
-
-    F'_s = [F_s / M, sqrt(1 − ‖F_s / M‖²)],   q' = [q̂, 0],   M = 1 + w + v ≥ ‖F_s‖
-
-Every F'_s is a unit vector and cos(q', F'_s) = q̂ · F_s / M, so a cosine kNN over the F'_s
-returns segments in exact fused order and ``fused = M · (1 − distance)``. M bounds ‖F_s‖ by the
-triangle inequality for every collection, so nothing global has to be kept up to date.
-
-The index lives in a companion collection (:func:`companion_name`): one record per segment record.
-Its record ids carry the four numbers the selection walk needs (:class:`UnitKey`): Chroma returns
-ids with the distances at no extra cost, while every metadata field costs per record
-(``benchmarks/query_latency.py``, ``benchmarks/RESULTS.md``), so the walk reads a long candidate list
-for the price of a short one.
-
-What else a unit record holds is its *layout* (:data:`UNIT_LAYOUT`, kept in the companion's metadata):
-
-* layout 1 (the first; no layout in the companion's metadata): the segment record's metadata, all
-  of it, and no text;
-* layout 2: the segment's text (a metadata value, :data:`TEXT_KEY`) and only what a
-  search reads of a segment (:func:`search_metadata`: :data:`UNIT_RECORD_KEYS` beside the user's
-  keys; what its id and text say, :data:`DERIVED_KEYS`, is not stored), so that a search could read
-  its passages from the index. Since then a search reads them from the lexical index's table
-  (cheaper than a ``get``: ``benchmarks/RESULTS.md``), and the texts are not read;
-* layout 3: the keys of layout 2 without the text. Chroma keeps a row per metadata key, so these
-  records are smaller and quicker to write than layout 1's.
-
-A ``where`` on a key a layout-2 or -3 record lacks cannot be answered by the index
-(:func:`serves_filter`).
+How and why: docs/design.md, ``hseg.retrieval.unit_vectors``.
 """
 
 from __future__ import annotations
