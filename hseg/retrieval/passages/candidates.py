@@ -1,20 +1,7 @@
 """Reading candidates for a walk: how deep the first page goes, the cosine of vectors read by id,
 and the threshold algorithm that merges the kNN's ranking with the lexical index's.
 
-With the lexical score (``lexical_weight`` > 0) both hybrid paths (:func:`.indexed.hybrid_indexed`,
-:func:`.segments.hybrid_segments`) run Fagin's threshold algorithm over two ranked lists: a kNN
-(dense order) and the lexical index's best segments (lex order). A kNN candidate gets its exact lex
-from the index (local); a lexical-only candidate's dense score is at most the kNN's last, so it
-enters with the bound d_last + λ·lex until its vector is read; a segment in neither list scores at
-most d_last + λ·lex_last (0 past the last match). The walk's floor is the largest bound not yet
-resolved, so it decides only when nothing unresolved can rank where it looked: the answer is exact
-with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
-
-A get costs per record, more for a text and its metadata than for a vector (``docs/decisions.md``), so the
-vectors of lexical-only candidates are read only when the walk cannot decide without them, and then
-only those whose bound beats the point where the known candidates stop (:func:`bounded_walk`); the
-lists deepen while it is still undecided (on the unit index each only where it holds the bound up:
-:func:`.indexed._deepen`).
+Why the hybrid walk is exact: :func:`bounded_walk`.
 """
 
 from __future__ import annotations
@@ -59,6 +46,15 @@ def bounded_walk(known: dict[str, float], bounds: dict[str, float], floor: float
                  cluster_of: Any) -> tuple[Selection | None, list[str]]:
     """The walk over the ``known`` scores, decided only if neither ``floor`` nor any ``bounds`` entry
     (an unresolved candidate's upper bound) reaches where it looked; else the candidates to resolve.
+
+    With the lexical score (``lexical_weight`` > 0) both hybrid paths (:func:`.indexed.hybrid_indexed`,
+    :func:`.segments.hybrid_segments`) run Fagin's threshold algorithm over two ranked lists: a kNN
+    (dense order) and the lexical index's best segments (lex order). A kNN candidate gets its exact lex
+    from the index (local); a lexical-only candidate's dense score is at most the kNN's last, so it
+    enters with the bound d_last + λ·lex until its vector is read; a segment in neither list scores at
+    most d_last + λ·lex_last (0 past the last match). The walk's floor is the largest bound not yet
+    resolved, so it decides only when nothing unresolved can rank where it looked: the answer is exact
+    with respect to what Chroma's kNN (approximate, HNSW) and the lexical index return.
 
     A get costs per record (``docs/decisions.md``), so only the candidates whose bound
     beats the stop point of the known candidates alone are asked for: adding candidates can only
