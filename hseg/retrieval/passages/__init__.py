@@ -1,31 +1,10 @@
 """``unit="segment"`` and ``unit="auto"`` searches on Chroma: candidates, the walk, passages.
 
-Three read paths, each exact with respect to the neighbours Chroma returns (the walk of
-:func:`hseg.retrieval.selection.walk` stops only once every segment not fetched scores below what it took):
-
-* ``unit="auto"`` on a store with a unit index (:mod:`hseg.retrieval.unit_vectors`): one kNN on the index,
-  asking for distances only, returns segments in fused-score order with what the walk needs in
-  their ids; the texts of what was taken are then read, from the lexical table when the search has
-  one, else with one ``get`` on the collection. A second kNN
-  (twice as deep) runs only when the first page ends before the budget is spent.
-* ``unit="segment"``: one kNN of ids and distances on the collection itself, then its records read
-  in rank order, a slice at a time (usually one ``get``), until the walk is decided. Levels are told
-  apart client-side: a Chroma ``where`` on the level costs a metadata scan (``benchmarks/RESULTS.md``).
-* ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
-  filter, a collection written by another tool): the fused score is assembled from gathered
-  segments, clusters and neighbours (several round trips; kept for these cases).
-
-With ``lexical_weight`` λ > 0 each path adds ``λ · lex(s)`` to a segment's dense score on the cosine
-scale (``lex``: BM25 divided by the query's best, :class:`~hseg.retrieval.lexical_query.LexicalQuery`)
-and takes the lexical index's best segments as candidates beside the kNN's (Fagin's threshold
-algorithm, :mod:`.candidates`): exact with respect to what the kNN and the lexical index
-return, as the dense paths are with respect to the kNN. Approximate only where they are: the kNN
-is HNSW's, and a lexical index that lags a write in flight scores that write's segments by their
-previous text (or 0). With λ = 0 none of it runs: the three paths above, unchanged.
-
 The package holds one module per read path (:mod:`.indexed`, :mod:`.segments`, :mod:`.gathered`),
 what they share to read candidates (:mod:`.candidates`) and to make hits of what a walk took
 (:mod:`.assemble`); this module chooses the path.
+
+The three read paths, and why each is exact: :func:`units_plan`.
 """
 
 from __future__ import annotations
@@ -51,6 +30,29 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
                table: LexicalSource | None = None) -> Plan[list[SearchHit]]:
     """Passages for ``unit="auto"`` (fused scores) or ``unit="segment"`` (segment scores alone), as
     a plan of reads (:mod:`hseg.retrieval.plans`), on every path.
+
+    Three read paths, each exact with respect to the neighbours Chroma returns (the walk of
+    :func:`hseg.retrieval.selection.walk` stops only once every segment not fetched scores below what it took):
+
+    * ``unit="auto"`` on a store with a unit index (:mod:`hseg.retrieval.unit_vectors`): one kNN on the index,
+      asking for distances only, returns segments in fused-score order with what the walk needs in
+      their ids; the texts of what was taken are then read, from the lexical table when the search has
+      one, else with one ``get`` on the collection. A second kNN
+      (twice as deep) runs only when the first page ends before the budget is spent.
+    * ``unit="segment"``: one kNN of ids and distances on the collection itself, then its records read
+      in rank order, a slice at a time (usually one ``get``), until the walk is decided. Levels are told
+      apart client-side: a Chroma ``where`` on the level costs a metadata scan (``benchmarks/RESULTS.md``).
+    * ``unit="auto"`` without a usable index (other weights than the index's, a ``where_document``
+      filter, a collection written by another tool): the fused score is assembled from gathered
+      segments, clusters and neighbours (several round trips; kept for these cases).
+
+    With ``lexical_weight`` λ > 0 each path adds ``λ · lex(s)`` to a segment's dense score on the cosine
+    scale (``lex``: BM25 divided by the query's best, :class:`~hseg.retrieval.lexical_query.LexicalQuery`)
+    and takes the lexical index's best segments as candidates beside the kNN's (Fagin's threshold
+    algorithm, :mod:`.candidates`): exact with respect to what the kNN and the lexical index
+    return, as the dense paths are with respect to the kNN. Approximate only where they are: the kNN
+    is HNSW's, and a lexical index that lags a write in flight scores that write's segments by their
+    previous text (or 0). With λ = 0 none of it runs: the three paths above, unchanged.
 
     ``unit_index`` is the companion collection of :mod:`hseg.retrieval.unit_vectors`, built with these weights,
     or ``None``. ``lexical`` is the query's lexical side (``lexical_weight`` > 0),
