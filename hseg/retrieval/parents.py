@@ -7,24 +7,9 @@ A parent (cluster) is scored by the best cosine similarity among its vectors:
 ``mode`` picks which vectors take part: ``"segment+cluster"`` (eq. 2), ``"cluster"`` (the paper's
 "Cluster Only" ablation) or ``"segment"``.
 
-Chroma cannot group by parent on a local or ``chroma run`` server (its ``GroupBy`` search is Chroma
-Cloud only), so the collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit
-of every parent and, when fewer parents than needed were seen and Chroma returned a full page, ask
-again with at least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata
-(other writers sharing the collection), are skipped client-side; this keeps the argument below
-intact because skipping records never reorders the rest.
-
-Why this is exact with respect to Chroma's neighbours: Chroma returns records in decreasing
-similarity. A parent's first hit in that list is its best vector, so its score is final; and any
-parent not in the list has every vector below the last returned one, hence below every parent that
-was seen. The seen parents, in first-hit order, are therefore exactly the top parents.
-
-With ``lexical_weight`` λ > 0 a parent scores eq. 2's max cosine ``+ λ ·`` the best lexical score of
-its segments (the lexical analogue of eq. 2: its best unit), by the threshold algorithm of
-:func:`_hybrid_parents`, exact with respect to the kNN and the lexical index as this path is with
-respect to the kNN.
-
 This module holds the read path only; :mod:`hseg.store` owns collections and writes.
+
+Why the collapse is exact, and how the hybrid score keeps it so: :func:`parents_plan`.
 """
 
 from __future__ import annotations
@@ -175,6 +160,23 @@ def parents_plan(collection: Any, query_vector: np.ndarray, settings: SearchSett
     """Top parents of ``collection`` for a unit query vector (see the module docstring), as a plan
     of reads (:mod:`hseg.retrieval.plans`): :func:`~hseg.retrieval.plans.run_one` answers it, and
     :func:`~hseg.retrieval.plans.run_many` answers many with shared round trips.
+
+    Chroma cannot group by parent on a local or ``chroma run`` server (its ``GroupBy`` search is Chroma
+    Cloud only), so the collapse happens here: ask Chroma for ``n`` nearest records, keep the first hit
+    of every parent and, when fewer parents than needed were seen and Chroma returned a full page, ask
+    again with at least twice ``n``. Records of the level a mode excludes, and records without ``hseg_*`` metadata
+    (other writers sharing the collection), are skipped client-side; this keeps the argument below
+    intact because skipping records never reorders the rest.
+
+    Why this is exact with respect to Chroma's neighbours: Chroma returns records in decreasing
+    similarity. A parent's first hit in that list is its best vector, so its score is final; and any
+    parent not in the list has every vector below the last returned one, hence below every parent that
+    was seen. The seen parents, in first-hit order, are therefore exactly the top parents.
+
+    With ``lexical_weight`` λ > 0 a parent scores eq. 2's max cosine ``+ λ ·`` the best lexical score of
+    its segments (the lexical analogue of eq. 2: its best unit), by the threshold algorithm of
+    :func:`_hybrid_parents`, exact with respect to the kNN and the lexical index as this path is with
+    respect to the kNN.
 
     ``settings.unit`` is not read: a parent is always a whole cluster here. ``lexical`` is the query's
     lexical side (``lexical_weight`` > 0: :func:`_hybrid_parents`), or ``None``.
