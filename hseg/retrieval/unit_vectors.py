@@ -38,7 +38,7 @@ from hseg.chunking.schema import (
 COMPANION_SUFFIX = "_hseg_units"
 _SEP = "|"
 
-#: the layout new unit indexes are written in (see the module's docstring); an index records its own
+#: the layout new unit indexes are written in (docs/design.md); an index records its own
 UNIT_LAYOUT = 3
 #: the keys a unit record of layout 2 or 3 keeps of its segment record (beside the user's), and the
 #: lexical table's record of a segment: what a passage, rules 5 and 6 (:mod:`hseg.retrieval.continuation`)
