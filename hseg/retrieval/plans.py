@@ -180,7 +180,7 @@ def _answer(reads: list[Read]) -> list[Any]:
 
 
 def _lexical(reads: list[Lexical]) -> list[Any]:
-    """One read of the lexical index for reads of one kind (see the module docstring for why each
+    """One read of the lexical index for reads of one kind (see :func:`run_many` for why each
     answer is the one its read would get alone)."""
     first = reads[0]
     index, kind = first.index, first.kind
