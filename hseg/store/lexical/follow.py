@@ -50,7 +50,7 @@ class Follower:
         return max(float(meta.get(_POSITION, "-inf")), self._position)
 
     def follow(self) -> None:
-        """One check (see the module docstring)."""
+        """One check (docs/design.md, ``hseg.store.lexical.follow``)."""
         table = self.table
         meta = table.meta()
         position = self.position(meta)
