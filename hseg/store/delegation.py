@@ -1,6 +1,5 @@
-"""Attributes of a facade that are attributes of its parts (:class:`Delegated`), and old names kept
-for a while with a :class:`DeprecationWarning` (``deprecated=``): a facade declares what it shows in
-one line each instead of a property with a getter and a setter.
+"""Attributes of a facade that are attributes of its parts (:class:`Delegated`), one line each, and old
+names kept for a while with a :class:`DeprecationWarning` (``deprecated=``).
 
 Example:
     >>> class Parts:
