@@ -1,38 +1,7 @@
 """The budget-aware retrieval unit (``unit="auto"``): spend a reader budget on the best text.
 
-Whole parents of 512+ tokens lose to 100–250-token chunks when the reader gets a fixed number of
-tokens: a parent brings its relevant sentences *and* everything around them. Segments alone lose
-the context the cluster gives. This rule keeps both signals:
-
-1. every candidate segment gets a *fused* score
-   ``cos(q, segment) + w · cos(q, its cluster) + v · mean(cos(q, previous), cos(q, next segment))``
-   (``w = cluster_weight``, ``v = neighbour_weight``): the paper's cluster vector acts as a prior
-   on its segments, so of two equally similar segments the one inside a relevant cluster ranks
-   first; relevant text rarely stops at a segment boundary, so relevant neighbours lift a segment
-   too (the same local-coherence signal TextTiling reads);
-2. segments are taken in fused-score order while their total fits the budget (at least one);
-   no character is taken twice;
-3. when ``whole_cluster_min`` segments of one cluster are taken, the cluster is clearly relevant
-   as a whole, so the rest of it is taken too if that costs at most ``whole_cluster_share`` of the
-   remaining budget (cheap when the rest is small, never a 500-token gamble on a small budget);
-4. taken segments that are adjacent in one cluster are returned as one passage, in the order of
-   their best fused score;
-5. what the walk leaves of the budget (it stops at the first segment that does not fit) continues
-   the passages: in rounds, each passage in rank order takes the segment after it in its document
-   if it fits, until none does (:func:`continue_passages`). A reference often runs on past the
-   end of the segment that matched into text that, alone, is unlike the question; the walk never
-   reaches that text, and the rest of the budget would otherwise go unused;
-6. what rule 5 still leaves goes to *part* of a segment: each passage in rank order takes the
-   longest run of whole sentences from the start of the (untaken) segment after it that fits
-   (:func:`cut_passages`), so the budget is spent to within a sentence and a passage may end
-   inside a segment. Its size is the chunker's own count of that prefix (``Segment.cuts``).
-
-Tuned on the three development corpora of Chroma's evaluation (``docs/decisions.md``):
-``cluster_weight=0.5`` beat 0, 0.25 and 1.0 at budgets 1024/2048; ``neighbour_weight=0.2`` added
-about one recall point at 1024 and reached 100 at 4096 at target sizes 256 and 512; whole-cluster
-expansion cost recall at 1024 when unconditional, hence the budget guard. With parents that hold a
-discussion, taking one whole on its second segment when it costs at most half the budget left is what
-lets a budget buy the discussion a question asks for (meeting transcripts, issue 56).
+The rule, step by step: :func:`select_auto`; how its weights were chosen: docs/design.md,
+``hseg.retrieval.selection``.
 """
 
 from __future__ import annotations
@@ -110,7 +79,7 @@ def walk(
     whole_cluster_share: float = DEFAULT_WHOLE_CLUSTER_SHARE,
     floor: float = -np.inf,
 ) -> Selection | None:
-    """Rules 2 and 3 of the module docstring over candidates ranked by ``score``.
+    """Rules 2 and 3 of :func:`select_auto` over candidates ranked by ``score``.
 
     ``sizes`` describes the clusters that may be taken whole (others never are); a cluster taken
     whole counts all its segments towards ``max_units`` and its untaken segments' tokens
@@ -181,9 +150,37 @@ def select_auto(
     whole_cluster_share: float = DEFAULT_WHOLE_CLUSTER_SHARE,
     floor: float = -np.inf,
 ) -> list[int] | None:
-    """Indices of the candidates to return, best first (see the module docstring and :func:`walk`);
+    """Indices of the candidates to return, best first (see :func:`walk`);
     a cluster taken whole brings the rest of its ``cands.siblings`` right after the segment that
-    triggered it."""
+    triggered it.
+
+    Whole parents of 512+ tokens lose to 100–250-token chunks when the reader gets a fixed number of
+    tokens: a parent brings its relevant sentences *and* everything around them. Segments alone lose
+    the context the cluster gives. This rule keeps both signals:
+
+    1. every candidate segment gets a *fused* score
+       ``cos(q, segment) + w · cos(q, its cluster) + v · mean(cos(q, previous), cos(q, next segment))``
+       (``w = cluster_weight``, ``v = neighbour_weight``): the paper's cluster vector acts as a prior
+       on its segments, so of two equally similar segments the one inside a relevant cluster ranks
+       first; relevant text rarely stops at a segment boundary, so relevant neighbours lift a segment
+       too (the same local-coherence signal TextTiling reads);
+    2. segments are taken in fused-score order while their total fits the budget (at least one);
+       no character is taken twice;
+    3. when ``whole_cluster_min`` segments of one cluster are taken, the cluster is clearly relevant
+       as a whole, so the rest of it is taken too if that costs at most ``whole_cluster_share`` of the
+       remaining budget (cheap when the rest is small, never a 500-token gamble on a small budget);
+    4. taken segments that are adjacent in one cluster are returned as one passage, in the order of
+       their best fused score;
+    5. what the walk leaves of the budget (it stops at the first segment that does not fit) continues
+       the passages: in rounds, each passage in rank order takes the segment after it in its document
+       if it fits, until none does (:func:`continue_passages`). A reference often runs on past the
+       end of the segment that matched into text that, alone, is unlike the question; the walk never
+       reaches that text, and the rest of the budget would otherwise go unused;
+    6. what rule 5 still leaves goes to *part* of a segment: each passage in rank order takes the
+       longest run of whole sentences from the start of the (untaken) segment after it that fits
+       (:func:`cut_passages`), so the budget is spent to within a sentence and a passage may end
+       inside a segment. Its size is the chunker's own count of that prefix (``Segment.cuts``).
+    """
     sizes = {c: ClusterSize(len(members), int(sum(int(cands.tokens[j]) for j in members)))
              for c, members in cands.siblings.items()}
     sel = walk(cands.fused(cluster_weight), cands.cluster, cands.tokens, sizes, budget_tokens, max_units=max_units,
@@ -227,7 +224,7 @@ def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_
 
 def continue_passages(following: Sequence[Sequence[tuple[str, int]]], left: int,
                       taken: set[str] | frozenset[str] = frozenset()) -> list[list[str]]:
-    """Rule 5 of the module docstring: what each passage takes of ``following[i]``, the ``(segment
+    """Rule 5 of :func:`select_auto`: what each passage takes of ``following[i]``, the ``(segment
     id, tokens)`` after passage ``i`` in its document, in order, passages given in rank order.
 
     In rounds, every passage takes its next segment if it fits the ``left`` tokens; a passage stops
@@ -258,7 +255,7 @@ def continue_passages(following: Sequence[Sequence[tuple[str, int]]], left: int,
 
 def cut_passages(nexts: Sequence[tuple[str, Sequence[tuple[int, int]]] | None], left: int,
                  taken: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, int, int] | None]:
-    """Rule 6 of the module docstring: what each passage takes of the segment after it.
+    """Rule 6 of :func:`select_auto`: what each passage takes of the segment after it.
 
     ``nexts[i]`` is ``(segment id, its cuts)`` for the segment after passage ``i`` (passages in rank
     order; ``None`` when there is none), the cuts ``(offset, tokens)`` in increasing order. Passage
