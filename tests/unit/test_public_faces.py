@@ -11,9 +11,6 @@ source with :mod:`ast`:
   exports; so do the adapters, which use nothing a third framework's adapter could not;
 - a module docstring says what the module holds in at most :data:`MAX_DOC_LINES` lines; the longer
   argument lives in docs/design.md.
-
-The allow-lists name what a running refactor still changes; they may only shrink (a listed file that
-complies fails the test too, so its entry is deleted with the fix).
 """
 
 from __future__ import annotations
@@ -31,18 +28,6 @@ PACKAGES = ("hseg", "langchain_hseg", "llama_index_hseg")
 
 #: the most lines a module docstring may have
 MAX_DOC_LINES = 15
-
-#: modules that still declare ``__all__`` (may only shrink)
-STILL_DECLARING_ALL: set[str] = set()
-
-#: modules whose docstring is still longer than :data:`MAX_DOC_LINES` (may only shrink)
-LONG_DOCSTRINGS: set[str] = set()
-
-#: adapter imports of a private module still to move to a face (may only shrink): "file: module"
-ADAPTER_DEEP_IMPORTS: set[str] = set()
-
-#: imports of a private module in the documentation still to move to a face (may only shrink): "file: module"
-DOC_DEEP_IMPORTS: set[str] = set()
 
 
 def modules() -> list[Path]:
@@ -64,15 +49,9 @@ def declares_all(tree: ast.Module) -> bool:
                          [node.target] if isinstance(node, ast.AnnAssign) else []))
 
 
-def check_only_shrinks(found: set[str], allowed: set[str], what: str) -> None:
-    new, gone = sorted(found - allowed), sorted(allowed - found)
-    assert not new, f"{what}: {new}"
-    assert not gone, f"no longer {what}, delete them from the allow-list: {gone}"
-
-
 def test_no_module_but_a_face_declares_all():
     found = {rel(p) for p in modules() if p.name != "__init__.py" and declares_all(ast.parse(p.read_text("utf-8")))}
-    check_only_shrinks(found, STILL_DECLARING_ALL, "modules (not package faces) that declare __all__")
+    assert not found, f"modules (not package faces) that declare __all__: {sorted(found)}"
 
 
 def type_checking_names(tree: ast.Module) -> set[str]:
@@ -136,7 +115,7 @@ def documentation() -> dict[str, str]:
 
 def test_the_documentation_imports_from_faces_only():
     found = {f"{doc}: {bad}" for doc, code in documentation().items() for bad in not_from_a_face(house_imports(code))}
-    check_only_shrinks(found, DOC_DEEP_IMPORTS, "documentation imports of private modules")
+    assert not found, f"documentation imports of private modules or unexported names: {sorted(found)}"
     assert sum(len(house_imports(code)) for code in documentation().values()) > 10  # it reads them
 
 
@@ -146,7 +125,7 @@ def test_the_adapters_import_hseg_from_faces_only():
         for path in sorted((REPO / package).rglob("*.py")):
             imports = [(m, n) for m, n in house_imports(path.read_text("utf-8")) if m.split(".")[0] == "hseg"]
             found |= {f"{rel(path)}: {bad}" for bad in not_from_a_face(imports)}
-    check_only_shrinks(found, ADAPTER_DEEP_IMPORTS, "adapter imports of private hseg modules")
+    assert not found, f"adapter imports of private hseg modules or unexported names: {sorted(found)}"
 
 
 def test_module_docstrings_are_short():
@@ -155,7 +134,8 @@ def test_module_docstrings_are_short():
         doc = ast.get_docstring(ast.parse(path.read_text("utf-8")))
         if doc and len(doc.splitlines()) > MAX_DOC_LINES:
             found.add(rel(path))
-    check_only_shrinks(found, LONG_DOCSTRINGS, f"module docstrings longer than {MAX_DOC_LINES} lines")
+    assert not found, f"module docstrings longer than {MAX_DOC_LINES} lines (move the argument to docs/design.md): " \
+        f"{sorted(found)}"
 
 
 def test_the_readers_find_what_they_look_for():
