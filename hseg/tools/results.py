@@ -19,6 +19,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from hseg.text.spans import Span
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -66,14 +68,6 @@ class SpanText:
     text: str
     #: the document's length in characters (the largest ``end`` a span may have)
     document_chars: int
-
-
-@dataclass(frozen=True)
-class Span:
-    """A span of a document, without its text."""
-
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
