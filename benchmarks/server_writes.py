@@ -536,12 +536,21 @@ def report(spec: Spec, info: dict[str, Any], phases: list[Phase], built: float |
 
 #: the collection ``--add-cost`` writes into (on a server of its own, in ``--path``)
 ADD_COST_COLLECTION = "server_writes_add_cost"
-#: a child of ``--add-cost``: hseg from one checkout, this benchmark from the repository it runs in
+#: a child of ``--add-cost``, run in a folder that links hseg from one checkout and the benchmarks from
+#: the repository this runs in (:func:`child_folder`), so that its own folder is all it imports from
 _ADD_COST_CHILD = (
-    "import json, sys; sys.path.insert(0, {tree!r}); import hseg; sys.path.pop(0); "
-    "from benchmarks.server_writes import time_adds; "
-    "print('ADD_COST', json.dumps([hseg.__file__, time_adds({host!r}, {port}, {n}, {warmup}, {seed})]))"
+    "import json, os, hseg; from benchmarks.server_writes import time_adds; "
+    "print('ADD_COST', json.dumps([os.path.realpath(hseg.__file__), "
+    "time_adds({host!r}, {port}, {n}, {warmup}, {seed})]))"
 )
+
+
+def child_folder(tree: Path, here: Path, into: Path) -> Path:
+    """A folder of links: ``hseg`` from ``tree``, ``benchmarks`` and ``hseg_testing`` from ``here``."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name, source in (("hseg", tree), ("benchmarks", here), ("hseg_testing", here)):
+        (into / name).symlink_to(source.resolve() / name, target_is_directory=True)
+    return into
 
 
 def time_adds(host: str, port: int, n: int, warmup: int, seed: int) -> list[float]:
@@ -582,13 +591,15 @@ def add_cost(path: Path, trees: list[Path], n: int, rounds: int, command: str) -
     times: list[list[float]] = [[] for _ in trees]
     ratios: list[list[float]] = [[] for _ in trees]
     load = os.getloadavg()
+    links = Path(tempfile.mkdtemp(prefix="server-writes-add-cost-trees-"))
+    folders = [child_folder(t, here, links / str(i)) for i, t in enumerate(trees)]
     with chroma_server()(path) as server:
         for r in range(rounds):
             p50 = [0.0] * len(trees)
             for i in [(r + j) % len(trees) for j in range(len(trees))]:  # the order rotates
                 code = _ADD_COST_CHILD.format(tree=str(trees[i].resolve()), host=server.host, port=server.port,
                                               n=n, warmup=3, seed=r)
-                done = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True,
+                done = subprocess.run([sys.executable, "-c", code], cwd=folders[i], capture_output=True, text=True,
                                       timeout=1800)
                 if done.returncode:
                     raise ChildDied(f"the child of {names[i]} exited {done.returncode}: {done.stderr[-2000:]}")
@@ -601,6 +612,7 @@ def add_cost(path: Path, trees: list[Path], n: int, rounds: int, command: str) -
             for i in range(len(trees)):
                 ratios[i].append(p50[i] / p50[0])
             logger.info("round %d: %s ms a write", r + 1, " / ".join(f"{x * 1000:.1f}" for x in p50))
+    shutil.rmtree(links, ignore_errors=True)
     first = stats(times[0])
     rows = []
     for i, name in enumerate(names):
