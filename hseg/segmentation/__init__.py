@@ -3,8 +3,9 @@ segmenters, their cohesion scores, training, the Wiki-727K reader and the Pk/Win
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hseg.faces import lazy_names
 
 if TYPE_CHECKING:  # the names of _HOME, for type checkers
     from hseg.segmentation.bilstm import BiLSTMSegmenter  # noqa: F401
@@ -35,8 +36,4 @@ _HOME = {
 
 __all__ = list(_HOME)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module 'hseg.segmentation' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hseg.faces import lazy_names
 
 if TYPE_CHECKING:  # the names of _HOME, for type checkers
     from hseg.text.pages import (  # noqa: F401
@@ -32,8 +33,4 @@ _HOME = {
 
 __all__ = list(_HOME)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module 'hseg.text' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)
