@@ -20,7 +20,7 @@ from hseg.store.backends import server_address
 from hseg.store.connection import DEFAULT_HNSW, check_schema, collection_space
 from hseg.store.lock import WriterBusyError
 from hseg.store.maintenance import Expected
-from hseg.store.reading import where_in
+from hseg.store.paging import where_in
 from hseg.store.store import HierarchicalStore
 
 #: the name of :class:`SearchHit` before 0.4 (it was never only a parent)

@@ -18,7 +18,7 @@ from hseg.chunking.schema import (
     listed_segment_ids,
 )
 from hseg.store.connection import ServerErrors
-from hseg.store.reading import ids_without_vectors
+from hseg.store.paging import ids_without_vectors
 from hseg.store.unit_index import UnitIndex
 
 

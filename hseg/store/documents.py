@@ -3,7 +3,7 @@
 in the one order that keeps every index from naming a record the collection lacks.
 
 A write: inside every index's bracket, the collection's records (documents packed whole into upsert
-calls, :func:`hseg.store.writing.write_batches`), then each index's rows in order, and only then the
+calls, :func:`hseg.store.batches.write_batches`), then each index's rows in order, and only then the
 records the documents no longer have. A delete: the indexes' rows first (in the reverse order),
 then the records. The brackets (the lexical index's outermost) are how a write cut short by a crash
 is found and repaired on the next open.
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, check_unicode
 from hseg.chunking.schema import CLUSTER, CONTENT_HASH_KEY, DOC_ID_KEY, LEVEL_KEY, START_KEY, content_sha256
+from hseg.store.batches import dedupe, delete_ids, write_batches, write_failure
 from hseg.store.connection import ServerErrors
 from hseg.store.indexed_at import stamped, write_time
 from hseg.store.indexes import Indexes
-from hseg.store.reading import IN_FILTER_SIZE, batched, where_in
-from hseg.store.writing import dedupe, delete_ids, write_batches, write_failure
+from hseg.store.paging import IN_FILTER_SIZE, batched, where_in
 
 if TYPE_CHECKING:
     from hseg.store.lexical.index import LexicalIndex
@@ -31,7 +31,7 @@ def chunkings_to_add(chunkings: Chunking | Iterable[Chunking],
                      metadatas: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
                      ) -> tuple[list[Chunking], list[Any]]:
     """The documents of one ``add`` and their metadata, one each, checked and without repeats
-    (:func:`hseg.store.writing.dedupe`)."""
+    (:func:`hseg.store.batches.dedupe`)."""
     items = [chunkings] if isinstance(chunkings, Chunking) else list(chunkings)
     for i, item in enumerate(items):
         if not isinstance(item, Chunking):

@@ -29,8 +29,8 @@ from hseg.store.completeness import (
 )
 from hseg.store.connection import ServerErrors
 from hseg.store.indexes import DerivedIndex
+from hseg.store.paging import get_by_documents
 from hseg.store.parts import StoreParts
-from hseg.store.reading import get_by_documents
 from hseg.store.reads import Reads
 from hseg.store.remembered import (
     remember_chunk_options,

@@ -19,8 +19,8 @@ from hseg.chunking.records import Record
 from hseg.chunking.schema import CLUSTER, CLUSTER_INDEX_KEY, DOC_ID_KEY, INDEX_KEY, LEVEL_KEY, level_is, of_document
 from hseg.errors import StoreNotFoundError
 from hseg.store.lexical import lexical_state
+from hseg.store.paging import pages
 from hseg.store.parts import StoreParts
-from hseg.store.reading import pages
 from hseg.store.stats import collection_stats
 
 

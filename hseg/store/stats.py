@@ -24,7 +24,7 @@ from hseg.retrieval.unit_vectors import UnitKey
 from hseg.store.completeness import completeness
 from hseg.store.connection import ServerErrors
 from hseg.store.indexed_at import iso_utc
-from hseg.store.reading import ids_without_vectors, level_stats, pages
+from hseg.store.paging import ids_without_vectors, level_stats, pages
 from hseg.store.unit_index import UnitIndex
 
 #: records per ``get`` while reading metadata

@@ -40,8 +40,8 @@ from hseg.chunking.schema import (
 from hseg.progress import Progress
 from hseg.retrieval.settings import DEFAULT_CLUSTER_WEIGHT, DEFAULT_NEIGHBOUR_WEIGHT
 from hseg.retrieval.unit_vectors import UNIT_LAYOUT, UnitKey, companion_name, serves_filter, unit_records
-from hseg.store.reading import batched, get_by_documents, pages
-from hseg.store.writing import delete_ids
+from hseg.store.batches import delete_ids
+from hseg.store.paging import batched, get_by_documents, pages
 
 logger = logging.getLogger(__name__)
 

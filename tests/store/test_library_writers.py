@@ -11,7 +11,7 @@ import chromadb
 
 from hseg.chunking.chunker import HierarchicalChunker
 from hseg.store import HierarchicalStore
-from hseg.store.reading import ids_without_vectors
+from hseg.store.paging import ids_without_vectors
 from hseg_testing.fakes import HashingEncoder, synthetic_book
 
 

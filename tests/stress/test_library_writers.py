@@ -111,7 +111,7 @@ def _vectorless(db: Path) -> dict[str, int]:
     client opened after the writers finished (in a process of its own: this one's clients are cached)."""
     code = ("import json, sys, chromadb\n"
             f"sys.path.insert(0, {str(REPO)!r})\n"
-            "from hseg.store.reading import ids_without_vectors\n"
+            "from hseg.store.paging import ids_without_vectors\n"
             f"client = chromadb.PersistentClient(path={str(db)!r})\n"
             "out = {}\n"
             f"for name in ('hseg', {companion_name('hseg')!r}):\n"

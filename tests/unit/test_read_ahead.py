@@ -1,4 +1,4 @@
-"""``hseg.store.reading.read_ahead``: pages drawn by a thread while the caller writes the last one
+"""``hseg.store.paging.read_ahead``: pages drawn by a thread while the caller writes the last one
 (the lexical index's rebuild): the same items in the same order, errors where the caller reads,
 and no thread left drawing after the caller stops."""
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from hseg.store.reading import READ_AHEAD_THREAD, read_ahead
+from hseg.store.paging import READ_AHEAD_THREAD, read_ahead
 
 
 def test_the_items_come_as_they_are_in_order():

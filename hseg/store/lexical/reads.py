@@ -19,7 +19,7 @@ from hseg.retrieval.lexical_query import LexicalRow
 from hseg.retrieval.unit_vectors import with_derived
 from hseg.store.lexical.database import Database
 from hseg.store.lexical.tables import SQL_IDS
-from hseg.store.reading import batched
+from hseg.store.paging import batched
 
 #: positions :meth:`TableReads.following` reads at a time, for all open chains in one statement: a
 #: chain is rarely longer (``benchmarks/RESULTS.md``), and every row read costs time in Python

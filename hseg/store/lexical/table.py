@@ -21,7 +21,7 @@ from hseg.store.lexical.database import Database, drop_memory_database, file_ino
 from hseg.store.lexical.location import Location
 from hseg.store.lexical.reads import TableReads
 from hseg.store.lexical.tables import FORMAT, SCHEMA, clear_rows, delete_documents, insert_rows, set_meta
-from hseg.store.reading import get_by_documents, pages, read_ahead
+from hseg.store.paging import get_by_documents, pages, read_ahead
 
 logger = logging.getLogger(__name__)
 

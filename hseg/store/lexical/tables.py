@@ -23,7 +23,7 @@ from hseg.chunking.schema import (
     TOKENS_KEY,
 )
 from hseg.retrieval.unit_vectors import search_metadata
-from hseg.store.reading import batched
+from hseg.store.paging import batched
 
 #: the FTS5 tokenizer: Unicode words, case and diacritics folded, English stemmed, other scripts kept
 TOKENIZER = "porter unicode61 remove_diacritics 2"

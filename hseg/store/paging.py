@@ -1,4 +1,4 @@
-"""What reads: a collection's records page by page (bounded memory on any size: the one paging
+"""Paging: a collection's records page by page (bounded memory on any size: the one paging
 loop of hseg) and what their metadata adds up to."""
 
 from __future__ import annotations

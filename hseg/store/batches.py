@@ -9,7 +9,7 @@ from typing import Any
 from hseg.chunking.chunks import Chunking
 from hseg.chunking.records import Record, flatten_metadata
 from hseg.chunking.schema import CLUSTER, LEVEL_KEY
-from hseg.store.reading import batched
+from hseg.store.paging import batched
 
 
 def dedupe(items: list[Chunking], metas: list[Any]) -> tuple[list[Chunking], list[Any]]:
