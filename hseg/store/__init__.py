@@ -18,6 +18,7 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.settings import MODES, UNITS, SearchSettings
 from hseg.store.backends import server_address
 from hseg.store.connection import DEFAULT_HNSW, check_schema, collection_space
+from hseg.store.listing import DocumentPage, StoredDocument
 from hseg.store.lock import WriterBusyError
 from hseg.store.maintenance import Expected
 from hseg.store.paging import where_in
@@ -44,4 +45,6 @@ __all__ = [
     "Expected",
     "collection_space",
     "where_in",
+    "DocumentPage",
+    "StoredDocument",
 ]

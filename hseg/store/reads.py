@@ -1,6 +1,7 @@
 """What a store's reads of its records do (:class:`Reads`): counts, metadata page by page, the
-documents held, ``stats`` and one document's records, each through the store's backend (its errors,
-and for the reads of vectors its fresh views).
+documents held (a page at a time, or those near an id), ``stats``, one document's records and the
+lexical index's best segments for some words, each through the store's backend (its errors, and for
+the reads of vectors its fresh views).
 
 Example:
     >>> reads = Reads(parts)  # doctest: +SKIP
@@ -10,18 +11,35 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from hseg.chunking.records import Record
-from hseg.chunking.schema import CLUSTER, CLUSTER_INDEX_KEY, DOC_ID_KEY, INDEX_KEY, LEVEL_KEY, level_is, of_document
+from hseg.chunking.schema import (
+    CLUSTER,
+    CLUSTER_INDEX_KEY,
+    DOC_ID_KEY,
+    INDEX_KEY,
+    LEVEL_KEY,
+    SEGMENT,
+    level_is,
+    of_document,
+)
 from hseg.errors import StoreNotFoundError
-from hseg.store.lexical import lexical_state
+from hseg.retrieval.lexical_query import LexicalRow
+from hseg.store.connection import lexical_errors
+from hseg.store.lexical import LexicalIndex, lexical_state
+from hseg.store.listing import DocumentPage, StoredDocument, documents_in, page_of
 from hseg.store.paging import pages
 from hseg.store.parts import StoreParts
 from hseg.store.stats import collection_stats
+
+#: a segment the lexical index found: its row, its BM25 score, its record's metadata (as a search reads
+#: it) and its text
+LexicalMatch = tuple[LexicalRow, float, dict[str, Any], str]
 
 
 class Reads:
@@ -52,6 +70,35 @@ class Reads:
         clusters = self.metadatas(level_is(CLUSTER), 5000, "listing the documents")
         return sorted({str(m[DOC_ID_KEY]) for _, m in clusters if DOC_ID_KEY in m})
 
+    def document_page(self, offset: int, limit: int, after: str | None = None) -> DocumentPage:
+        """The documents sorted by id (after id ``after``, where given), ``limit`` of them from
+        ``offset``: read from the lexical index, or from every segment record without one."""
+        index = self._parts.lexical
+        if index is None:
+            return page_of(self._documents(), offset, limit, after)
+        with self._lexical(index, "listing the documents"):
+            return index.document_page(offset, limit, after)
+
+    def document_ids_near(self, doc_id: str, n: int) -> list[str]:
+        """Up to ``n`` document ids either side of ``doc_id`` in sorted order (every id without a
+        lexical index)."""
+        index = self._parts.lexical
+        if index is None:
+            return [d.doc_id for d in self._documents()]
+        with self._lexical(index, "listing the documents"):
+            return index.ids_near(doc_id, n)
+
+    def lexical_top(self, terms: Sequence[str], limit: int) -> list[LexicalMatch] | None:
+        """The ``limit`` best segments for ``terms`` by BM25, best first, each with its record (those
+        removed between the two reads of the index left out); ``None`` without a lexical index."""
+        index = self._parts.lexical
+        if index is None:
+            return None
+        with self._lexical(index, "a lexical search"):
+            top = index.top(terms, limit)
+            records = index.records([row.segment_id for row, _ in top])
+        return [(row, score, *records[row.segment_id]) for row, score in top if row.segment_id in records]
+
     def stats(self, lexical_of: Callable[[list[str]], Mapping[str, set[str]] | None]) -> dict[str, Any]:
         """The store's figures (:func:`hseg.store.stats.collection_stats`) through a view that has
         seen other processes' writes; ``lexical_of(doc ids)`` gives the segments the lexical index
@@ -78,6 +125,18 @@ class Reads:
         recs.sort(key=lambda r: (r.metadata[CLUSTER_INDEX_KEY], r.metadata[LEVEL_KEY] != CLUSTER,
                                  r.metadata[INDEX_KEY]))
         return recs
+
+    def _documents(self) -> list[StoredDocument]:
+        # a store without a lexical index has no list of its documents but its segment records
+        return documents_in(self.metadatas(level_is(SEGMENT)))
+
+    @contextmanager
+    def _lexical(self, index: LexicalIndex, action: str) -> Iterator[None]:
+        """Around a read of the lexical index: brought in step first (a reader follows other writers,
+        as a search does), a lost server or a full or read-only disk named as such."""
+        with self._parts.backend.errors(action), lexical_errors(index.location.path):
+            index.ensure_fresh()
+            yield
 
     def refuse_made_by_opening(self) -> None:
         """A :class:`~hseg.errors.StoreNotFoundError` for a search of a collection that opening the store

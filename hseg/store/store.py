@@ -20,9 +20,10 @@ from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.parents import DEFAULT_OVERSAMPLE
 from hseg.retrieval.settings import SearchSettings
 from hseg.store.delegation import Delegated
+from hseg.store.listing import DocumentPage
 from hseg.store.maintenance import Incomplete
 from hseg.store.parts import DEFAULT_LOCK_TIMEOUT, StoreParts, open_store, wrap_collection
-from hseg.store.reads import Reads
+from hseg.store.reads import LexicalMatch, Reads
 from hseg.store.searching import Searcher
 from hseg.store.writes import Writes
 
@@ -411,6 +412,79 @@ class HierarchicalStore:
     def doc_ids(self) -> list[str]:
         """Sorted ids of the documents stored (read from the cluster records, page by page)."""
         return self._reads.doc_ids()
+
+    def document_page(self, offset: int = 0, limit: int = 100, after: str | None = None) -> DocumentPage:
+        """A page of the stored documents, sorted by id, each with its size, content hash, time
+        indexed and metadata; read from the lexical index (brought in step first, then one snapshot of
+        it), so a page costs what its documents hold, not what the store holds. Without a lexical index
+        (a store over an object that is not a chromadb collection) every segment record is read.
+
+        Args:
+            offset: ids to skip first (a page from an offset skips that many ids).
+            limit: the most documents in the page.
+            after: list only the ids after this one (a page after an id costs the same however deep
+                it lies).
+
+        Returns:
+            The page: its documents, how many the store holds, and whether more follow.
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
+            LexicalIndexStorageError: the lexical index's folder is read-only or its disk full.
+
+        Example:
+            >>> page = store.document_page(limit=10)  # doctest: +SKIP
+            >>> page.documents[0].doc_id, page.more  # doctest: +SKIP
+            ('notes/a.md', True)
+            >>> store.document_page(limit=10, after=page.documents[-1].doc_id)  # doctest: +SKIP
+        """
+        return self._reads.document_page(offset, limit, after)
+
+    def document_ids_near(self, doc_id: str, n: int = 50) -> list[str]:
+        """Stored document ids next to ``doc_id`` in sorted order, read as :meth:`document_page` reads:
+        the candidates of a "did you mean" that reads little of the store.
+
+        Args:
+            doc_id: the id (stored or not) to look around.
+            n: the most ids on each side.
+
+        Returns:
+            Up to ``n`` ids before ``doc_id`` (nearest first), then up to ``n`` from it on; every id
+            without a lexical index.
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
+            LexicalIndexStorageError: the lexical index's folder is read-only or its disk full.
+
+        Example:
+            >>> store.document_ids_near("notes/b.md", n=1)  # doctest: +SKIP
+            ['notes/a.md', 'notes/c.md']
+        """
+        return self._reads.document_ids_near(doc_id, n)
+
+    def lexical_top(self, terms: Sequence[str], limit: int = 10) -> list[LexicalMatch] | None:
+        """The best segments for some words by BM25 alone, from the lexical index (brought in step
+        first): what a keyword search shows, without the vectors of :meth:`search`.
+
+        Args:
+            terms: the words, lower-cased, e.g. ``["tidal", "locking"]`` (each matched as a word, stemmed).
+            limit: the most segments.
+
+        Returns:
+            ``(row, score, metadata, text)`` of each segment, best first: its lexical row (document,
+            cluster, position), its BM25 score, its record's metadata as a search reads it and its
+            exact text; ``None`` for a store without a lexical index.
+
+        Raises:
+            ServerUnreachableError: the Chroma server cannot be reached.
+            LexicalIndexStorageError: the lexical index's folder is read-only or its disk full.
+
+        Example:
+            >>> row, score, metadata, text = store.lexical_top(["tides"], limit=3)[0]  # doctest: +SKIP
+            >>> row.doc_id, "tides" in text.lower()  # doctest: +SKIP
+            ('notes/a.md', True)
+        """
+        return self._reads.lexical_top(terms, limit)
 
     def stats(self) -> dict[str, Any]:
         """Counts and mean token sizes of the hseg records, how many documents are whole (their

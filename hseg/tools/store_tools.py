@@ -24,10 +24,8 @@ from pydantic import BaseModel, Field, create_model
 
 from hseg.chunking.schema import SegmentMeta, joined_pages, user_metadata
 from hseg.errors import HsegError
-from hseg.store.backends import remote_errors
-from hseg.store.connection import lexical_errors
 from hseg.text.structure import common_prefix
-from hseg.tools.documents import covering, document_clusters, document_page, nearby_sources, text_of
+from hseg.tools.documents import covering, document_clusters, text_of
 from hseg.tools.results import (
     ClusterText,
     DocumentInfo,
@@ -220,20 +218,15 @@ class StoreTools:
         if not words:
             raise ToolInputError(f"terms: {text!r:.80} has no words to search for; give words, e.g. 'tidal "
                                  "locking'")
-        index = self.store._parts.lexical  # read directly (the store keeps it private)
-        if index is None:
+        top = self.store.lexical_top(words, limit)
+        if top is None:
             raise ToolInputError("lexical_search: this store has no lexical index (it wraps an object that is not a "
                                  "chromadb collection); use search")
-        with remote_errors(self.store.collection, "a lexical search"), lexical_errors(index.location.path):
-            index.ensure_fresh()
-            top = index.top(words, limit)
-            records = index.records([row.segment_id for row, _ in top])
         hits = []
-        for row, score in top:
-            meta, text_ = records.get(row.segment_id, (None, None))
+        for row, score, meta, text_ in top:
             view = SegmentMeta.read(meta)
-            if view is None or text_ is None:
-                continue  # removed between the two reads of the index: not a hit any more
+            if view is None:
+                continue  # a segment record damaged since it was written: nothing to cite
             hits.append(LexicalHit(str(row.doc_id), view.start, view.end, text_, round(float(score), 6),
                                    list(view.heading_path), view.cluster_id, row.segment_id, page_list(view.pages)))
         return LexicalAnswer(words, hits)
@@ -247,7 +240,7 @@ class StoreTools:
         limit = _bounded("limit", limit, 1, self.limits.max_documents)
         offset = _bounded("offset", offset, 0, 10**12)
         after = None if after is None else _text("after", after, 4096)
-        got = document_page(self.store, offset, limit, after)
+        got = self.store.document_page(offset, limit, after)
         page = [DocumentInfo(d.doc_id, d.chars, d.tokens, d.clusters, d.content_sha256, d.indexed_at, d.metadata)
                 for d in got.documents]
         if not got.more:
@@ -259,7 +252,7 @@ class StoreTools:
     def _clusters(self, source: str) -> list[Any]:
         clusters = document_clusters(self.store, source)
         if not clusters:
-            alike = difflib.get_close_matches(source, nearby_sources(self.store, source), n=3, cutoff=0.5)
+            alike = difflib.get_close_matches(source, self.store.document_ids_near(source), n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(map(repr, alike))}?" if alike else \
                 "; list_documents gives the sources stored"
             raise ToolInputError(f"source: no document {source!r} is stored{hint}")

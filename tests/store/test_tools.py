@@ -138,6 +138,24 @@ def test_list_documents_gives_sources_sizes_and_when_indexed(tool_store):
     assert tools.list_documents(offset=5).documents == tools.list_documents(after="zzz").documents == []
 
 
+def test_a_store_without_a_lexical_index_lists_the_same_documents(tool_store):
+    """The store's reads behind list_documents, the "did you mean" and lexical_search: from the lexical
+    index, and from the segment records where a store has none (one over an object that is not a
+    chromadb collection)."""
+    tools, _, texts = tool_store
+    store = tools.store
+    pages = [(0, 1, None), (1, 1, None), (0, 5, sorted(texts)[0]), (5, 5, None)]
+    indexed = [store.document_page(*page) for page in pages]
+    assert store.document_ids_near("notes/a", n=1) == [DOC, "notes/other.md"]
+    assert [row.doc_id for row, *_ in store.lexical_top(["delta"], 3)] == ["notes/other.md"]
+    store._parts.lexical = None  # what a store over a non-chromadb collection holds
+    assert [store.document_page(*page) for page in pages] == indexed
+    assert store.document_ids_near("notes/a", n=1) == sorted(texts)  # every id
+    assert store.lexical_top(["delta"], 3) is None
+    with pytest.raises(ToolInputError, match="this store has no lexical index"):
+        tools.lexical_search("delta")
+
+
 @pytest.mark.parametrize(("call", "names"), [
     (lambda t: t.read("example.mdx", 0, 5), ["source", "'example.mdx'", "did you mean 'example.md'"]),
     (lambda t: t.read(DOC, 10, 10**7), ["span [10, 10000000)", "outside document 'example.md'"]),

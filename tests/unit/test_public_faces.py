@@ -10,7 +10,9 @@ source with :mod:`ast`:
 - README, docs/ and the example notebooks import hseg's names only from faces, and only names the face
   exports; so do the adapters, which use nothing a third framework's adapter could not;
 - a module docstring says what the module holds in at most :data:`MAX_DOC_LINES` lines; the longer
-  argument lives in docs/design.md.
+  argument lives in docs/design.md;
+- no module outside ``hseg/store/`` reaches into a store's parts (``store._parts``): what the tools,
+  the CLI and the adapters read of a store, they read through its public methods.
 """
 
 from __future__ import annotations
@@ -138,9 +140,23 @@ def test_module_docstrings_are_short():
         f"{sorted(found)}"
 
 
+def reaches_into_parts(source: str) -> list[int]:
+    """Lines reading ``x._parts`` of anything but ``self`` (a class's own ``_parts`` is its own business)."""
+    return [node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)
+            and node.attr == "_parts" and not (isinstance(node.value, ast.Name) and node.value.id == "self")]
+
+
+def test_nothing_outside_the_store_reaches_into_its_parts():
+    found = {f"{rel(p)}:{line}" for p in modules() if not rel(p).startswith("hseg/store/")
+             for line in reaches_into_parts(p.read_text("utf-8"))}
+    assert not found, f"reads of a store's private parts outside hseg/store (add a store method instead): " \
+        f"{sorted(found)}"
+
+
 def test_the_readers_find_what_they_look_for():
     """The checks above can fail: a deep import, an unexported name and a long docstring are seen."""
     imports = house_imports("from hseg.store.maintenance import Expected\nfrom hseg import Nope\nimport hseg.text\n")
     assert not_from_a_face(imports) == ["hseg.store.maintenance", "hseg.Nope"]
     assert declares_all(ast.parse("x = 1\n__all__ = ['x']\n")) and not declares_all(ast.parse("x = 1\n"))
     assert type_checking_names(ast.parse("if TYPE_CHECKING:\n    from a.b import C, d\n")) == {"C", "d"}
+    assert reaches_into_parts("i = store._parts.lexical\nj = self.store._parts.units\nk = self._parts\n") == [1, 2]

@@ -1,7 +1,7 @@
 """What a search reads of the lexical index: BM25 scores of a query's words, and the rows of the
 segments it names (their place in the document, size, sentence cuts, and what a search reads of
 the record beside its exact text), so that the hybrid ``unit="auto"`` search needs no Chroma read
-for its passages.
+for its passages; and the documents it holds, a page at a time (what the agent tools list).
 
 These are reads of one file; keeping that file in step with Chroma is
 :mod:`hseg.store.lexical.index`'s.
@@ -19,6 +19,7 @@ from hseg.retrieval.lexical_query import LexicalRow
 from hseg.retrieval.unit_vectors import with_derived
 from hseg.store.lexical.database import Database
 from hseg.store.lexical.tables import SQL_IDS
+from hseg.store.listing import DocumentPage, from_last_segment
 from hseg.store.paging import batched
 
 #: positions :meth:`TableReads.following` reads at a time, for all open chains in one statement: a
@@ -29,6 +30,21 @@ FOLLOWING_PAGE = 2
 #: most this many times the (rowid, term) pairs: zeroing that array then costs about what sorting
 #: the pairs would
 _DENSE_ROWIDS = 16
+
+# a page of the documents, sorted by id (after a given one: {after}), with each one's segments, tokens,
+# clusters and last position: one range of the documents table's key, then the page's segment rows
+# (index segments_doc)
+DOCUMENT_PAGE = ("SELECT d.doc_id, d.sha, count(*), sum(s.tokens), count(DISTINCT s.cluster_id), max(s.position) "
+                 "FROM (SELECT doc_id, sha FROM documents {after} ORDER BY doc_id LIMIT ? OFFSET ?) d "
+                 "JOIN segments s ON s.doc_id = d.doc_id GROUP BY d.doc_id ORDER BY d.doc_id")
+# the last segment of each (document, position) named, with its text: where the document ends, its user
+# metadata and its time (every record of a document carries the same); index segments_doc_position
+DOCUMENT_ENDS = ("WITH last(doc_id, position) AS (VALUES {pairs}) SELECT s.doc_id, s.record, f.text FROM last "
+                 "JOIN segments s ON s.doc_id = last.doc_id AND s.position = last.position "
+                 "JOIN fts f ON f.rowid = s.rowid")
+# the ids either side of one in the documents table's order
+IDS_FROM = "SELECT doc_id FROM documents WHERE doc_id >= ? ORDER BY doc_id LIMIT ?"
+IDS_BEFORE = "SELECT doc_id FROM documents WHERE doc_id < ? ORDER BY doc_id DESC LIMIT ?"
 
 
 class TableReads:
@@ -192,6 +208,28 @@ class TableReads:
             for doc, sid in self.db.rows(f"SELECT doc_id, id FROM segments WHERE doc_id IN ({marks})", part):
                 out.setdefault(doc, (set(), None))[0].add(sid)
         return out
+
+    def document_page(self, offset: int, limit: int, after: str | None = None) -> DocumentPage:
+        """The documents sorted by id (only those after id ``after``, where given), ``limit`` of them
+        from ``offset``, in one snapshot of the file: a page after an id costs the same however deep
+        it lies; one from an offset skips that many ids first."""
+        with self.db.snapshot() as conn:
+            total = int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+            page = conn.execute(DOCUMENT_PAGE.format(after="" if after is None else "WHERE doc_id > ?"),
+                                ([] if after is None else [after]) + [limit + 1, offset]).fetchall()
+            more, page = len(page) > limit, page[:limit]  # one more row read: whether another page follows
+            last = conn.execute(DOCUMENT_ENDS.format(pairs=",".join(["(?, ?)"] * len(page))),
+                                [x for row in page for x in (row[0], row[5])]).fetchall() if page else []
+        ends = {doc: (json.loads(record), text) for doc, record, text in last}
+        return DocumentPage(total, offset, [from_last_segment(doc, sha, tokens, clusters, *ends.get(doc, ({}, "")))
+                                            for doc, sha, _, tokens, clusters, _ in page], more)
+
+    def ids_near(self, doc_id: str, n: int) -> list[str]:
+        """Up to ``n`` document ids before ``doc_id`` in sorted order (nearest first), then up to ``n``
+        from it on, in one snapshot of the file."""
+        with self.db.snapshot() as conn:
+            return [d for (d,) in conn.execute(IDS_BEFORE, (doc_id, n)).fetchall()] + \
+                [d for (d,) in conn.execute(IDS_FROM, (doc_id, n)).fetchall()]
 
 
 def summed_terms(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
