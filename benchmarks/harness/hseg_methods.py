@@ -73,11 +73,13 @@ SEARCH_FLAVOURS: dict[str, dict[str, Any]] = {
     "lexcov": {"lexical_weighting": "coverage"},
     "discussion": {"whole_cluster_min": 2, "whole_cluster_share": 0.5},
 }
-#: search flavours with a value: ``wcm<N>`` ``whole_cluster_min=N``, ``wcs<S>`` ``whole_cluster_share=S``
+#: search flavours with a value: ``wcm<N>`` ``whole_cluster_min=N``, ``wcs<S>`` ``whole_cluster_share=S``,
+#: ``ro<S>`` ``read_on_share=S``
 #: (``hseg_default~t1024~seg128~wcm2~wcs1``)
 VALUED_FLAVOURS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "wcm": ("whole_cluster_min", int),
     "wcs": ("whole_cluster_share", float),
+    "ro": ("read_on_share", float),
 }
 
 

@@ -304,6 +304,7 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
     "lexical_weighting": {"choices": None},
     "whole_cluster_min": {"type": positive_int, "metavar": "N"},
     "whole_cluster_share": {"type": finite_float, "metavar": "S"},
+    "read_on_share": {"type": finite_float, "metavar": "S"},
     "where": {"type": json_object, "metavar": "JSON"},
     "where_document": {"type": json_object, "metavar": "JSON"},
 }

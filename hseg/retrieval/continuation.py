@@ -1,8 +1,8 @@
-"""Rules 5 and 6 of ``unit="auto"`` (:mod:`hseg.retrieval.selection`) on Chroma: what a walk leaves of
-the budget continues its passages with the segments after them, then with the first sentences of
-the next one.
+"""Rules 5a, 5 and 6 of ``unit="auto"`` (:mod:`hseg.retrieval.selection`) on Chroma: the best passage
+reads on through its parent (paid for by the last passages), then what is left of the budget
+continues the passages with the segments after them, then with the first sentences of the next one.
 
-Both rules need only each segment's id, size and sentence cuts, which the lexical index's table
+The rules need only each segment's id, size and sentence cuts, which the lexical index's table
 holds (:class:`~hseg.retrieval.lexical_query.LexicalSource`), so they are decided on the table and
 only the records they use are read from the collection: by the search path with its passages' own
 ``get`` when it can (:meth:`Continuation.ahead`), else by :func:`continued` in one ``get`` of its
@@ -26,34 +26,70 @@ from hseg.chunking.schema import SegmentMeta, decode_cuts, joined_pages
 from hseg.retrieval.hits import SearchHit
 from hseg.retrieval.lexical_query import LexicalRow, LexicalSource
 from hseg.retrieval.plans import Get, Lexical, Plan, records
-from hseg.retrieval.selection import continue_passages, cut_passages
+from hseg.retrieval.selection import continue_passages, cut_passages, pay_for, read_on
 from hseg.text.structure import common_prefix
+
+#: a passage as the rules see it: its segment ids (document order), its tokens and its parent's id
+Passage = tuple[list[str], int, str]
 
 
 @dataclass
 class _Plan:
-    """Rules 5 and 6 decided on the table for passages in rank order: what is ``left`` of the
-    budget, the segments the passages hold (``taken``), the table's rows after each (``chains``),
-    what each passage takes of its chain (``added``) and the cut it ends with (``cuts``)."""
+    """Rules 5a, 5 and 6 decided on the table for ``passages`` in rank order (the passages a walk
+    gave, with ``chains``: the table's rows after each): the passages ``kept`` (indices into
+    ``passages``; rule 5a may join some to the best one and drop the last ones to pay for it), and
+    for each kept passage its chain, what it takes of it (``added``) and the cut it ends with
+    (``cuts``); ``taken``: the segments the kept passages hold before rules 5 and 6."""
 
-    left: int
-    taken: set[str]
+    passages: list[Passage]
+    budget: int
+    cap: int
     chains: list[list[LexicalRow]]
+    kept: list[int]
+    taken: set[str]
     added: list[list[str]]
     cuts: list[tuple[str, int, int] | None]
 
     @classmethod
-    def decide(cls, left: int, taken: set[str], chains: list[list[LexicalRow]]) -> _Plan:
-        """Rule 5 (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`)
-        on the cuts of the segment each passage stopped before."""
-        added = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in chains], left, taken)
-        rest = left - sum(r.tokens for chain, more in zip(chains, added) for r in chain[:len(more)])  # a prefix each
-        nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(chains)
-        for i, (chain, more) in enumerate(zip(chains, added)):
-            if rest > 0 and len(more) < len(chain):  # its cuts are decoded only where one could still fit
-                after = chain[len(more)]
+    def decide(cls, passages: list[Passage], budget: int, cap: int, chains: list[list[LexicalRow]]) -> _Plan:
+        """Rule 5a (:func:`read_on`, :func:`pay_for`) when ``cap`` > 0, rule 5 (:func:`continue_passages`)
+        on the chains' sizes, then rule 6 (:func:`cut_passages`) on the cuts of the segment each
+        passage stopped before."""
+        grown = 0
+        joined: list[int] = []
+        if cap > 0 and passages:
+            lead_ids, lead_tokens, lead_cluster = passages[0]
+            held = {ids[0]: (j, len(ids)) for j, (ids, _, _) in enumerate(passages) if j and ids}
+            others = {sid for ids, _, _ in passages[1:] for sid in ids}
+            grown, joined = read_on([(r.segment_id, r.cluster_id, r.tokens) for r in chains[0]], lead_cluster,
+                                    lead_tokens, cap, held, frozenset(others))
+        order = [j for j in range(len(passages)) if j not in joined]
+        # the best passage holds what it read on, the passages it joined among them
+        sizes = [passages[j][1] + (sum(r.tokens for r in chains[0][:grown]) if j == 0 else 0) for j in order]
+        kept = [order[i] for i in pay_for(sizes, budget)] if grown else order
+        left = budget - sum(sizes[i] for i in range(len(kept)))
+        lead_grown = [r.segment_id for r in chains[0][:grown]] if grown else []
+        taken = {sid for j in kept for sid in passages[j][0]} | set(lead_grown)
+        following = [chains[j][grown:] if j == 0 else chains[j] for j in kept]
+        more = continue_passages([[(r.segment_id, r.tokens) for r in chain] for chain in following], left, taken)
+        rest = left - sum(r.tokens for chain, m in zip(following, more) for r in chain[:len(m)])  # a prefix each
+        added = [(lead_grown if j == 0 else []) + m for j, m in zip(kept, more)]
+        kept_chains = [chains[j] for j in kept]
+        nexts: list[tuple[str, list[tuple[int, int]]] | None] = [None] * len(kept)
+        for i, (chain, took) in enumerate(zip(kept_chains, added)):
+            if rest > 0 and len(took) < len(chain):  # its cuts are decoded only where one could still fit
+                after = chain[len(took)]
                 nexts[i] = (after.segment_id, decode_cuts(after.cuts))
-        return cls(left, taken, chains, added, cut_passages(nexts, rest, taken | {s for more in added for s in more}))
+        cuts = cut_passages(nexts, rest, taken | {s for m in more for s in m})
+        return cls(passages, budget, cap, chains, kept, taken, added, cuts)
+
+    def without(self, broken: Mapping[int, int]) -> _Plan:
+        """The plan decided again with the chain of each kept passage ``i`` in ``broken`` cut to its
+        first ``broken[i]`` rows (the records after them do not continue it as the table said)."""
+        chains = list(self.chains)
+        for i, n in broken.items():
+            chains[self.kept[i]] = chains[self.kept[i]][:n]
+        return _Plan.decide(self.passages, self.budget, self.cap, chains)
 
     def used(self) -> list[str]:
         """The ids of the records the plan reads: the segments added, then those cut."""
@@ -62,33 +98,39 @@ class _Plan:
 
 @dataclass
 class Continuation:
-    """Rules 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
-    records read for them, and their plan for each set of passages (decided once, whether a path
-    reads ahead with it or :func:`continued` reads after)."""
+    """Rules 5a, 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
+    tokens the best passage may read on to (``cap``; 0: rule 5a off), the records read for them, and
+    their plan for each set of passages (decided once, whether a path reads ahead with it or
+    :func:`continued` reads after)."""
 
     table: LexicalSource
     budget: int
+    cap: int = 0
     #: records read so far, by id (``None``: asked for and absent)
     found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
-    _plans: dict[tuple[tuple[tuple[str, ...], int], ...], _Plan | None] = dataclasses.field(default_factory=dict)
+    _plans: dict[tuple[tuple[tuple[str, ...], int, str], ...], _Plan | None] = dataclasses.field(default_factory=dict)
 
-    def plan(self, passages: list[tuple[list[str], int]]) -> Plan[_Plan | None]:
-        """The plan for ``passages`` (``(segment ids, tokens)``, in rank order); ``None`` when no
-        budget is left. The table's rows are read as a value (:class:`~hseg.retrieval.plans.Lexical`)."""
-        key = tuple((tuple(ids), tokens) for ids, tokens in passages)
+    def plan(self, passages: list[Passage]) -> Plan[_Plan | None]:
+        """The plan for ``passages`` (``(segment ids, tokens, parent id)``, in rank order); ``None`` when
+        there is nothing to decide (no budget left, no reading on). The table's rows are read as a
+        value (:class:`~hseg.retrieval.plans.Lexical`)."""
+        key = tuple((tuple(ids), tokens, cluster) for ids, tokens, cluster in passages)
         if key not in self._plans:
-            left = self.budget - sum(tokens for _, tokens in passages)
+            left = self.budget - sum(tokens for _, tokens, _ in passages)
+            reads_on = bool(passages) and self.cap > passages[0][1]
             plan = None
-            if left > 0 and passages:
+            if passages and (left > 0 or reads_on):
+                # rule 5a reads on at most cap - size; what it leaves is under the largest passage it drops
+                largest = max(t for _, t, _ in passages)
+                limit = max(left, self.cap - passages[0][1] + largest) if reads_on else left
                 following = yield Lexical(self.table, "following",
-                                          tuple(dict.fromkeys(ids[-1] for ids, _ in passages if ids)), left)
-                chains = [following.get(ids[-1], []) if ids else [] for ids, _ in passages]
-                taken = {sid for ids, _ in passages for sid in ids}
-                plan = _Plan.decide(left, taken, chains)
+                                          tuple(dict.fromkeys(ids[-1] for ids, _, _ in passages if ids)), limit)
+                chains = [following.get(ids[-1], []) if ids else [] for ids, _, _ in passages]
+                plan = _Plan.decide(passages, self.budget, self.cap, chains)
             self._plans[key] = plan
         return self._plans[key]
 
-    def ahead(self, passages: list[tuple[list[str], int]]) -> Plan[list[str]]:
+    def ahead(self, passages: list[Passage]) -> Plan[list[str]]:
         """The records the rules will use after ``passages`` if they agree with the table: what a
         search path can read with the passages' own (then :meth:`remember` them)."""
         plan = yield from self.plan(passages)
@@ -116,7 +158,7 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
     for what that changes, rarely needed). Reading only the used records changes no answer: a
     segment the rules do not use decides nothing (a passage stops at the first segment that does
     not fit, whatever lies after it)."""
-    plan = yield from rest.plan([(h.segment_ids, h.token_count) for h in hits])
+    plan = yield from rest.plan([(h.segment_ids, h.token_count, h.cluster_id) for h in hits])
     if plan is None:
         return hits
     found = rest.found
@@ -125,13 +167,13 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
         if wanted:
             got = yield Get(collection, wanted, ("metadatas", "documents"), where, wdoc)
             rest.remember(wanted, records(got))  # absent from the answer: excluded by the filters, or gone
-        pieces = [_pieces(h, chain[:len(more) + (cut is not None)], cut, found)  # a cut segment follows the added
-                  for h, chain, more, cut in zip(hits, plan.chains, plan.added, plan.cuts)]
+        kept = [hits[j] for j in plan.kept]
+        pieces = [_pieces(h, plan.chains[j][:len(more) + (cut is not None)], cut, found)  # a cut follows the added
+                  for j, h, more, cut in zip(plan.kept, kept, plan.added, plan.cuts)]
         broken = {i: len(p) for i, (p, ok) in enumerate(pieces) if not ok}
         if not broken:
-            return [_extended(h, p) if p else h for h, (p, _) in zip(hits, pieces)]
-        chains = [chain[:broken[i]] if i in broken else chain for i, chain in enumerate(plan.chains)]
-        plan = _Plan.decide(plan.left, plan.taken, chains)
+            return [_extended(h, p) if p else h for h, (p, _) in zip(kept, pieces)]
+        plan = plan.without(broken)
 
 
 def _pieces(hit: SearchHit, rows: list[LexicalRow], cut: tuple[str, int, int] | None,

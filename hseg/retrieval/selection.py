@@ -171,6 +171,12 @@ def select_auto(
        remaining budget (cheap when the rest is small, never a 500-token gamble on a small budget);
     4. taken segments that are adjacent in one cluster are returned as one passage, in the order of
        their best fused score;
+    5a. with ``read_on_share`` > 0, the best passage reads on through its parent: it takes the
+       segments after it while they are of its cluster and it holds at most that share of the
+       budget, a passage met on the way joining it whole (:func:`read_on`); the last passages are
+       dropped while the total is over the budget (:func:`pay_for`). When a question's answer is a
+       discussion, it runs on past the segment that matched, and the walk, ranking segments one by
+       one, spreads the budget over many places instead;
     5. what the walk leaves of the budget (it stops at the first segment that does not fit) continues
        the passages: in rounds, each passage in rank order takes the segment after it in its document
        if it fits, until none does (:func:`continue_passages`). A reference often runs on past the
@@ -220,6 +226,59 @@ def merge_runs_of_segments(cands: UnitCandidates, taken: Sequence[int], cluster_
     """:func:`merge_runs` of candidates ranked by their fused score."""
     keys = list(zip(cands.cluster, cands.position))
     return merge_runs(keys, taken, cands.fused(cluster_weight))
+
+
+def read_on(chain: Sequence[tuple[str, str, int]], cluster: str, size: int, cap: int,
+            held: Mapping[str, tuple[int, int]],
+            taken: set[str] | frozenset[str] = frozenset()) -> tuple[int, list[int]]:
+    """Rule 5a of :func:`select_auto`: how far the best passage reads on through its parent.
+
+    ``chain`` is the ``(segment id, cluster id, tokens)`` after the best passage in its document, in
+    order; ``cluster`` its parent, ``size`` its tokens. It takes the segments of ``chain`` while they
+    are of its parent and it stays within ``cap`` tokens; another passage met on the way (``held``:
+    its first segment's id -> ``(its index, its number of segments)``) joins it whole, or not at all;
+    any other segment in ``taken`` ends it. Returns the rows taken (a prefix of ``chain``) and the
+    passages joined.
+
+    Example:
+        >>> read_on([("a", "c", 40), ("b", "c", 30), ("d", "c", 50), ("e", "x", 9)], "c", 20, 100,
+        ...         {"b": (3, 1)})
+        (2, [3])
+    """
+    at, joined = 0, []
+    while at < len(chain):
+        sid, parent, _ = chain[at]
+        if parent != cluster:
+            break
+        run, index = 1, None
+        if sid in held:
+            index, run = held[sid]
+        elif sid in taken:
+            break
+        block = chain[at:at + run]
+        tokens = sum(row[2] for row in block)
+        if len(block) < run or any(row[1] != cluster for row in block) or size + tokens > cap:
+            break
+        size += tokens
+        at += run
+        if index is not None:
+            joined.append(index)
+    return at, joined
+
+
+def pay_for(sizes: Sequence[int], budget: int, keep: int = 1) -> list[int]:
+    """Rule 5a's payment: the indices of the passages kept (``sizes`` in rank order) when the last ones
+    are dropped, one at a time, while the total is over ``budget``; the first ``keep`` always stay.
+
+    Example:
+        >>> pay_for([300, 100, 100, 100], 480)
+        [0, 1]
+    """
+    kept = list(range(len(sizes)))
+    total = sum(sizes)
+    while total > budget and len(kept) > keep:
+        total -= sizes[kept.pop()]
+    return kept
 
 
 def continue_passages(following: Sequence[Sequence[tuple[str, int]]], left: int,

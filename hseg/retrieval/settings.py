@@ -49,6 +49,9 @@ DEFAULT_UNIT = None
 #: high say the question asks for the discussion, and the default parents hold one (docs/decisions.md, issue 56)
 DEFAULT_WHOLE_CLUSTER_MIN = 2
 DEFAULT_WHOLE_CLUSTER_SHARE = 0.5
+#: rule 5a of :mod:`hseg.retrieval.selection`: the share of the budget the best passage may grow to by
+#: reading on through its parent, the last passages dropped to pay for it (docs/decisions.md, issue 56)
+DEFAULT_READ_ON_SHARE = 0.0
 _MAX_WEIGHT = 10
 #: bounds past any use (more results than a reader reads; a budget past any model's context), so that
 #: a mistyped number is refused here, not deep inside Chroma as an integer overflow
@@ -86,6 +89,11 @@ class SearchSettings:
             once ``whole_cluster_min`` (an int >= 1) segments of one parent are taken, the rest of the
             parent is taken too if it costs at most ``whole_cluster_share`` (in [0, 1]) of the budget
             left. A lower count and a larger share buy whole discussions when parents hold one.
+        read_on_share: rule 5a of :mod:`hseg.retrieval.selection` (``unit="auto"`` with a budget and a
+            lexical side): the best passage takes the segments after it in its parent while it holds
+            at most this share (in [0, 1]) of the budget, and the last passages are dropped to pay
+            for them; 0 turns it off. It buys the rest of a discussion when a question's answer runs
+            on past the segment that matched it, at the cost of breadth.
         lexical_weighting: ``"fixed"`` (the default: λ is ``lexical_weight`` for every query) or
             ``"coverage"``: λ is ``lexical_weight`` times the share of the query's IDF mass that its
             best lexical match holds, so a question sharing few of its words with the text leans
@@ -124,6 +132,8 @@ class SearchSettings:
                                                                  "many of its segments are taken (if cheap enough)")
     whole_cluster_share: float = setting(DEFAULT_WHOLE_CLUSTER_SHARE, "unit 'auto': the largest share of the budget "
                                                                      "left that the rest of such a parent may cost")
+    read_on_share: float = setting(DEFAULT_READ_ON_SHARE, "unit 'auto': the share of the budget the best passage may "
+                                                          "grow to with the rest of its parent after it (0: off)")
     where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
     where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
@@ -147,10 +157,11 @@ class SearchSettings:
         if not is_int(least) or not 1 <= least <= MAX_K:
             raise ValueError(f"whole_cluster_min must be a positive int up to {MAX_K:,}, got {least!r}")
         object.__setattr__(self, "whole_cluster_min", int(least))
-        share = self.whole_cluster_share
-        if isinstance(share, bool) or not isinstance(share, (int, float, np.number)) or not 0 <= share <= 1:
-            raise ValueError(f"whole_cluster_share must be a number in [0, 1], got {share!r}")
-        object.__setattr__(self, "whole_cluster_share", float(share))
+        for name in ("whole_cluster_share", "read_on_share"):
+            share = getattr(self, name)
+            if isinstance(share, bool) or not isinstance(share, (int, float, np.number)) or not 0 <= share <= 1:
+                raise ValueError(f"{name} must be a number in [0, 1], got {share!r}")
+            object.__setattr__(self, name, float(share))
         for name in ("where", "where_document"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):
@@ -183,6 +194,16 @@ class SearchSettings:
         if self.mode != "segment+cluster" or self.budget_tokens is None:
             return "cluster"
         return "auto"
+
+    @property
+    def read_on_tokens(self) -> int:
+        """The tokens the best passage may read on to (rule 5a): ``read_on_share`` of the budget, 0 without one.
+
+        Example:
+            >>> SearchSettings(budget_tokens=1000, read_on_share=0.25).read_on_tokens
+            250
+        """
+        return int(self.read_on_share * self.budget_tokens) if self.budget_tokens is not None else 0
 
     @property
     def effective_k(self) -> int | None:

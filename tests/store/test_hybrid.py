@@ -47,7 +47,7 @@ def cos(v, q):
     return float(v @ q) / float(np.linalg.norm(v))
 
 
-def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
+def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on=0.0):
     segs = [s for ch in chunkings if ch.doc_id in kept for c in ch.clusters for s in c.segments]
     by_id = {s.id: s for s in segs}
     parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
@@ -70,7 +70,39 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k):
     passages = [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
     if budget is None:
         return passages, [by_id[p[-1]].end for p in passages]
-    return continued(segs, passages, budget)
+    return continued(segs, read_on_by_hand(segs, parent, passages, budget, int(read_on * budget)), budget)
+
+
+def read_on_by_hand(segs, parent, passages, budget, cap):
+    """Rule 5a by hand: the first passage takes the segments after it while they are of its parent and
+    it holds at most ``cap`` tokens, another passage met on the way joining it whole (or ending it);
+    then the last passages are dropped while the total is over the budget."""
+    if not cap or not passages:
+        return passages
+    at = {(s.doc_id, s.index): s for s in segs}
+    by_id = {s.id: s for s in segs}
+    tokens = lambda ids: sum(by_id[sid].token_count for sid in ids)  # noqa: E731
+    out = [list(p) for p in passages]
+    lead, size, joined = out[0], tokens(out[0]), set()
+    starts = {p[0]: i for i, p in enumerate(out) if i}
+    while True:
+        last = by_id[lead[-1]]
+        after = at.get((last.doc_id, last.index + 1))
+        if after is None or parent[after.id].id != parent[lead[0]].id:
+            break
+        block = out[starts[after.id]] if after.id in starts else [after.id]
+        if any(sid in p for p in out[1:] for sid in block) and after.id not in starts:
+            break
+        if size + tokens(block) > cap:
+            break
+        lead += block
+        size += tokens(block)
+        joined.add(starts.get(after.id))
+    out = [p for i, p in enumerate(out) if i not in joined]
+    if len(out[0]) > len(passages[0]):
+        while len(out) > 1 and sum(tokens(p) for p in out) > budget:
+            out.pop()
+    return out
 
 
 def continued(segs, passages, budget):
@@ -141,8 +173,9 @@ def questions(store, chunkings, rng):
                                            ("auto", "small pages"), ("segment", "small pages"),
                                            ("auto", "unit index, filtered"), ("segment", "filtered"),
                                            ("auto", "gathered, filtered")])
-@pytest.mark.parametrize("lam", [0.3, 2.0])
-def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name, unit, path, lam, monkeypatch):
+@pytest.mark.parametrize(("lam", "read_on"), [(0.3, 0.0), (2.0, 0.0), (0.3, 0.6)])
+def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name, unit, path, lam, read_on,
+                                           monkeypatch):
     if "small pages" in path:  # every widening of both lists runs
         read_in_small_pages(monkeypatch)
     store, chunkings, rng = make_store(chroma_client, chroma_collection_name)
@@ -151,19 +184,22 @@ def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name
     where = {"hseg_doc_id": {"$in": ["doc0", "doc2"]}} if path.endswith("filtered") else None
     kept = {"doc0", "doc2"} if where else {ch.doc_id for ch in chunkings}
     by_id = {s.id: s for ch in chunkings for s in ch.segments}
-    cut_short = 0
+    cut_short = read_on_changed = 0
     for text, q, lex in questions(store, chunkings, rng):
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where, lexical_weight=lam,
-                                query_text=text)
-            passages, ends = expected_passages(chunkings, kept, q, lex, lam, unit, budget, k)
+                                query_text=text, read_on_share=read_on)
+            passages, ends = expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on)
             assert [h.segment_ids for h in hits] == passages, (text, budget, k)
+            read_on_changed += read_on > 0 and passages != expected_passages(chunkings, kept, q, lex, lam, unit,
+                                                                             budget, k)[0]
             assert [h.end for h in hits] == ends, (text, budget, k)  # rule 6: some end inside a segment
             cut_short += sum(h.end != by_id[h.segment_ids[-1]].end for h in hits)
             for h in hits:
                 assert h.unit == unit and -1.0 <= h.score <= 1.0
                 assert h.text == next(ch.text for ch in chunkings if ch.doc_id == h.doc_id)[h.start:h.end]
     assert (cut_short > 0) == (unit == "auto")  # rule 6 ran, and only where it applies
+    assert (read_on_changed > 0) == (unit == "auto" and read_on > 0)  # rule 5a ran, and only where it applies
 
 
 @pytest.mark.parametrize("mode", ["segment+cluster", "cluster", "segment"])

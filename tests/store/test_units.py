@@ -12,6 +12,8 @@ from hseg.retrieval.selection import (
     continue_passages,
     cut_passages,
     merge_runs_of_segments,
+    pay_for,
+    read_on,
     select_auto,
 )
 from hseg.retrieval.settings import DEFAULT_WHOLE_CLUSTER_MIN
@@ -91,6 +93,39 @@ def test_continuations_fit_take_nothing_twice_and_follow_their_chains(following,
         if len(more) < len(chain):  # it stopped for a reason: taken, or too big for what was left at the end
             sid, tokens = chain[len(more)]
             assert sid in taken or sid in flat or tokens > left - sum(size[s] for s in flat)
+
+
+def test_the_best_passage_reads_on_through_its_parent_joining_passages_whole():
+    chain = [("a", "c", 40), ("b", "c", 30), ("b2", "c", 10), ("d", "c", 50), ("e", "x", 9)]
+    held = {"b": (3, 2)}  # passage 3 is b, b2
+    assert read_on(chain, "c", 20, 100, held) == (3, [3])  # a, then passage 3 whole (90); d would pass 100
+    assert read_on(chain, "c", 20, 80, held) == (1, [])  # passage 3 whole would make 100: it ends there
+    assert read_on(chain, "c", 20, 1000, held) == (4, [3])  # e is of another parent
+    assert read_on(chain, "c", 20, 1000, {}, frozenset({"b2"})) == (2, [])  # a segment held otherwise ends it
+    assert read_on(chain, "c", 20, 20, held) == (0, [])
+    assert read_on(chain, "other", 20, 1000, held) == (0, [])
+
+
+@given(st.lists(st.tuples(st.sampled_from("cx"), st.integers(1, 60)), max_size=8), st.integers(1, 60),
+       st.integers(0, 300), st.sets(st.integers(0, 7), max_size=3))
+def test_reading_on_takes_a_prefix_of_its_parent_within_the_cap(rows, size, cap, starts):
+    chain = [(f"s{i}", parent, tokens) for i, (parent, tokens) in enumerate(rows)]
+    held = {f"s{i}": (10 + i, 1) for i in starts}
+    n, joined = read_on(chain, "c", size, cap, held)
+    took = chain[:n]
+    assert all(parent == "c" for _, parent, _ in took)
+    assert size + sum(t for *_, t in took) <= max(cap, size) and (n == 0 or size + sum(t for *_, t in took) <= cap)
+    assert joined == [10 + i for i in starts if i < n]
+    if n < len(chain):  # it stopped for a reason: another parent, or the cap
+        _, parent, tokens = chain[n]
+        assert parent != "c" or size + sum(t for *_, t in took) + tokens > cap
+
+
+def test_reading_on_is_paid_for_by_the_last_passages():
+    assert pay_for([300, 100, 100, 100], 480) == [0, 1]
+    assert pay_for([300, 100, 100, 100], 600) == [0, 1, 2, 3]
+    assert pay_for([700, 100], 480) == [0]  # the best passage stays, however large
+    assert pay_for([], 10) == []
 
 
 def test_what_rule_5_leaves_goes_to_the_longest_cut_that_fits_in_rank_order():

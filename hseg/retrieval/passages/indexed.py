@@ -115,8 +115,12 @@ def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[i
     """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
     their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
     them (:func:`_listed_wholes`)."""
-    return (yield from rest.ahead([(listed[keys[run[0]].cluster_id], keys[run[0]].cluster_tokens) if whole else
-                       ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run)) for run, whole in runs]))
+    passages = []
+    for run, whole in runs:
+        key = keys[run[0]]
+        passages.append((listed[key.cluster_id], key.cluster_tokens, key.cluster_id) if whole else
+                        ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run), key.cluster_id))
+    return (yield from rest.ahead(passages))
 
 
 def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchSettings, lex: LexicalQuery,
