@@ -74,11 +74,12 @@ SEARCH_FLAVOURS: dict[str, dict[str, Any]] = {
     "discussion": {"whole_cluster_min": 2, "whole_cluster_share": 0.5},
 }
 #: search flavours with a value: ``wcm<N>`` ``whole_cluster_min=N``, ``wcs<S>`` ``whole_cluster_share=S``,
-#: ``ro<S>`` ``read_on_share=S``
+#: ``ro<S>`` ``read_on_share=S``, ``rom<M>`` ``read_on_margin=M``
 #: (``hseg_default~t1024~seg128~wcm2~wcs1``)
 VALUED_FLAVOURS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "wcm": ("whole_cluster_min", int),
     "wcs": ("whole_cluster_share", float),
+    "rom": ("read_on_margin", float),  # before "ro", which it starts with
     "ro": ("read_on_share", float),
 }
 

@@ -305,6 +305,7 @@ _SEARCH_OPTION_TYPES: dict[str, dict[str, Any]] = {
     "whole_cluster_min": {"type": positive_int, "metavar": "N"},
     "whole_cluster_share": {"type": finite_float, "metavar": "S"},
     "read_on_share": {"type": finite_float, "metavar": "S"},
+    "read_on_margin": {"type": finite_float, "metavar": "M"},
     "where": {"type": json_object, "metavar": "JSON"},
     "where_document": {"type": json_object, "metavar": "JSON"},
 }

@@ -29,8 +29,8 @@ from hseg.retrieval.plans import Get, Lexical, Plan, records
 from hseg.retrieval.selection import continue_passages, cut_passages, pay_for, read_on
 from hseg.text.structure import common_prefix
 
-#: a passage as the rules see it: its segment ids (document order), its tokens and its parent's id
-Passage = tuple[list[str], int, str]
+#: a passage as the rules see it: its segment ids (document order), its tokens, its parent's id and its score
+Passage = tuple[list[str], int, str, float]
 
 
 @dataclass
@@ -44,6 +44,7 @@ class _Plan:
     passages: list[Passage]
     budget: int
     cap: int
+    margin: float
     chains: list[list[LexicalRow]]
     kept: list[int]
     taken: set[str]
@@ -51,16 +52,17 @@ class _Plan:
     cuts: list[tuple[str, int, int] | None]
 
     @classmethod
-    def decide(cls, passages: list[Passage], budget: int, cap: int, chains: list[list[LexicalRow]]) -> _Plan:
-        """Rule 5a (:func:`read_on`, :func:`pay_for`) when ``cap`` > 0, rule 5 (:func:`continue_passages`)
-        on the chains' sizes, then rule 6 (:func:`cut_passages`) on the cuts of the segment each
-        passage stopped before."""
+    def decide(cls, passages: list[Passage], budget: int, cap: int, margin: float,
+               chains: list[list[LexicalRow]]) -> _Plan:
+        """Rule 5a (:func:`read_on`, :func:`pay_for`) when ``cap`` > 0 and the best passage's score leads
+        the next one's by more than ``margin``, rule 5 (:func:`continue_passages`) on the chains'
+        sizes, then rule 6 (:func:`cut_passages`) on the cuts of the segment each passage stopped before."""
         grown = 0
         joined: list[int] = []
-        if cap > 0 and passages:
-            lead_ids, lead_tokens, lead_cluster = passages[0]
-            held = {ids[0]: (j, len(ids)) for j, (ids, _, _) in enumerate(passages) if j and ids}
-            others = {sid for ids, _, _ in passages[1:] for sid in ids}
+        if cap > 0 and passages and (len(passages) == 1 or passages[0][3] - passages[1][3] > margin):
+            _, lead_tokens, lead_cluster, _ = passages[0]
+            held = {ids[0]: (j, len(ids)) for j, (ids, *_) in enumerate(passages) if j and ids}
+            others = {sid for ids, *_ in passages[1:] for sid in ids}
             grown, joined = read_on([(r.segment_id, r.cluster_id, r.tokens) for r in chains[0]], lead_cluster,
                                     lead_tokens, cap, held, frozenset(others))
         order = [j for j in range(len(passages)) if j not in joined]
@@ -81,7 +83,7 @@ class _Plan:
                 after = chain[len(took)]
                 nexts[i] = (after.segment_id, decode_cuts(after.cuts))
         cuts = cut_passages(nexts, rest, taken | {s for m in more for s in m})
-        return cls(passages, budget, cap, chains, kept, taken, added, cuts)
+        return cls(passages, budget, cap, margin, chains, kept, taken, added, cuts)
 
     def without(self, broken: Mapping[int, int]) -> _Plan:
         """The plan decided again with the chain of each kept passage ``i`` in ``broken`` cut to its
@@ -89,7 +91,7 @@ class _Plan:
         chains = list(self.chains)
         for i, n in broken.items():
             chains[self.kept[i]] = chains[self.kept[i]][:n]
-        return _Plan.decide(self.passages, self.budget, self.cap, chains)
+        return _Plan.decide(self.passages, self.budget, self.cap, self.margin, chains)
 
     def used(self) -> list[str]:
         """The ids of the records the plan reads: the segments added, then those cut."""
@@ -99,34 +101,37 @@ class _Plan:
 @dataclass
 class Continuation:
     """Rules 5a, 5 and 6 of one search: the lexical ``table`` they are decided on, the ``budget``, the
-    tokens the best passage may read on to (``cap``; 0: rule 5a off), the records read for them, and
+    tokens the best passage may read on to (``cap``; 0: rule 5a off) and the lead over the next passage
+    it needs for that (``margin``), the records read for them, and
     their plan for each set of passages (decided once, whether a path reads ahead with it or
     :func:`continued` reads after)."""
 
     table: LexicalSource
     budget: int
     cap: int = 0
+    margin: float = 0.0
     #: records read so far, by id (``None``: asked for and absent)
     found: dict[str, tuple[dict[str, Any], str] | None] = dataclasses.field(default_factory=dict)
-    _plans: dict[tuple[tuple[tuple[str, ...], int, str], ...], _Plan | None] = dataclasses.field(default_factory=dict)
+    _plans: dict[tuple[tuple[tuple[str, ...], int, str, float], ...], _Plan | None] = \
+        dataclasses.field(default_factory=dict)
 
     def plan(self, passages: list[Passage]) -> Plan[_Plan | None]:
-        """The plan for ``passages`` (``(segment ids, tokens, parent id)``, in rank order); ``None`` when
+        """The plan for ``passages`` (:data:`Passage`, in rank order); ``None`` when
         there is nothing to decide (no budget left, no reading on). The table's rows are read as a
         value (:class:`~hseg.retrieval.plans.Lexical`)."""
-        key = tuple((tuple(ids), tokens, cluster) for ids, tokens, cluster in passages)
+        key = tuple((tuple(ids), tokens, cluster, score) for ids, tokens, cluster, score in passages)
         if key not in self._plans:
-            left = self.budget - sum(tokens for _, tokens, _ in passages)
+            left = self.budget - sum(p[1] for p in passages)
             reads_on = bool(passages) and self.cap > passages[0][1]
             plan = None
             if passages and (left > 0 or reads_on):
                 # rule 5a reads on at most cap - size; what it leaves is under the largest passage it drops
-                largest = max(t for _, t, _ in passages)
+                largest = max(p[1] for p in passages)
                 limit = max(left, self.cap - passages[0][1] + largest) if reads_on else left
                 following = yield Lexical(self.table, "following",
-                                          tuple(dict.fromkeys(ids[-1] for ids, _, _ in passages if ids)), limit)
-                chains = [following.get(ids[-1], []) if ids else [] for ids, _, _ in passages]
-                plan = _Plan.decide(passages, self.budget, self.cap, chains)
+                                          tuple(dict.fromkeys(ids[-1] for ids, *_ in passages if ids)), limit)
+                chains = [following.get(ids[-1], []) if ids else [] for ids, *_ in passages]
+                plan = _Plan.decide(passages, self.budget, self.cap, self.margin, chains)
             self._plans[key] = plan
         return self._plans[key]
 
@@ -158,7 +163,7 @@ def continued(collection: Any, hits: list[SearchHit], rest: Continuation, where:
     for what that changes, rarely needed). Reading only the used records changes no answer: a
     segment the rules do not use decides nothing (a passage stops at the first segment that does
     not fit, whatever lies after it)."""
-    plan = yield from rest.plan([(h.segment_ids, h.token_count, h.cluster_id) for h in hits])
+    plan = yield from rest.plan([(h.segment_ids, h.token_count, h.cluster_id, h.score) for h in hits])
     if plan is None:
         return hits
     found = rest.found

@@ -51,7 +51,10 @@ DEFAULT_WHOLE_CLUSTER_MIN = 2
 DEFAULT_WHOLE_CLUSTER_SHARE = 0.5
 #: rule 5a of :mod:`hseg.retrieval.selection`: the share of the budget the best passage may grow to by
 #: reading on through its parent, the last passages dropped to pay for it (docs/decisions.md, issue 56)
-DEFAULT_READ_ON_SHARE = 0.0
+DEFAULT_READ_ON_SHARE = 0.375
+#: ... only when the best passage's score leads the next one's by more than this (cosine scale): of two
+#: passages near a tie either may hold the answer, and breadth is worth more than reading on
+DEFAULT_READ_ON_MARGIN = 0.01
 _MAX_WEIGHT = 10
 #: bounds past any use (more results than a reader reads; a budget past any model's context), so that
 #: a mistyped number is refused here, not deep inside Chroma as an integer overflow
@@ -94,6 +97,8 @@ class SearchSettings:
             at most this share (in [0, 1]) of the budget, and the last passages are dropped to pay
             for them; 0 turns it off. It buys the rest of a discussion when a question's answer runs
             on past the segment that matched it, at the cost of breadth.
+        read_on_margin: rule 5a applies only when the best passage's score leads the next passage's
+            by more than this (>= 0, on the reported score scale).
         lexical_weighting: ``"fixed"`` (the default: λ is ``lexical_weight`` for every query) or
             ``"coverage"``: λ is ``lexical_weight`` times the share of the query's IDF mass that its
             best lexical match holds, so a question sharing few of its words with the text leans
@@ -134,6 +139,8 @@ class SearchSettings:
                                                                      "left that the rest of such a parent may cost")
     read_on_share: float = setting(DEFAULT_READ_ON_SHARE, "unit 'auto': the share of the budget the best passage may "
                                                           "grow to with the rest of its parent after it (0: off)")
+    read_on_margin: float = setting(DEFAULT_READ_ON_MARGIN, "unit 'auto': the lead over the next passage's score "
+                                                            "the best passage needs to read on")
     where: Mapping[str, Any] | None = setting(None, "a Chroma metadata filter, e.g. {\"source\": \"a.md\"}")
     where_document: Mapping[str, Any] | None = setting(None, "a Chroma document filter, e.g. "
                                                               "{\"$contains\": \"tide\"}")
@@ -157,6 +164,10 @@ class SearchSettings:
         if not is_int(least) or not 1 <= least <= MAX_K:
             raise ValueError(f"whole_cluster_min must be a positive int up to {MAX_K:,}, got {least!r}")
         object.__setattr__(self, "whole_cluster_min", int(least))
+        margin = self.read_on_margin
+        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.number)) or not 0 <= margin <= 2:
+            raise ValueError(f"read_on_margin must be a number in [0, 2], got {margin!r}")
+        object.__setattr__(self, "read_on_margin", float(margin))
         for name in ("whole_cluster_share", "read_on_share"):
             share = getattr(self, name)
             if isinstance(share, bool) or not isinstance(share, (int, float, np.number)) or not 0 <= share <= 1:

@@ -51,7 +51,9 @@ def eval_retriever(encoder, shared_dir, tmp_path_factory):
 @pytest.mark.parametrize("unit,size", [("cluster", {"k": 5}), ("auto", {"budget_tokens": 1024}),
                                        # rule 3 as settings (issue 56): parents taken whole sooner
                                        ("auto", {"budget_tokens": 1024, "whole_cluster_min": 2,
-                                                 "whole_cluster_share": 0.5})])
+                                                 "whole_cluster_share": 0.5}),
+                                       # rule 5a: the best passage reads on through its parent
+                                       ("auto", {"budget_tokens": 1024, "read_on_share": 0.375})])
 def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
     retriever, sources, questions = eval_retriever
     assert len(questions) == 5

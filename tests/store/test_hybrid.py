@@ -12,6 +12,7 @@ import pytest
 from hseg.chunking.records import RESERVED_PREFIX, SETTINGS_KEY
 from hseg.retrieval.lexical_query import fts5_match, query_terms
 from hseg.retrieval.selection import UnitCandidates, merge_runs, merge_runs_of_segments, select_auto, walk
+from hseg.retrieval.settings import DEFAULT_READ_ON_MARGIN, DEFAULT_READ_ON_SHARE
 from hseg.store import HierarchicalStore, SearchSettings
 from hseg_testing.fakes import HashingEncoder, read_in_small_pages, siblings_and_neighbours
 from tests.support.chunkings import build_synthetic_chunking
@@ -47,7 +48,8 @@ def cos(v, q):
     return float(v @ q) / float(np.linalg.norm(v))
 
 
-def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on=0.0):
+def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on=DEFAULT_READ_ON_SHARE,
+                      margin=DEFAULT_READ_ON_MARGIN):
     segs = [s for ch in chunkings if ch.doc_id in kept for c in ch.clusters for s in c.segments]
     by_id = {s.id: s for s in segs}
     parent = {s.id: c for ch in chunkings for c in ch.clusters for s in c.segments}
@@ -67,17 +69,22 @@ def expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on=0.0
         cluster_score=np.array([cos(parent[s.id].embedding, q) for s in segs]), siblings=siblings,
         neighbour_score=np.array(neighbour), neighbour_weight=0.2, lexical_score=lexical, lexical_weight=lam * scale)
     taken = select_auto(cands, budget, max_units=k, cluster_weight=0.5)
-    passages = [[cands.ids[i] for i in run] for run in merge_runs_of_segments(cands, taken, 0.5)]
+    runs = merge_runs_of_segments(cands, taken, 0.5)
+    passages = [[cands.ids[i] for i in run] for run in runs]
     if budget is None:
         return passages, [by_id[p[-1]].end for p in passages]
-    return continued(segs, read_on_by_hand(segs, parent, passages, budget, int(read_on * budget)), budget)
+    fused = cands.fused(0.5)
+    reported = [max(fused[i] for i in run) / (scale * (1.0 + lam)) for run in runs]  # as hits report them
+    cap = int(read_on * budget)
+    return continued(segs, read_on_by_hand(segs, parent, passages, budget, cap, reported, margin), budget)
 
 
-def read_on_by_hand(segs, parent, passages, budget, cap):
-    """Rule 5a by hand: the first passage takes the segments after it while they are of its parent and
-    it holds at most ``cap`` tokens, another passage met on the way joining it whole (or ending it);
-    then the last passages are dropped while the total is over the budget."""
-    if not cap or not passages:
+def read_on_by_hand(segs, parent, passages, budget, cap, scores, margin):
+    """Rule 5a by hand: when the first passage's score leads the second's by more than ``margin``, it
+    takes the segments after it while they are of its parent and it holds at most ``cap`` tokens,
+    another passage met on the way joining it whole (or ending it); then the last passages are
+    dropped while the total is over the budget."""
+    if not cap or not passages or (len(passages) > 1 and scores[0] - scores[1] <= margin):
         return passages
     at = {(s.doc_id, s.index): s for s in segs}
     by_id = {s.id: s for s in segs}
@@ -188,11 +195,11 @@ def test_hybrid_passages_equal_brute_force(chroma_client, chroma_collection_name
     for text, q, lex in questions(store, chunkings, rng):
         for budget, k in SIZES:
             hits = store.search(q, k=k, budget_tokens=budget, unit=unit, where=where, lexical_weight=lam,
-                                query_text=text, read_on_share=read_on)
-            passages, ends = expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on)
+                                query_text=text, read_on_share=read_on, read_on_margin=0.0)  # no ties here
+            passages, ends = expected_passages(chunkings, kept, q, lex, lam, unit, budget, k, read_on, 0.0)
             assert [h.segment_ids for h in hits] == passages, (text, budget, k)
             read_on_changed += read_on > 0 and passages != expected_passages(chunkings, kept, q, lex, lam, unit,
-                                                                             budget, k)[0]
+                                                                             budget, k, 0.0)[0]
             assert [h.end for h in hits] == ends, (text, budget, k)  # rule 6: some end inside a segment
             cut_short += sum(h.end != by_id[h.segment_ids[-1]].end for h in hits)
             for h in hits:
@@ -365,6 +372,34 @@ def _continue(records, table, budget, where=None):
     hits = [_hit(records, 0), _hit(records, 3)]  # passages s0 (ranked first) and s3
     return [(h.segment_ids, h.end, h.token_count) for h in
             run_one(continued(records, hits, Continuation(table, budget), where, None))]
+
+
+def _read_on(budget, cap, margin, scores=(0.9, 0.5, 0.4)):
+    """Rule 5a on the table: passages s0, s3, s5 (scored ``scores``), s0 to s3 of one parent."""
+    import dataclasses
+
+    from hseg.retrieval.continuation import Continuation, continued
+    from hseg.retrieval.plans import run_one
+
+    records, table = _Records(), _Table()
+    table.rows = [dataclasses.replace(row, cluster_id="c" if row.position <= 3 else row.cluster_id)
+                  for row in table.rows]
+    hits = [dataclasses.replace(_hit(records, i), cluster_id="c" if i <= 3 else f"c{i}", score=x)
+            for i, x in zip((0, 3, 5), scores)]
+    got = run_one(continued(records, hits, Continuation(table, budget, cap, margin), None, None))
+    return [h.segment_ids for h in got], records.calls
+
+
+def test_the_best_passage_reads_on_through_its_parent_and_the_last_passages_pay():
+    # s0 reads on s1 (8 of the 9 it may hold); 16 tokens for a budget of 12: s5 is dropped
+    assert _read_on(12, 9, 0.0)[0] == [["s0", "s1"], ["s3"]]
+    # up to 16: s1, s2, then passage s3 joins it whole; s5 is dropped; s3's record is read with s1 and s2
+    got, calls = _read_on(16, 16, 0.0)
+    assert got == [["s0", "s1", "s2", "s3"]] and [sorted(c) for c in calls] == [["s1", "s2", "s3"]]
+    # the best passage does not lead the next by more than the margin: no reading on, nothing dropped
+    assert _read_on(12, 9, 0.5)[0] == [["s0"], ["s3"], ["s5"]]
+    assert _read_on(12, 9, 0.0, scores=(0.5, 0.5, 0.4))[0] == [["s0"], ["s3"], ["s5"]]  # a tie
+    assert _read_on(12, 0, 0.0)[0] == [["s0"], ["s3"], ["s5"]]  # off
 
 
 def test_the_rest_of_a_budget_is_decided_on_the_table_and_reads_only_what_it_uses():

@@ -105,7 +105,7 @@ def test_llama_index_keywords_are_the_settings_fields(store):
     every = {"k": None, "budget_tokens": 100, "unit": "auto", "mode": "segment+cluster", "cluster_weight": 0.4,
              "neighbour_weight": 0.0, "lexical_weight": 0.5, "lexical_weighting": "coverage",
              "where": {"source": "c.md"}, "where_document": {"$contains": "cat"}, "whole_cluster_min": 2,
-             "whole_cluster_share": 0.5, "read_on_share": 0.25}
+             "whole_cluster_share": 0.5, "read_on_share": 0.25, "read_on_margin": 0.0}
     assert set(every) == set(SearchSettings.field_names())
     r = HierarchicalSegmentRetriever(store, **every)
     assert r.settings == SearchSettings(**every)

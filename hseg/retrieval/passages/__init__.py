@@ -63,7 +63,7 @@ def units_plan(collection: Any, query_vector: np.ndarray, settings: SearchSettin
     """
     rest = None
     if table is not None and settings.resolved_unit == "auto" and settings.budget_tokens is not None:
-        rest = Continuation(table, settings.budget_tokens, settings.read_on_tokens)
+        rest = Continuation(table, settings.budget_tokens, settings.read_on_tokens, settings.read_on_margin)
     hits = yield from _passages(collection, query_vector, settings, unit_index, lexical, rest)
     if rest is not None:
         hits = yield from continued(collection, hits, rest, settings.where, settings.where_document)

@@ -110,7 +110,7 @@ def _best(run: list[int], score: np.ndarray) -> int:
     return max(run, key=lambda i: float(score[i]))
 
 
-def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[int], bool]],
+def _read_ahead(rest: Continuation, keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]],
                 listed: Mapping[str, list[str]]) -> Plan[list[str]]:
     """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
     their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
@@ -118,8 +118,9 @@ def _read_ahead(rest: Continuation, keys: list[UnitKey], runs: list[tuple[list[i
     passages = []
     for run, whole in runs:
         key = keys[run[0]]
-        passages.append((listed[key.cluster_id], key.cluster_tokens, key.cluster_id) if whole else
-                        ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run), key.cluster_id))
+        best = float(score[_best(run, score)])  # the score its hit will carry
+        passages.append((listed[key.cluster_id], key.cluster_tokens, key.cluster_id, best) if whole else
+                        ([keys[i].segment_id for i in run], sum(keys[i].tokens for i in run), key.cluster_id, best))
     return (yield from rest.ahead(passages))
 
 
@@ -192,7 +193,8 @@ def hybrid_indexed(collection: Any, index: Any, q: np.ndarray, settings: SearchS
             runs = _indexed_runs(order, score, sel)
             taken = _to_read(order, score, runs)
             listed = yield from _listed_wholes(lex, order, runs)
-            ahead = (yield from _read_ahead(rest, order, runs, listed)) if rest is not None and where is None else []
+            ahead = (yield from _read_ahead(rest, order, score, runs, listed)) \
+                if rest is not None and where is None else []
             table: tuple[Records, dict[str, tuple[ClusterMeta, str]]] | None = ({}, {})
             if taken:
                 from_table = yield from lex.records([*_needed(order, runs, listed), *ahead])
