@@ -77,7 +77,8 @@ def test_e2e_equivalent_to_the_core_store(eval_retriever, unit, size):
 def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeypatch):
     """Rules 5 and 6 of the auto unit through LangChain with the real model: the walk's passages
     come back as they were taken, some go on into the text after them, some end at a sentence
-    inside a segment, and none could go on further."""
+    inside a segment, and none could go on further (rule 5a, which may drop passages, is off here:
+    the next test)."""
     import hseg.retrieval.passages
 
     retriever, sources, questions = eval_retriever
@@ -86,7 +87,7 @@ def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeyp
                 for rid, m in zip(got["ids"], got["metadatas"])}
     inside = {(m["hseg_doc_id"], m["hseg_start"] + offset): (rid, tokens, sentence_cuts(m), m["hseg_start"])
               for rid, m in zip(got["ids"], got["metadatas"]) for offset, tokens in sentence_cuts(m)}
-    answers = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
+    answers = {q: retriever.invoke(q, budget_tokens=1024, read_on_share=0) for q in questions}
 
     def as_taken(collection, hits, *rest):  # a read plan that reads nothing and returns the hits
         return hits
@@ -94,7 +95,7 @@ def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeyp
 
     with monkeypatch.context() as patch:  # the same searches with rules 5 and 6 off: the walk's passages alone
         patch.setattr(hseg.retrieval.passages, "continued", as_taken)
-        walked = {q: retriever.invoke(q, budget_tokens=1024) for q in questions}
+        walked = {q: retriever.invoke(q, budget_tokens=1024, read_on_share=0) for q in questions}
     grew = cut = 0
     for q in questions:
         docs, before = answers[q], walked[q]
@@ -121,6 +122,32 @@ def test_e2e_the_rest_of_a_budget_continues_the_passages(eval_retriever, monkeyp
             else:  # any other end is its document's
                 assert after is not None or (doc_id, end) in inside or end == len(sources[doc_id])
     assert grew > 0 and cut > 0
+
+
+@pytest.mark.model
+@pytest.mark.shared_data
+def test_e2e_the_best_passage_reads_on_and_the_last_passages_pay(eval_retriever):
+    """Rule 5a through LangChain with the real model: against the same search without it, the best
+    passage starts where it did and ends no earlier, the others are passages of that search in its
+    order (the last ones dropped, or joined to the best one), and the budget still holds."""
+    retriever, sources, questions = eval_retriever
+    grew = paid = 0
+    for q in questions:
+        docs = retriever.invoke(q, budget_tokens=1024, read_on_share=0.75, read_on_margin=0)
+        before = retriever.invoke(q, budget_tokens=1024, read_on_share=0)
+        first, was = docs[0].metadata, before[0].metadata
+        assert (first["hseg_start"], first["hseg_score"]) == (was["hseg_start"], was["hseg_score"])
+        assert first["hseg_end"] >= was["hseg_end"]
+        starts = [(d.metadata["hseg_doc_id"], d.metadata["hseg_start"]) for d in before]
+        rest = [(d.metadata["hseg_doc_id"], d.metadata["hseg_start"]) for d in docs[1:]]
+        assert [s for s in starts if s in rest] == rest  # passages of the search before, in its order
+        assert sum(d.metadata["hseg_tokens"] for d in docs) <= 1024 or len(docs) == 1
+        for d in docs:
+            m = d.metadata
+            assert sources[m["hseg_doc_id"]][m["hseg_start"]:m["hseg_end"]] == d.page_content
+        grew += first["hseg_end"] > was["hseg_end"]
+        paid += len(docs) < len(before)
+    assert grew > 0 and paid > 0
 
 
 @pytest.mark.model
