@@ -33,6 +33,43 @@ from hseg.text.structure import common_prefix
 Passage = tuple[list[str], int, str, float]
 
 
+@dataclass(frozen=True)
+class _ReadOn:
+    """Rule 5a for ``passages`` in rank order: how many rows of the best passage's chain it reads on
+    (``grown``), the passages ``kept`` (indices; those joined to it or dropped to pay are not) and
+    what is ``left`` of the budget after them."""
+
+    grown: int
+    kept: list[int]
+    left: int
+
+    @staticmethod
+    def applies(passages: list[Passage], cap: int, margin: float) -> bool:
+        """Whether the best passage may read on: room under ``cap``, and a lead over the next passage's
+        score of more than ``margin``."""
+        return bool(passages) and cap > passages[0][1] and \
+            (len(passages) == 1 or passages[0][3] - passages[1][3] > margin)
+
+    @classmethod
+    def decide(cls, passages: list[Passage], budget: int, cap: int, margin: float,
+               chain: list[LexicalRow]) -> _ReadOn:
+        """:func:`read_on` along ``chain`` (the rows after the best passage) where it
+        :meth:`applies`, then :func:`pay_for` what it took."""
+        grown = 0
+        joined: list[int] = []
+        if cls.applies(passages, cap, margin):
+            _, lead_tokens, lead_cluster, _ = passages[0]
+            held = {ids[0]: (j, len(ids)) for j, (ids, *_) in enumerate(passages) if j and ids}
+            others = {sid for ids, *_ in passages[1:] for sid in ids}
+            grown, joined = read_on([(r.segment_id, r.cluster_id, r.tokens) for r in chain], lead_cluster,
+                                    lead_tokens, cap, held, frozenset(others))
+        order = [j for j in range(len(passages)) if j not in joined]
+        # the best passage holds what it read on, the passages it joined among them
+        sizes = [passages[j][1] + (sum(r.tokens for r in chain[:grown]) if j == 0 else 0) for j in order]
+        kept = [order[i] for i in pay_for(sizes, budget)] if grown else order
+        return cls(grown, kept, budget - sum(sizes[i] for i in range(len(kept))))
+
+
 @dataclass
 class _Plan:
     """Rules 5a, 5 and 6 decided on the table for ``passages`` in rank order (the passages a walk
@@ -54,22 +91,10 @@ class _Plan:
     @classmethod
     def decide(cls, passages: list[Passage], budget: int, cap: int, margin: float,
                chains: list[list[LexicalRow]]) -> _Plan:
-        """Rule 5a (:func:`read_on`, :func:`pay_for`) when ``cap`` > 0 and the best passage's score leads
-        the next one's by more than ``margin``, rule 5 (:func:`continue_passages`) on the chains'
-        sizes, then rule 6 (:func:`cut_passages`) on the cuts of the segment each passage stopped before."""
-        grown = 0
-        joined: list[int] = []
-        if cap > 0 and passages and (len(passages) == 1 or passages[0][3] - passages[1][3] > margin):
-            _, lead_tokens, lead_cluster, _ = passages[0]
-            held = {ids[0]: (j, len(ids)) for j, (ids, *_) in enumerate(passages) if j and ids}
-            others = {sid for ids, *_ in passages[1:] for sid in ids}
-            grown, joined = read_on([(r.segment_id, r.cluster_id, r.tokens) for r in chains[0]], lead_cluster,
-                                    lead_tokens, cap, held, frozenset(others))
-        order = [j for j in range(len(passages)) if j not in joined]
-        # the best passage holds what it read on, the passages it joined among them
-        sizes = [passages[j][1] + (sum(r.tokens for r in chains[0][:grown]) if j == 0 else 0) for j in order]
-        kept = [order[i] for i in pay_for(sizes, budget)] if grown else order
-        left = budget - sum(sizes[i] for i in range(len(kept)))
+        """Rule 5a (:class:`_ReadOn`), rule 5 (:func:`continue_passages`) on the chains' sizes, then
+        rule 6 (:func:`cut_passages`) on the cuts of the segment each passage stopped before."""
+        lead = _ReadOn.decide(passages, budget, cap, margin, chains[0] if chains else [])
+        grown, kept, left = lead.grown, lead.kept, lead.left
         lead_grown = [r.segment_id for r in chains[0][:grown]] if grown else []
         taken = {sid for j in kept for sid in passages[j][0]} | set(lead_grown)
         following = [chains[j][grown:] if j == 0 else chains[j] for j in kept]
@@ -87,7 +112,9 @@ class _Plan:
 
     def without(self, broken: Mapping[int, int]) -> _Plan:
         """The plan decided again with the chain of each kept passage ``i`` in ``broken`` cut to its
-        first ``broken[i]`` rows (the records after them do not continue it as the table said)."""
+        first ``broken[i]`` rows (the records after them do not continue it as the table said). When
+        the best passage reads on less, more may be left than the other chains were read for: they
+        then stop at their end (a write in flight costs a continuation, never an exact span)."""
         chains = list(self.chains)
         for i, n in broken.items():
             chains[self.kept[i]] = chains[self.kept[i]][:n]
@@ -122,18 +149,29 @@ class Continuation:
         key = tuple((tuple(ids), tokens, cluster, score) for ids, tokens, cluster, score in passages)
         if key not in self._plans:
             left = self.budget - sum(p[1] for p in passages)
-            reads_on = bool(passages) and self.cap > passages[0][1]
+            reads_on = _ReadOn.applies(passages, self.cap, self.margin)
             plan = None
             if passages and (left > 0 or reads_on):
-                # rule 5a reads on at most cap - size; what it leaves is under the largest passage it drops
-                largest = max(p[1] for p in passages)
-                limit = max(left, self.cap - passages[0][1] + largest) if reads_on else left
-                following = yield Lexical(self.table, "following",
-                                          tuple(dict.fromkeys(ids[-1] for ids, *_ in passages if ids)), limit)
-                chains = [following.get(ids[-1], []) if ids else [] for ids, *_ in passages]
+                chains: list[list[LexicalRow]] = [[] for _ in passages]
+                firsts = 0
+                if reads_on:  # its rows first: what rule 5a leaves decides how far the others are read
+                    # it reads on at most cap - size, then continues (rule 5) with what is left: no more
+                    # than before, or than the largest passage dropped
+                    limit = self.cap - passages[0][1] + max(left, max(p[1] for p in passages))
+                    (chains[0],) = yield from self._following([passages[0]], limit)
+                    left = _ReadOn.decide(passages, self.budget, self.cap, self.margin, chains[0]).left
+                    firsts = 1
+                if left > 0 and len(passages) > firsts:
+                    chains[firsts:] = yield from self._following(passages[firsts:], left)
                 plan = _Plan.decide(passages, self.budget, self.cap, self.margin, chains)
             self._plans[key] = plan
         return self._plans[key]
+
+    def _following(self, passages: list[Passage], limit: int) -> Plan[list[list[LexicalRow]]]:
+        """The table's rows after each of ``passages``, as far as ``limit`` tokens and the first past it."""
+        last = tuple(dict.fromkeys(ids[-1] for ids, *_ in passages if ids))
+        following = yield Lexical(self.table, "following", last, limit)
+        return [following.get(ids[-1], []) if ids else [] for ids, *_ in passages]
 
     def ahead(self, passages: list[Passage]) -> Plan[list[str]]:
         """The records the rules will use after ``passages`` if they agree with the table: what a
