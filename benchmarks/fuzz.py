@@ -38,6 +38,7 @@ def build(examples_per_run: int):
 
     from hseg.chunking.chunker import HierarchicalChunker
     from hseg.store import HierarchicalStore, flatten_metadata
+    from hseg.text.binary import binary_reason
     from hseg_testing.checks import TEXTS, WORDS, check_chunking, check_store_round_trip
     from hseg_testing.chunkers import small_chunker
     from hseg_testing.fakes import HashingEncoder
@@ -47,7 +48,7 @@ def build(examples_per_run: int):
     cfg = settings(max_examples=examples_per_run, deadline=None, database=None,
                    suppress_health_check=list(HealthCheck))
     long_texts = st.one_of(TEXTS, st.lists(WORDS, min_size=200, max_size=1500).map(" ".join),
-                           st.text(min_size=500, max_size=3000))
+                           st.text(min_size=500, max_size=3000).filter(lambda t: binary_reason(t) is None))
     chunker = small_chunker()
 
     def new_store() -> HierarchicalStore:
