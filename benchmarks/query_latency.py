@@ -10,9 +10,10 @@ none profits systematically from a warm cache or suffers from a burst of load):
 * with ``--adapters``: one LangChain ``invoke`` and one LlamaIndex ``retrieve`` with
   ``unit="auto"``, ``budget_tokens=1024`` (query embeddings are looked up, not computed, so the
   time is the adapter's and the search's);
-* hybrid: ``unit="auto"`` at k=5 and budgets 1024 / 4096, ``unit="segment"`` and ``"cluster"`` at
-  1024, each with ``lexical_weight=--lexical-weight`` (the lexical index read with every query,
-  its freshness check included).
+* hybrid: ``unit="auto"`` at k=5 and budgets 1024 / 4096 (each budget also with ``read_on_share=0``,
+  reading on's cost), ``unit="segment"`` and ``"cluster"`` at 1024, each with
+  ``lexical_weight=--lexical-weight`` (the lexical index read with every query, its freshness check
+  included).
 
 Reports p50/p95 per call and their ratio to the plain query's p50/p95 (markdown, printed and
 written with ``--out``). A second table gives the per-query cost of answering all queries in one
@@ -106,6 +107,9 @@ def calls(store: HierarchicalStore, adapters: bool,
         for b in BUDGETS:
             out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=b, unit="auto")
+            # what reading on (rule 5a, on by default) costs: the same search without it
+            out[f"hybrid search(unit=auto, budget={b}, lexical_weight={lexical_weight}, read_on_share=0)"] = hybrid(
+                budget_tokens=b, unit="auto", read_on_share=0.0)
         for unit in ("segment", "cluster"):
             out[f"hybrid search(unit={unit}, budget=1024, lexical_weight={lexical_weight})"] = hybrid(
                 budget_tokens=1024, unit=unit)
