@@ -56,6 +56,11 @@ DEFAULT_READ_ON_SHARE = 0.375
 #: passages near a tie either may hold the answer, and breadth is worth more than reading on
 DEFAULT_READ_ON_MARGIN = 0.01
 _MAX_WEIGHT = 10
+#: the float settings and their closed ranges, validated alike (a margin is a difference of two scores
+#: on the cosine scale, so at most 2)
+_NUMBER_BOUNDS = {"cluster_weight": (0, _MAX_WEIGHT), "neighbour_weight": (0, _MAX_WEIGHT),
+                  "lexical_weight": (0, _MAX_WEIGHT), "whole_cluster_share": (0, 1), "read_on_share": (0, 1),
+                  "read_on_margin": (0, 2)}
 #: bounds past any use (more results than a reader reads; a budget past any model's context), so that
 #: a mistyped number is refused here, not deep inside Chroma as an integer overflow
 MAX_K = 100_000
@@ -154,25 +159,15 @@ class SearchSettings:
             raise ValueError(f"lexical_weighting must be one of {LEXICAL_WEIGHTINGS}, got {self.lexical_weighting!r}")
         if self.unit not in (None, "cluster") and self.mode != "segment+cluster":
             raise ValueError(f"mode applies to unit='cluster' only, got mode={self.mode!r} with unit={self.unit!r}")
-        for name in ("cluster_weight", "neighbour_weight", "lexical_weight"):
-            weight = getattr(self, name)
-            if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
-                    or not 0 <= weight <= _MAX_WEIGHT:
-                raise ValueError(f"{name} must be a number in [0, {_MAX_WEIGHT}], got {weight!r}")
-            object.__setattr__(self, name, float(weight))
+        for name, (low, high) in _NUMBER_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not low <= value <= high:
+                raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+            object.__setattr__(self, name, float(value))
         least = self.whole_cluster_min
         if not is_int(least) or not 1 <= least <= MAX_K:
             raise ValueError(f"whole_cluster_min must be a positive int up to {MAX_K:,}, got {least!r}")
         object.__setattr__(self, "whole_cluster_min", int(least))
-        margin = self.read_on_margin
-        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.number)) or not 0 <= margin <= 2:
-            raise ValueError(f"read_on_margin must be a number in [0, 2], got {margin!r}")
-        object.__setattr__(self, "read_on_margin", float(margin))
-        for name in ("whole_cluster_share", "read_on_share"):
-            share = getattr(self, name)
-            if isinstance(share, bool) or not isinstance(share, (int, float, np.number)) or not 0 <= share <= 1:
-                raise ValueError(f"{name} must be a number in [0, 1], got {share!r}")
-            object.__setattr__(self, name, float(share))
         for name in ("where", "where_document"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):

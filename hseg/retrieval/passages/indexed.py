@@ -112,7 +112,7 @@ def _best(run: list[int], score: np.ndarray) -> int:
 
 def _read_ahead(rest: Continuation, keys: list[UnitKey], score: np.ndarray, runs: list[tuple[list[int], bool]],
                 listed: Mapping[str, list[str]]) -> Plan[list[str]]:
-    """What rules 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
+    """What rules 5a, 5 and 6 will read after the passages of a walk's ``runs`` (:meth:`Continuation.ahead`):
     their segments and sizes from the keys, a whole cluster's segments as the lexical table ``listed``
     them (:func:`_listed_wholes`)."""
     passages = []
