@@ -90,10 +90,12 @@ class _Plan:
 
     @classmethod
     def decide(cls, passages: list[Passage], budget: int, cap: int, margin: float,
-               chains: list[list[LexicalRow]]) -> _Plan:
-        """Rule 5a (:class:`_ReadOn`), rule 5 (:func:`continue_passages`) on the chains' sizes, then
-        rule 6 (:func:`cut_passages`) on the cuts of the segment each passage stopped before."""
-        lead = _ReadOn.decide(passages, budget, cap, margin, chains[0] if chains else [])
+               chains: list[list[LexicalRow]], lead: _ReadOn | None = None) -> _Plan:
+        """Rule 5a (:class:`_ReadOn`; ``lead``, when already decided on ``chains[0]``), rule 5
+        (:func:`continue_passages`) on the chains' sizes, then rule 6 (:func:`cut_passages`) on the
+        cuts of the segment each passage stopped before."""
+        if lead is None:
+            lead = _ReadOn.decide(passages, budget, cap, margin, chains[0] if chains else [])
         grown, kept, left = lead.grown, lead.kept, lead.left
         lead_grown = [r.segment_id for r in chains[0][:grown]] if grown else []
         taken = {sid for j in kept for sid in passages[j][0]} | set(lead_grown)
@@ -153,17 +155,17 @@ class Continuation:
             plan = None
             if passages and (left > 0 or reads_on):
                 chains: list[list[LexicalRow]] = [[] for _ in passages]
-                firsts = 0
+                firsts, lead = 0, None
                 if reads_on:  # its rows first: what rule 5a leaves decides how far the others are read
                     # it reads on at most cap - size, then continues (rule 5) with what is left: no more
                     # than before, or than the largest passage dropped
                     limit = self.cap - passages[0][1] + max(left, max(p[1] for p in passages))
                     (chains[0],) = yield from self._following([passages[0]], limit)
-                    left = _ReadOn.decide(passages, self.budget, self.cap, self.margin, chains[0]).left
-                    firsts = 1
+                    lead = _ReadOn.decide(passages, self.budget, self.cap, self.margin, chains[0])
+                    firsts, left = 1, lead.left
                 if left > 0 and len(passages) > firsts:
                     chains[firsts:] = yield from self._following(passages[firsts:], left)
-                plan = _Plan.decide(passages, self.budget, self.cap, self.margin, chains)
+                plan = _Plan.decide(passages, self.budget, self.cap, self.margin, chains, lead)
             self._plans[key] = plan
         return self._plans[key]
 
